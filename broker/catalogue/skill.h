@@ -1,0 +1,67 @@
+// The catalogue's data model: what discovery found, held in memory for the process
+// lifetime (scanned once at boot; nothing is cached on disk).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shared/unique_fd.h"
+
+namespace skillmcp {
+
+// One entry of skill_list's `problems`: `reason` is the stable value clients switch on,
+// `detail` is prose for a person.
+struct Problem {
+  std::string path;
+  std::string reason;
+  std::string detail;
+};
+
+// One `mcp-host: run:` entry as declared (after strict parsing and the reserved-name strip).
+struct DeclaredRun {
+  std::string script;             // contained relative path, as declared
+  std::string interpreter;        // as declared; only "node" is runnable in v1
+  std::vector<std::string> env;   // variable names the script asks for (reserved dropped)
+  int64_t timeout_ms = 60000;     // declared timeout x1000, clamped to 300000
+};
+
+struct ManifestFile {
+  std::string path;   // relative to the skill directory, '/'-separated
+  uint64_t size = 0;
+};
+
+struct Skill {
+  std::string name;                          // the directory name; never the frontmatter's
+  std::optional<std::string> description;
+  std::optional<std::string> when_to_use;    // frontmatter `when-to-use`
+  std::string source;                        // real absolute path of the skill directory
+  UniqueFd dir;                              // O_PATH|O_DIRECTORY fd of `source`; every read
+                                             // and every run resolves beneath it
+  std::vector<ManifestFile> files;           // collated (ICU root, case-insensitive first)
+  uint64_t bytes = 0;                        // sum of file sizes
+  std::string body;                          // SKILL.md after the frontmatter, verbatim
+  bool body_truncated = false;               // SKILL.md was over 262144 bytes
+  bool declaration_present = false;          // an mcp-host: block was there
+  bool declaration_ok = false;               // ...and was accepted (runs below are usable)
+  std::vector<DeclaredRun> runs;             // empty when the block was refused
+  std::vector<std::string> declared_egress;  // `egress:` proposal, verbatim
+};
+
+struct Catalogue {
+  std::vector<std::string> roots;   // as configured
+  std::string roots_from;           // "MCP_SKILLS_PATH" | "SKILLS_DIR" | "default"
+  std::vector<Skill> skills;        // collated by name; at most kMaxSkills
+  std::vector<Problem> problems;    // in discovery order
+};
+
+inline constexpr size_t kMaxSkills = 32;
+inline constexpr size_t kMaxFilesPerSkill = 2000;
+inline constexpr size_t kMaxDirsPerSkill = 2000;
+inline constexpr size_t kSkillMdCap = 262144;
+inline constexpr size_t kFrontmatterCap = 65536;
+inline constexpr int64_t kDefaultTimeoutMs = 60000;
+inline constexpr int64_t kMaxTimeoutMs = 300000;
+
+}  // namespace skillmcp

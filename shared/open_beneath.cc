@@ -1,0 +1,72 @@
+#include "shared/open_beneath.h"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+
+namespace skillmcp {
+namespace {
+
+UniqueFd WalkNoFollow(int dirfd, const std::string& rel, int flags) {
+  UniqueFd cur(fcntl(dirfd, F_DUPFD_CLOEXEC, 3));
+  if (!cur) return {};
+  size_t start = 0;
+  while (true) {
+    size_t slash = rel.find('/', start);
+    std::string seg = rel.substr(start, slash == std::string::npos ? std::string::npos
+                                                                   : slash - start);
+    if (seg.empty() || seg == "." || seg == "..") {
+      errno = EXDEV;
+      return {};
+    }
+    bool last = slash == std::string::npos;
+    int f = last ? flags : (O_PATH | O_DIRECTORY);
+    UniqueFd next(openat(cur.get(), seg.c_str(), f | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY));
+    if (!next) return {};
+    cur = std::move(next);
+    if (last) return cur;
+    start = slash + 1;
+  }
+}
+
+}  // namespace
+
+UniqueFd OpenBeneath(int dirfd, std::string_view rel, int flags) {
+  std::string path(rel);
+  if (path.empty() || path.find('\0') != std::string::npos) {
+    errno = EINVAL;
+    return {};
+  }
+  open_how how{};
+  how.flags = static_cast<uint64_t>(flags | O_CLOEXEC | O_NOCTTY);
+  // Why: RESOLVE_BENEATH makes escape impossible at open time (no check-then-use race);
+  // NO_MAGICLINKS stops /proc/self/fd-style links from jumping out.
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+  long fd = syscall(SYS_openat2, dirfd, path.c_str(), &how, sizeof how);
+  if (fd >= 0) return UniqueFd(static_cast<int>(fd));
+  if (errno != ENOSYS) return {};
+  return WalkNoFollow(dirfd, path, flags);
+}
+
+UniqueFd OpenRegularBeneath(int dirfd, std::string_view rel) {
+  UniqueFd fd = OpenBeneath(dirfd, rel, O_RDONLY | O_NONBLOCK);
+  if (!fd) return {};
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0) return {};
+  // Why: the check is on the opened descriptor, so what was checked is what is read.
+  if (!S_ISREG(st.st_mode)) {
+    errno = EINVAL;
+    return {};
+  }
+  // Reads are bounded by size, so clear O_NONBLOCK for plain regular-file reads.
+  int fl = fcntl(fd.get(), F_GETFL);
+  if (fl >= 0) fcntl(fd.get(), F_SETFL, fl & ~O_NONBLOCK);
+  return fd;
+}
+
+}  // namespace skillmcp

@@ -1,0 +1,64 @@
+// The run description the broker hands a worker: typed, length-capped, checked.
+// Anything unexpected ends the worker (setup step kReadSpec).
+//
+// Descriptor layout when the worker starts (everything else is closed by the broker
+// side before exec, and again by the worker):
+//   0 stdin  /dev/null            1 stdout pipe (write end)     2 stderr pipe (write end)
+//   3 spec   (read end; the encoded RunSpec, then EOF)
+//   4 status (write end, O_CLOEXEC: closes silently on a successful exec; on a failed
+//             setup step the worker writes one WorkerFailure and exits with the step code)
+//   5 node   (O_RDONLY|O_CLOEXEC fd of the pinned interpreter, exec'd with fexecve)
+//   6 script (O_RDONLY fd of the declared script, opened beneath the skill directory)
+//   7 skill  (O_PATH|O_DIRECTORY fd of the skill directory; becomes the cwd via fchdir)
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace skillmcp {
+
+inline constexpr int kWorkerSpecFd = 3;
+inline constexpr int kWorkerStatusFd = 4;
+inline constexpr int kWorkerNodeFd = 5;
+inline constexpr int kWorkerScriptFd = 6;
+inline constexpr int kWorkerSkillDirFd = 7;
+
+inline constexpr size_t kRunSpecMaxBytes = 1 << 20;  // whole encoded spec
+inline constexpr size_t kRunSpecMaxStrings = 256;    // argv + envp entries
+
+struct RunLimits {
+  uint64_t nproc = 0;        // RLIMIT_NPROC (per uid: only meaningful with a uid switch)
+  uint64_t address_space = 0;  // RLIMIT_AS in bytes (0 = leave as is)
+  uint64_t data = 0;         // RLIMIT_DATA in bytes (0 = leave as is)
+  uint64_t cpu_seconds = 0;  // RLIMIT_CPU
+  uint64_t fsize = 0;        // RLIMIT_FSIZE in bytes
+  uint64_t nofile = 0;       // RLIMIT_NOFILE
+  // RLIMIT_CORE is always 0.
+};
+
+struct RunSpec {
+  std::string script_path;          // real absolute path of the script (for node's
+                                    // module identity: __filename, relative require)
+  std::vector<std::string> args;    // script arguments, verbatim
+  std::vector<std::string> envp;    // "NAME=value", exactly the allowlisted block
+  bool switch_ids = false;          // setgroups({}) + setresgid + setresuid
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  RunLimits limits;
+  bool seccomp = true;              // install the policy in seccomp/
+};
+
+std::string EncodeRunSpec(const RunSpec& spec);
+// nullopt on any malformed, oversized or trailing input.
+std::optional<RunSpec> DecodeRunSpec(std::string_view bytes);
+
+// What a worker writes on the status fd when a setup step fails.
+struct WorkerFailure {
+  int32_t step = 0;   // a WorkerStep value (worker_steps.h); also the exit code
+  int32_t err = 0;    // errno of the failing call
+};
+
+}  // namespace skillmcp
