@@ -1,0 +1,77 @@
+// The worker's setup steps, in the order the worker performs them.
+//
+// Contract between the broker (broker/run) and skill-mcp-worker: when a setup step
+// fails, the worker writes one WorkerFailure{step, errno} (shared/run_spec.h) on the
+// status fd (4) and exits with the step's value as its exit code. A successful exec
+// closes the status fd silently (O_CLOEXEC), so the broker reads EOF there.
+//
+// The values live in 200..230, a range no ordinary exit uses: signal deaths reported by
+// shells are 128+N (at most 192), and the script's own exit is never confused with
+// these because the worker has already exec'd by then. The broker should trust the
+// status fd first and the exit code second (a script could itself exit 205).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+namespace skillmcp {
+
+enum class WorkerStep : int32_t {
+  kReadSpec = 200,       // read fd 3 to EOF (bounded) and DecodeRunSpec
+  kCheckFds = 201,       // fds 4..7 present, the right kinds; 5 and 4 CLOEXEC, 6 not
+  kSetsid = 202,         // setsid(): own session and process group
+  kCloseFds = 203,       // close everything except 0,1,2 and 4..7
+  kSetLimits = 204,      // prlimits from the spec, RLIMIT_CORE = 0
+  kRefuseRootIds = 205,  // switch_ids with a target uid or gid of 0: refused
+  kSetGroups = 206,      // setgroups(0, NULL)
+  kSetGid = 207,         // setresgid(gid, gid, gid)
+  kSetUid = 208,         // setresuid(uid, uid, uid)
+  kVerifyIds = 209,      // getres[ug]id all equal the target; regaining root fails
+  kSecurebits = 210,     // lock the securebits (only where CAP_SETPCAP allows)
+  kDropAmbient = 211,    // clear the ambient capability set
+  kDropBounding = 212,   // drop every capability from the bounding set
+  kDropCaps = 213,       // empty effective, permitted and inheritable
+  kVerifyCaps = 214,     // re-read the sets: all empty
+  kNoNewPrivs = 215,     // prctl(PR_SET_NO_NEW_PRIVS, 1)
+  kChdir = 216,          // fchdir(7) into the skill directory, close 7
+  kSeccomp = 217,        // install the seccomp policy (seccomp/)
+  kExec = 218,           // execveat(5, "", argv, envp, AT_EMPTY_PATH)
+};
+
+inline constexpr int32_t kWorkerStepFirst = 200;
+inline constexpr int32_t kWorkerStepLast = 230;  // reserved up to here
+
+// A phrase that completes "the worker could not ...".
+inline const char* DescribeWorkerStep(WorkerStep step) {
+  switch (step) {
+    case WorkerStep::kReadSpec: return "read a valid run description from the broker";
+    case WorkerStep::kCheckFds: return "find the expected descriptors (status, node, script, skill dir)";
+    case WorkerStep::kSetsid: return "start its own session and process group";
+    case WorkerStep::kCloseFds: return "close the inherited descriptors";
+    case WorkerStep::kSetLimits: return "apply the resource limits";
+    case WorkerStep::kRefuseRootIds: return "accept the run-as identity (uid or gid 0 is refused)";
+    case WorkerStep::kSetGroups: return "drop the supplementary groups";
+    case WorkerStep::kSetGid: return "switch to the run-as gid";
+    case WorkerStep::kSetUid: return "switch to the run-as uid";
+    case WorkerStep::kVerifyIds: return "verify that the uid/gid switch cannot be undone";
+    case WorkerStep::kSecurebits: return "lock the securebits";
+    case WorkerStep::kDropAmbient: return "clear the ambient capabilities";
+    case WorkerStep::kDropBounding: return "drop the capability bounding set";
+    case WorkerStep::kDropCaps: return "clear the effective, permitted and inheritable capabilities";
+    case WorkerStep::kVerifyCaps: return "verify that no capability is left";
+    case WorkerStep::kNoNewPrivs: return "set no_new_privs";
+    case WorkerStep::kChdir: return "enter the skill directory";
+    case WorkerStep::kSeccomp: return "install the seccomp filter";
+    case WorkerStep::kExec: return "execute the interpreter";
+  }
+  return "complete an unknown setup step";
+}
+
+// The step named by a worker exit code, if the code is one of ours.
+inline std::optional<WorkerStep> WorkerStepFromExitCode(int code) {
+  if (code < static_cast<int>(WorkerStep::kReadSpec) || code > static_cast<int>(WorkerStep::kExec))
+    return std::nullopt;
+  return static_cast<WorkerStep>(code);
+}
+
+}  // namespace skillmcp
