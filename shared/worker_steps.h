@@ -18,20 +18,20 @@ namespace skillmcp {
 
 enum class WorkerStep : int32_t {
   kReadSpec = 200,       // read fd 3 to EOF (bounded) and DecodeRunSpec
-  kCheckFds = 201,       // fds 4..7 present, the right kinds; 5 and 4 CLOEXEC, 6 not
+  kCheckFds = 201,       // fds 4..7 present and of the right kinds
   kSetsid = 202,         // setsid(): own session and process group
   kCloseFds = 203,       // close everything except 0,1,2 and 4..7
   kSetLimits = 204,      // prlimits from the spec, RLIMIT_CORE = 0
-  kRefuseRootIds = 205,  // switch_ids with a target uid or gid of 0: refused
-  kSetGroups = 206,      // setgroups(0, NULL)
-  kSetGid = 207,         // setresgid(gid, gid, gid)
-  kSetUid = 208,         // setresuid(uid, uid, uid)
-  kVerifyIds = 209,      // getres[ug]id all equal the target; regaining root fails
-  kSecurebits = 210,     // lock the securebits (only where CAP_SETPCAP allows)
+  kSecurebits = 205,     // lock the securebits (only where CAP_SETPCAP allows)
+  kDropBounding = 206,   // drop every capability from the bounding set
+  kRefuseRootIds = 207,  // switch_ids with a target uid or gid of 0: refused
+  kSetGroups = 208,      // setgroups(0, NULL)
+  kSetGid = 209,         // setresgid(gid, gid, gid)
+  kSetUid = 210,         // setresuid(uid, uid, uid)
   kDropAmbient = 211,    // clear the ambient capability set
-  kDropBounding = 212,   // drop every capability from the bounding set
-  kDropCaps = 213,       // empty effective, permitted and inheritable
-  kVerifyCaps = 214,     // re-read the sets: all empty
+  kDropCaps = 212,       // empty effective, permitted and inheritable
+  kVerifyIds = 213,      // getres[ug]id all equal the target; regaining root fails
+  kVerifyCaps = 214,     // re-read every set: all empty (bounding where droppable)
   kNoNewPrivs = 215,     // prctl(PR_SET_NO_NEW_PRIVS, 1)
   kChdir = 216,          // fchdir(7) into the skill directory, close 7
   kSeccomp = 217,        // install the seccomp policy (seccomp/)
