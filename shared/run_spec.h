@@ -29,17 +29,31 @@ inline constexpr int kWorkerSkillDirFd = 7;
 inline constexpr size_t kRunSpecMaxBytes = 1 << 20;  // whole encoded spec
 inline constexpr size_t kRunSpecMaxStrings = 256;    // argv + envp entries
 
+// Each limit is applied as soft = hard = value (CPU: hard = value + 1 so SIGXCPU comes
+// first), lowered only: a value above the worker's current hard limit is clamped to it.
+// 0 leaves that limit as inherited. Defaults: shared/run_limits_default.h.
 struct RunLimits {
-  uint64_t nproc = 0;        // RLIMIT_NPROC (per uid: only meaningful with a uid switch)
-  uint64_t address_space = 0;  // RLIMIT_AS in bytes (0 = leave as is)
-  uint64_t data = 0;         // RLIMIT_DATA in bytes (0 = leave as is)
-  uint64_t cpu_seconds = 0;  // RLIMIT_CPU
-  uint64_t fsize = 0;        // RLIMIT_FSIZE in bytes
-  uint64_t nofile = 0;       // RLIMIT_NOFILE
+  uint64_t nproc = 0;          // RLIMIT_NPROC (per real uid: only meaningful with a uid switch)
+  uint64_t address_space = 0;  // RLIMIT_AS in bytes
+  uint64_t data = 0;           // RLIMIT_DATA in bytes
+  uint64_t cpu_seconds = 0;    // RLIMIT_CPU
+  uint64_t fsize = 0;          // RLIMIT_FSIZE in bytes
+  uint64_t nofile = 0;         // RLIMIT_NOFILE
   // RLIMIT_CORE is always 0.
 };
 
+// What the worker execs on fd 5.
+enum class RunProgram : uint8_t {
+  // node, with the worker's fixed bootstrap (worker/node_bootstrap.h) that runs the
+  // open script on fd 6 as the CommonJS main module named script_path.
+  kNodeScript = 0,
+  // args verbatim as argv (args[0] is argv[0]); no bootstrap. For the probe in tests
+  // and for interpreters other than node; script_path is unused (may be empty).
+  kDirectArgv = 1,
+};
+
 struct RunSpec {
+  RunProgram program = RunProgram::kNodeScript;
   std::string script_path;          // real absolute path of the script (for node's
                                     // module identity: __filename, relative require)
   std::vector<std::string> args;    // script arguments, verbatim
@@ -51,7 +65,19 @@ struct RunSpec {
   bool seccomp = true;              // install the policy in seccomp/
 };
 
+// The wire format (little-endian, no padding; see shared/run_spec.cc):
+//   "SMRS" u32 version=1 | u8 program u8 switch_ids u8 seccomp u8 0 | u32 uid u32 gid |
+//   u64 nproc,address_space,data,cpu_seconds,fsize,nofile | str script_path |
+//   u32 argc, argc x str | u32 envc, envc x str            (str = u32 length + bytes)
+// Encode does not validate; Decode (and the worker) accept only what IsValidRunSpec does.
 std::string EncodeRunSpec(const RunSpec& spec);
+
+// The rules Decode enforces on the decoded value: no NUL in any string; argv + envp at
+// most kRunSpecMaxStrings entries; every envp entry NAME=value with NAME matching
+// [A-Za-z_][A-Za-z0-9_]* and no NAME twice; kNodeScript needs an absolute
+// script_path, kDirectArgv a non-empty args. Brokers can check a spec before forking.
+bool IsValidRunSpec(const RunSpec& spec);
+
 // nullopt on any malformed, oversized or trailing input.
 std::optional<RunSpec> DecodeRunSpec(std::string_view bytes);
 

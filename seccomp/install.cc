@@ -1,0 +1,113 @@
+// Turns the group table into a libseccomp filter and loads it.
+// Runs in the worker: a fresh, single-threaded process, so allocating is fine.
+#include <linux/sched.h>
+#include <seccomp.h>
+#include <sys/ioctl.h>
+
+#include <cerrno>
+#include <memory>
+#include <string>
+
+#include "seccomp/policy.h"
+
+namespace skillmcp::seccomp {
+namespace {
+
+struct CtxRelease {
+  void operator()(void* ctx) const { seccomp_release(ctx); }
+};
+using Ctx = std::unique_ptr<void, CtxRelease>;
+
+uint32_t ToScmp(Action action) {
+  switch (action) {
+    case Action::kErrnoEnosys: return SCMP_ACT_ERRNO(ENOSYS);
+    case Action::kErrnoEperm: return SCMP_ACT_ERRNO(EPERM);
+    case Action::kKillProcess: return SCMP_ACT_KILL_PROCESS;
+  }
+  return SCMP_ACT_KILL_PROCESS;  // unreachable; fail closed
+}
+
+// Every namespace flag clone() accepts. CLONE_NEWTIME is left out on purpose: in
+// clone()'s flags 0x80 is part of the exit signal (CSIGNAL), and the kernel only
+// accepts CLONE_NEWTIME through unshare/clone3, both shut elsewhere.
+constexpr uint64_t kCloneNamespaceFlags[] = {
+    CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
+    CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
+};
+
+int AddClone(scmp_filter_ctx ctx, int nr, uint32_t action) {
+  // One rule per flag: libseccomp allows one comparison per argument in a rule, and
+  // "any of these bits set" is the OR of "this bit set".
+  for (uint64_t flag : kCloneNamespaceFlags) {
+    int rc = seccomp_rule_add(ctx, action, nr, 1, SCMP_A0_64(SCMP_CMP_MASKED_EQ, flag, flag));
+    if (rc < 0) return rc;
+  }
+  return 0;
+}
+
+int AddPersonality(scmp_filter_ctx ctx, int nr, uint32_t action) {
+  // The kernel reads the argument as an unsigned int, so only the low 32 bits count.
+  // Allowed: exactly 0 (PER_LINUX) and 0xffffffff (query). Every other value either
+  // has bit 31 clear and some bit b set, or bit 31 set and some bit b clear; one rule
+  // per (b, case) covers them all with a single masked comparison each.
+  constexpr uint64_t kBit31 = 0x80000000u;
+  for (int b = 0; b < 31; ++b) {
+    const uint64_t bit = uint64_t{1} << b;
+    int rc = seccomp_rule_add(ctx, action, nr, 1, SCMP_A0_64(SCMP_CMP_MASKED_EQ, bit | kBit31, bit));
+    if (rc < 0) return rc;
+    rc = seccomp_rule_add(ctx, action, nr, 1, SCMP_A0_64(SCMP_CMP_MASKED_EQ, bit | kBit31, kBit31));
+    if (rc < 0) return rc;
+  }
+  return 0;
+}
+
+int AddTerminalIoctl(scmp_filter_ctx ctx, int nr, uint32_t action) {
+  // ioctl's request is an unsigned int in the kernel: compare the low 32 bits only,
+  // or TIOCSTI with junk in the high half would slip past a 64-bit equality.
+  for (uint64_t request : {uint64_t{TIOCSTI}, uint64_t{TIOCLINUX}}) {
+    int rc = seccomp_rule_add(ctx, action, nr, 1, SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xffffffffu, request));
+    if (rc < 0) return rc;
+  }
+  return 0;
+}
+
+int AddRule(scmp_filter_ctx ctx, const SyscallRule& rule, uint32_t action) {
+  const std::string name(rule.name);
+  const int nr = seccomp_syscall_resolve_name(name.c_str());
+  if (nr == __NR_SCMP_ERROR) return -ENOENT;  // a table name libseccomp does not know: fail closed
+  switch (rule.filter) {
+    case ArgFilter::kAny: return seccomp_rule_add(ctx, action, nr, 0);
+    case ArgFilter::kCloneNamespaceFlags: return AddClone(ctx, nr, action);
+    case ArgFilter::kPersonalityChange: return AddPersonality(ctx, nr, action);
+    case ArgFilter::kTerminalInjectIoctl: return AddTerminalIoctl(ctx, nr, action);
+  }
+  return -EINVAL;
+}
+
+}  // namespace
+
+int InstallWorkerPolicy() {
+  // Fixed suffix: default ALLOW (see policy.h for why a deny-list).
+  Ctx ctx(seccomp_init(SCMP_ACT_ALLOW));
+  if (!ctx) return -ENOMEM;
+  // Fixed prefix: the filter covers the native architecture only (seccomp_init adds
+  // just that one), and a syscall from any other ABI (int 0x80 on x86_64, x32 numbers)
+  // kills the process, because the deny rules below are numbered for the native ABI
+  // and would not match there.
+  int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+  if (rc < 0) return rc;
+  // no_new_privs is the worker's own, checked step; libseccomp must not hide its absence.
+  rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_NNP, 0);
+  if (rc < 0) return rc;
+  for (const SyscallGroup& group : WorkerPolicyGroups()) {
+    const uint32_t action = ToScmp(group.action);
+    for (const SyscallRule& rule : group.rules) {
+      rc = AddRule(ctx.get(), rule, action);
+      if (rc < 0) return rc;
+    }
+  }
+  rc = seccomp_load(ctx.get());
+  return rc < 0 ? rc : 0;
+}
+
+}  // namespace skillmcp::seccomp

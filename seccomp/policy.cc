@@ -1,0 +1,127 @@
+// The syscall groups: data only. Every group says what it shuts and why its action.
+#include <cerrno>
+
+#include "seccomp/policy.h"
+
+namespace skillmcp::seccomp {
+namespace {
+
+constexpr SyscallRule kClock[] = {
+    {"adjtimex"}, {"clock_adjtime"}, {"clock_settime"}, {"settimeofday"},
+};
+
+constexpr SyscallRule kCloneFallback[] = {{"clone3"}};
+
+constexpr SyscallRule kCrossProcess[] = {
+    {"kcmp"}, {"pidfd_getfd"}, {"process_vm_readv"}, {"process_vm_writev"}, {"ptrace"},
+};
+
+constexpr SyscallRule kFileHandles[] = {{"name_to_handle_at"}, {"open_by_handle_at"}};
+
+constexpr SyscallRule kIoUring[] = {
+    {"io_uring_enter"}, {"io_uring_register"}, {"io_uring_setup"},
+};
+
+constexpr SyscallRule kKernelSurface[] = {
+    {"bpf"}, {"perf_event_open"}, {"userfaultfd"},
+};
+
+constexpr SyscallRule kKeyring[] = {{"add_key"}, {"keyctl"}, {"request_key"}};
+
+constexpr SyscallRule kMachine[] = {
+    {"acct"}, {"ioperm"}, {"iopl"}, {"kexec_file_load"}, {"kexec_load"},
+    {"quotactl"}, {"quotactl_fd"}, {"reboot"}, {"swapoff"}, {"swapon"}, {"syslog"},
+};
+
+constexpr SyscallRule kModules[] = {{"delete_module"}, {"finit_module"}, {"init_module"}};
+
+constexpr SyscallRule kMount[] = {
+    {"chroot"}, {"fsconfig"}, {"fsmount"}, {"fsopen"}, {"fspick"}, {"mount"},
+    {"mount_setattr"}, {"move_mount"}, {"open_tree"}, {"pivot_root"}, {"umount2"},
+};
+
+constexpr SyscallRule kNamespaces[] = {
+    {"clone", ArgFilter::kCloneNamespaceFlags}, {"setns"}, {"unshare"},
+};
+
+constexpr SyscallRule kObsolete[] = {
+    {"_sysctl"}, {"lookup_dcookie"}, {"modify_ldt"}, {"nfsservctl"}, {"sysfs"},
+    {"uselib"}, {"ustat"}, {"vhangup"},
+};
+
+constexpr SyscallRule kPersonality[] = {{"personality", ArgFilter::kPersonalityChange}};
+
+constexpr SyscallRule kTerminal[] = {{"ioctl", ArgFilter::kTerminalInjectIoctl}};
+
+constexpr SyscallGroup kGroups[] = {
+    {"@clock",
+     "setting the system clock: never a script's business; EPERM is what a caller "
+     "without CAP_SYS_TIME already gets",
+     Action::kErrnoEperm, kClock},
+    {"@clone3-fallback",
+     "clone3 passes its flags in memory a filter cannot read; ENOSYS makes glibc fall "
+     "back to clone(), whose flags @namespaces checks",
+     Action::kErrnoEnosys, kCloneFallback},
+    {"@cross-process",
+     "reading or steering another process (memory, descriptors, tracing): the way a "
+     "same-uid script would reach the broker's secrets; hostile, so the process dies",
+     Action::kKillProcess, kCrossProcess},
+    {"@file-handles",
+     "opening files by handle bypasses path checks (the classic container escape); "
+     "EPERM matches the missing CAP_DAC_READ_SEARCH",
+     Action::kErrnoEperm, kFileHandles},
+    {"@io-uring",
+     "io_uring is a large kernel attack surface whose requests a filter cannot see; "
+     "ENOSYS makes libuv fall back to its thread pool",
+     Action::kErrnoEnosys, kIoUring},
+    {"@kernel-surface",
+     "eBPF, perf events and userfaultfd: kernel attack surface and exploit helpers "
+     "(race widening) no script needs; EPERM as for an unprivileged caller",
+     Action::kErrnoEperm, kKernelSurface},
+    {"@keyring",
+     "the kernel keyring is shared per uid and session and may hold other programs' "
+     "secrets; EPERM, callers treat it as no keyring",
+     Action::kErrnoEperm, kKeyring},
+    {"@machine",
+     "whole-machine controls (reboot, kexec, swap, accounting, quotas, port I/O, the "
+     "kernel log); EPERM as without the capability",
+     Action::kErrnoEperm, kMachine},
+    {"@modules",
+     "loading or removing kernel modules; EPERM as without CAP_SYS_MODULE",
+     Action::kErrnoEperm, kModules},
+    {"@mount",
+     "changing the filesystem view (old and new mount API, chroot, pivot_root); EPERM "
+     "as without CAP_SYS_ADMIN",
+     Action::kErrnoEperm, kMount},
+    {"@namespaces",
+     "new or joined namespaces (unshare, setns, clone with CLONE_NEW*): user namespaces "
+     "hand out capabilities over new kernel surface; EPERM, callers handle it",
+     Action::kErrnoEperm, kNamespaces},
+    {"@obsolete",
+     "old interfaces nothing current uses (modify_ldt, uselib, ustat, sysfs, ...): "
+     "surface without users; ENOSYS as on a kernel built without them",
+     Action::kErrnoEnosys, kObsolete},
+    {"@personality",
+     "personality flags such as ADDR_NO_RANDOMIZE or READ_IMPLIES_EXEC weaken the "
+     "next exec's ASLR and W^X; only PER_LINUX and the query stay allowed",
+     Action::kErrnoEperm, kPersonality},
+    {"@terminal-injection",
+     "TIOCSTI/TIOCLINUX push input into a terminal the script shares with the user; "
+     "EPERM",
+     Action::kErrnoEperm, kTerminal},
+};
+
+}  // namespace
+
+std::span<const SyscallGroup> WorkerPolicyGroups() { return kGroups; }
+
+int ActionErrno(Action action) {
+  switch (action) {
+    case Action::kErrnoEnosys: return ENOSYS;
+    case Action::kErrnoEperm: return EPERM;
+    case Action::kKillProcess: return 0;
+  }
+  return 0;
+}
+
+}  // namespace skillmcp::seccomp

@@ -1,0 +1,189 @@
+// RunSpec wire format: a typed, length-capped, little-endian encoding with a magic and a
+// version. Decode is strict: every count and length is checked against what is left
+// before anything is allocated, and trailing bytes are an error.
+#include "shared/run_spec.h"
+
+#include <set>
+
+namespace skillmcp {
+namespace {
+
+constexpr char kMagic[4] = {'S', 'M', 'R', 'S'};
+constexpr uint32_t kVersion = 1;
+
+void PutU8(std::string& out, uint8_t v) { out.push_back(static_cast<char>(v)); }
+
+void PutU32(std::string& out, uint32_t v) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+void PutU64(std::string& out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+void PutString(std::string& out, std::string_view s) {
+  PutU32(out, static_cast<uint32_t>(s.size()));
+  out.append(s);
+}
+
+void PutStrings(std::string& out, const std::vector<std::string>& list) {
+  PutU32(out, static_cast<uint32_t>(list.size()));
+  for (const auto& s : list) PutString(out, s);
+}
+
+// A cursor over untrusted bytes: every read checks the remaining length first.
+class Reader {
+ public:
+  explicit Reader(std::string_view in) : in_(in) {}
+
+  bool U8(uint8_t& v) {
+    if (in_.size() < 1) return false;
+    v = static_cast<uint8_t>(in_[0]);
+    in_.remove_prefix(1);
+    return true;
+  }
+  bool U32(uint32_t& v) {
+    if (in_.size() < 4) return false;
+    v = 0;
+    for (int i = 0; i < 4; ++i) v |= uint32_t{static_cast<uint8_t>(in_[i])} << (8 * i);
+    in_.remove_prefix(4);
+    return true;
+  }
+  bool U64(uint64_t& v) {
+    if (in_.size() < 8) return false;
+    v = 0;
+    for (int i = 0; i < 8; ++i) v |= uint64_t{static_cast<uint8_t>(in_[i])} << (8 * i);
+    in_.remove_prefix(8);
+    return true;
+  }
+  bool Bool(bool& v) {
+    uint8_t b = 0;
+    if (!U8(b) || b > 1) return false;  // only 0 or 1: no second meaning hides in a flag
+    v = b == 1;
+    return true;
+  }
+  bool String(std::string& s) {
+    uint32_t len = 0;
+    if (!U32(len) || len > in_.size()) return false;  // length checked before allocating
+    s.assign(in_.substr(0, len));
+    in_.remove_prefix(len);
+    return true;
+  }
+  // `budget` is how many strings may still be read across argv and envp.
+  bool Strings(std::vector<std::string>& list, size_t& budget) {
+    uint32_t count = 0;
+    if (!U32(count) || count > budget) return false;
+    // Each string costs at least its 4-byte length: a count the input cannot hold is
+    // refused before reserving anything.
+    if (count > in_.size() / 4) return false;
+    budget -= count;
+    list.resize(count);
+    for (auto& s : list)
+      if (!String(s)) return false;
+    return true;
+  }
+  bool Magic() {
+    if (in_.size() < sizeof(kMagic) || in_.substr(0, sizeof(kMagic)) != std::string_view(kMagic, 4))
+      return false;
+    in_.remove_prefix(sizeof(kMagic));
+    return true;
+  }
+  bool AtEnd() const { return in_.empty(); }
+
+ private:
+  std::string_view in_;
+};
+
+bool HasNul(std::string_view s) { return s.find('\0') != std::string_view::npos; }
+
+bool IsEnvNameStart(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+}
+
+bool IsEnvNameChar(char c) { return IsEnvNameStart(c) || (c >= '0' && c <= '9'); }
+
+// NAME=value with a portable name: anything else could be read differently by libc,
+// node and the script (e.g. "=x", "A B=x", or a bare "PATH" without '=').
+bool IsEnvEntry(std::string_view entry, std::string_view& name) {
+  const size_t eq = entry.find('=');
+  if (eq == std::string_view::npos || eq == 0) return false;
+  name = entry.substr(0, eq);
+  if (!IsEnvNameStart(name[0])) return false;
+  for (char c : name)
+    if (!IsEnvNameChar(c)) return false;
+  return true;
+}
+
+}  // namespace
+
+bool IsValidRunSpec(const RunSpec& spec) {
+  if (spec.args.size() + spec.envp.size() > kRunSpecMaxStrings) return false;
+  if (HasNul(spec.script_path)) return false;
+  for (const auto& a : spec.args)
+    if (HasNul(a)) return false;  // argv strings are C strings: a NUL would cut one short
+  std::set<std::string_view> names;
+  for (const auto& e : spec.envp) {
+    std::string_view name;
+    if (HasNul(e) || !IsEnvEntry(e, name)) return false;
+    // A name twice is ambiguous (libc takes the first, others the last): refuse it.
+    if (!names.insert(name).second) return false;
+  }
+  switch (spec.program) {
+    case RunProgram::kNodeScript:
+      // The bootstrap names the module by this path; a relative one would resolve
+      // against the cwd and give the script a wrong __filename and require() base.
+      return !spec.script_path.empty() && spec.script_path[0] == '/';
+    case RunProgram::kDirectArgv:
+      return !spec.args.empty();
+  }
+  return false;
+}
+
+std::string EncodeRunSpec(const RunSpec& spec) {
+  std::string out(kMagic, sizeof(kMagic));
+  PutU32(out, kVersion);
+  PutU8(out, static_cast<uint8_t>(spec.program));
+  PutU8(out, spec.switch_ids ? 1 : 0);
+  PutU8(out, spec.seccomp ? 1 : 0);
+  PutU8(out, 0);
+  PutU32(out, spec.uid);
+  PutU32(out, spec.gid);
+  PutU64(out, spec.limits.nproc);
+  PutU64(out, spec.limits.address_space);
+  PutU64(out, spec.limits.data);
+  PutU64(out, spec.limits.cpu_seconds);
+  PutU64(out, spec.limits.fsize);
+  PutU64(out, spec.limits.nofile);
+  PutString(out, spec.script_path);
+  PutStrings(out, spec.args);
+  PutStrings(out, spec.envp);
+  return out;
+}
+
+std::optional<RunSpec> DecodeRunSpec(std::string_view bytes) {
+  if (bytes.size() > kRunSpecMaxBytes) return std::nullopt;
+  Reader r(bytes);
+  RunSpec spec;
+  uint32_t version = 0;
+  uint8_t program = 0;
+  uint8_t reserved = 0;
+  if (!r.Magic() || !r.U32(version) || version != kVersion) return std::nullopt;
+  if (!r.U8(program) || program > static_cast<uint8_t>(RunProgram::kDirectArgv))
+    return std::nullopt;
+  spec.program = static_cast<RunProgram>(program);
+  if (!r.Bool(spec.switch_ids) || !r.Bool(spec.seccomp)) return std::nullopt;
+  if (!r.U8(reserved) || reserved != 0) return std::nullopt;
+  if (!r.U32(spec.uid) || !r.U32(spec.gid)) return std::nullopt;
+  RunLimits& l = spec.limits;
+  if (!r.U64(l.nproc) || !r.U64(l.address_space) || !r.U64(l.data) ||
+      !r.U64(l.cpu_seconds) || !r.U64(l.fsize) || !r.U64(l.nofile))
+    return std::nullopt;
+  if (!r.String(spec.script_path)) return std::nullopt;
+  size_t budget = kRunSpecMaxStrings;
+  if (!r.Strings(spec.args, budget) || !r.Strings(spec.envp, budget)) return std::nullopt;
+  if (!r.AtEnd()) return std::nullopt;  // trailing bytes: not what the broker meant
+  if (!IsValidRunSpec(spec)) return std::nullopt;
+  return spec;
+}
+
+}  // namespace skillmcp
