@@ -1,0 +1,123 @@
+#include "broker/mcp/jsonrpc.h"
+
+namespace skillmcp {
+
+size_t JsonNestingDepth(std::string_view text) {
+  size_t depth = 0, max_depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '[' || c == '{') max_depth = std::max(max_depth, ++depth);
+    else if ((c == ']' || c == '}') && depth > 0) --depth;
+  }
+  return max_depth;
+}
+
+namespace {
+
+RpcMessage Invalid(Json id, int code, std::string message) {
+  RpcMessage m;
+  m.kind = RpcMessage::Kind::kInvalid;
+  m.id = std::move(id);
+  m.error_code = code;
+  m.error_message = std::move(message);
+  return m;
+}
+
+bool ValidId(const Json& id) { return id.is_string() || id.is_number_integer(); }
+
+}  // namespace
+
+RpcMessage ParseRpcLine(std::string_view line) {
+  // Why: the depth check runs on raw text first, so hostile nesting never reaches a
+  // parser or a recursive destructor.
+  if (JsonNestingDepth(line) > rpc::kMaxNestingDepth) {
+    return Invalid(nullptr, rpc::kParseError,
+                   "message nests deeper than " + std::to_string(rpc::kMaxNestingDepth) +
+                       " levels; send a flatter message");
+  }
+  Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    return Invalid(nullptr, rpc::kParseError,
+                   "message is not valid JSON (or not valid UTF-8); send one JSON-RPC "
+                   "object per line");
+  }
+  if (j.is_array()) {
+    return Invalid(nullptr, rpc::kInvalidRequest,
+                   "JSON-RPC batches are not supported; send one message per line");
+  }
+  if (!j.is_object()) {
+    return Invalid(nullptr, rpc::kInvalidRequest, "a JSON-RPC message must be an object");
+  }
+  Json id = j.contains("id") ? j["id"] : Json();
+  Json reply_id = ValidId(id) ? id : Json();
+  auto version = j.find("jsonrpc");
+  if (version == j.end() || *version != "2.0") {
+    return Invalid(reply_id, rpc::kInvalidRequest, "\"jsonrpc\" must be \"2.0\"");
+  }
+  RpcMessage m;
+  auto method = j.find("method");
+  if (method != j.end()) {
+    if (!method->is_string()) {
+      return Invalid(reply_id, rpc::kInvalidRequest, "\"method\" must be a string");
+    }
+    if (j.contains("id") && !ValidId(id)) {
+      return Invalid(nullptr, rpc::kInvalidRequest, "\"id\" must be a string or an integer");
+    }
+    m.method = method->get<std::string>();
+    auto params = j.find("params");
+    if (params != j.end() && !params->is_null()) {
+      if (!params->is_object()) {
+        return Invalid(reply_id, rpc::kInvalidRequest, "\"params\" must be an object");
+      }
+      m.params = *params;
+    }
+    m.kind = j.contains("id") ? RpcMessage::Kind::kRequest : RpcMessage::Kind::kNotification;
+    m.id = id;
+    return m;
+  }
+  if (j.contains("result") || j.contains("error")) {
+    m.kind = RpcMessage::Kind::kResponse;
+    m.id = id;
+    if (j.contains("result")) m.result = j["result"];
+    if (j.contains("error")) m.error = j["error"];
+    return m;
+  }
+  return Invalid(reply_id, rpc::kInvalidRequest,
+                 "message has neither \"method\" nor \"result\"/\"error\"");
+}
+
+OrderedJson MakeResult(const Json& id, OrderedJson result) {
+  OrderedJson m;
+  m["jsonrpc"] = "2.0";
+  m["id"] = id;
+  m["result"] = std::move(result);
+  return m;
+}
+
+OrderedJson MakeError(const Json& id, int code, std::string_view message,
+                      std::optional<Json> data) {
+  OrderedJson err;
+  err["code"] = code;
+  err["message"] = std::string(message);
+  if (data) err["data"] = *data;
+  OrderedJson m;
+  m["jsonrpc"] = "2.0";
+  m["id"] = id;
+  m["error"] = std::move(err);
+  return m;
+}
+
+std::string SerializeLine(const OrderedJson& message) {
+  std::string s = message.dump(-1, ' ', false, OrderedJson::error_handler_t::replace);
+  s.push_back('\n');
+  return s;
+}
+
+}  // namespace skillmcp

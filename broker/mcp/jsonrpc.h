@@ -1,0 +1,51 @@
+// JSON-RPC 2.0 message classification and error codes, pure (no I/O).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace skillmcp {
+
+using Json = nlohmann::json;
+using OrderedJson = nlohmann::ordered_json;
+
+namespace rpc {
+inline constexpr int kParseError = -32700;
+inline constexpr int kInvalidRequest = -32600;
+inline constexpr int kMethodNotFound = -32601;
+inline constexpr int kInvalidParams = -32602;
+inline constexpr int kInternalError = -32603;
+inline constexpr int kResourceNotFound = -32002;  // MCP 2025: a missing resource
+inline constexpr size_t kMaxNestingDepth = 64;
+}  // namespace rpc
+
+struct RpcMessage {
+  enum class Kind { kRequest, kNotification, kResponse, kInvalid };
+  Kind kind = Kind::kInvalid;
+  Json id;              // request/response id (string or integer); null when unknown
+  std::string method;   // requests and notifications
+  Json params;          // object or absent (null)
+  Json result;          // responses
+  Json error;           // error responses
+  int error_code = 0;   // kInvalid: the code to answer with
+  std::string error_message;
+};
+
+// Classifies one line. Never throws. Nesting deeper than kMaxNestingDepth is refused
+// before the JSON parser runs.
+RpcMessage ParseRpcLine(std::string_view line);
+
+// Depth of [ and { nesting outside strings (pure text scan).
+size_t JsonNestingDepth(std::string_view text);
+
+OrderedJson MakeResult(const Json& id, OrderedJson result);
+OrderedJson MakeError(const Json& id, int code, std::string_view message,
+                      std::optional<Json> data = std::nullopt);
+
+// Serialises one message as a single line; invalid UTF-8 in strings becomes U+FFFD.
+std::string SerializeLine(const OrderedJson& message);
+
+}  // namespace skillmcp

@@ -1,0 +1,48 @@
+// The MCP surface: handshake, tools, prompts, resources, cancellation. Protocol only;
+// the tools themselves live in broker/tools/.
+#pragma once
+
+#include <string>
+
+#include "broker/mcp/session.h"
+#include "broker/tools/tool.h"
+
+namespace skillmcp {
+
+inline constexpr const char* kServerName = "skill-mcp";
+// Oldest first; an unsupported client version is answered with the newest.
+inline constexpr const char* kProtocolVersions[] = {"2024-11-05", "2025-03-26", "2025-06-18",
+                                                    "2025-11-25"};
+
+// The asynchronous skill_run tool, when the run side is available.
+class RunToolHandler {
+ public:
+  virtual ~RunToolHandler() = default;
+  // `client_elicits`: the client declared the elicitation capability.
+  virtual void Call(const Json& args, const Json& request_id, bool client_elicits,
+                    ToolDone done) = 0;
+  // notifications/cancelled for a request this handler is serving.
+  virtual void Cancel(const Json& request_id) = 0;
+};
+
+class McpServer {
+ public:
+  McpServer(Session& session, CatalogueView view, std::string version, RunToolHandler* run);
+  void Register();
+
+  bool client_elicits() const { return client_elicits_; }
+  const std::string& protocol_version() const { return protocol_; }
+
+ private:
+  void Initialize(const RpcMessage& m, Reply reply);
+  void CallTool(const RpcMessage& m, Reply reply);
+
+  Session& session_;
+  CatalogueView view_;
+  std::string version_;
+  RunToolHandler* run_;
+  bool client_elicits_ = false;
+  std::string protocol_;
+};
+
+}  // namespace skillmcp

@@ -1,0 +1,93 @@
+// One JSON-RPC peer over a pair of descriptors (stdin/stdout), driven by the event loop:
+// reads and frames requests, dispatches them to handlers that may answer later, sends
+// the server's own requests (elicitation/create) and matches their answers by id.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "broker/loop/event_loop.h"
+#include "broker/mcp/jsonrpc.h"
+#include "broker/mcp/line_reader.h"
+
+namespace skillmcp {
+
+// Answers one request exactly once. Copies share one state; a second answer is ignored,
+// and so is any answer after the client cancelled the request.
+class Reply {
+ public:
+  void Result(OrderedJson result) const;
+  void Error(int code, std::string_view message) const;
+  bool answered() const { return state_->answered; }
+  const Json& id() const { return state_->id; }
+
+ private:
+  friend class Session;
+  struct State {
+    class Session* session = nullptr;
+    Json id;
+    bool answered = false;
+  };
+  std::shared_ptr<State> state_;
+};
+
+class Session {
+ public:
+  using RequestHandler = std::function<void(const RpcMessage& request, Reply reply)>;
+  using NotificationHandler = std::function<void(const RpcMessage& notification)>;
+  // Exactly one of result / error is set; error {code: -1} when the wait timed out.
+  using ResponseHandler = std::function<void(const Json* result, const Json* error)>;
+
+  Session(EventLoop& loop, int in_fd, int out_fd);
+  ~Session();
+
+  void OnRequest(std::string method, RequestHandler handler);
+  void OnNotification(std::string method, NotificationHandler handler);
+  // Called once when input ends (client gone) or reading fails.
+  void OnClosed(std::function<void()> handler) { on_closed_ = std::move(handler); }
+
+  bool Start();  // begins reading `in_fd`
+
+  // Sends a request to the client; `handler` gets its answer or a timeout after
+  // `timeout_ms`. Returns the id used.
+  Json SendRequest(const std::string& method, OrderedJson params, int64_t timeout_ms,
+                   ResponseHandler handler);
+  void SendNotification(const std::string& method, OrderedJson params);
+
+  // Marks the request with `id` cancelled: its eventual answer is not sent.
+  // Returns true when such a request was in flight.
+  bool CancelInFlight(const Json& id);
+
+  void Send(const OrderedJson& message);
+  size_t pending_outgoing() const { return outgoing_.size(); }
+
+ private:
+  friend class Reply;
+  void OnReadable();
+  void HandleLine(std::string_view line);
+  void HandleResponse(const RpcMessage& m);
+  void Finish(const Json& id);
+
+  EventLoop& loop_;
+  int in_fd_;
+  int out_fd_;
+  LineReader reader_;
+  bool closed_ = false;
+  std::map<std::string, RequestHandler> requests_;
+  std::map<std::string, NotificationHandler> notifications_;
+  std::function<void()> on_closed_;
+  // Requests from the client not yet answered, by serialised id.
+  std::unordered_map<std::string, std::shared_ptr<Reply::State>> in_flight_;
+  struct Outgoing {
+    ResponseHandler handler;
+    EventLoop::TimerId timer;
+  };
+  std::unordered_map<std::string, Outgoing> outgoing_;
+  uint64_t next_id_ = 1;
+};
+
+}  // namespace skillmcp

@@ -1,0 +1,112 @@
+#include "broker/tools/file_reader.h"
+
+#include <sodium.h>
+#include <sys/stat.h>
+#include <unicode/utf8.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "shared/open_beneath.h"
+#include "shared/relpath.h"
+
+namespace skillmcp {
+
+OpenedFile OpenBundleFile(int skill_dir_fd, std::string_view rel_path) {
+  OpenedFile out;
+  // Why: the string check comes first so shapes that should never be joined are
+  // refused even when they would resolve inside the skill.
+  if (PathRefusal r = CheckRelativePath(rel_path); r != PathRefusal::kNone) {
+    out.error = DescribePathRefusal(r);
+    return out;
+  }
+  out.fd = OpenRegularBeneath(skill_dir_fd, rel_path);
+  if (!out.fd) {
+    int err = errno;
+    if (err == ENOENT || err == ENOTDIR) {
+      out.error = "no such file in this skill's bundle; skill_load lists its files";
+    } else if (err == EXDEV || err == ELOOP) {
+      out.error = "the path resolves outside this skill's directory (a symlink leads out), "
+                  "so it is not served";
+    } else if (err == EINVAL) {
+      out.error = "not a regular file (a directory, FIFO, socket or device), so it is "
+                  "not served";
+    } else {
+      out.error = std::string("could not open the file: ") + strerror(err);
+    }
+    return out;
+  }
+  struct stat st {};
+  if (fstat(out.fd.get(), &st) != 0) {
+    out.error = std::string("could not inspect the file: ") + strerror(errno);
+    out.fd.reset();
+    return out;
+  }
+  out.size = static_cast<uint64_t>(st.st_size);
+  return out;
+}
+
+bool IsText(std::string_view bytes) {
+  const auto* s = reinterpret_cast<const uint8_t*>(bytes.data());
+  int32_t len = static_cast<int32_t>(bytes.size());
+  int32_t i = 0;
+  while (i < len) {
+    UChar32 c;
+    U8_NEXT(s, i, len, c);
+    if (c <= 0) return false;  // invalid sequence (< 0) or NUL (== 0)
+  }
+  return true;
+}
+
+namespace {
+
+// Length of an incomplete UTF-8 sequence at the end of `bytes` (0 if none).
+size_t IncompleteTail(std::string_view bytes) {
+  size_t n = bytes.size();
+  for (size_t back = 1; back <= 3 && back <= n; ++back) {
+    auto c = static_cast<uint8_t>(bytes[n - back]);
+    if ((c & 0xC0) == 0x80) continue;  // continuation byte: keep looking for the lead
+    size_t need = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
+    return need > back ? back : 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::optional<FileContent> ReadBounded(const OpenedFile& file, uint64_t cap) {
+  FileContent out;
+  uint64_t want = std::min(file.size, cap);
+  // Why: allocate from the checked size and the cap, never from what the file yields.
+  out.bytes.resize(static_cast<size_t>(want));
+  size_t got = 0;
+  while (got < want) {
+    ssize_t n = pread(file.fd.get(), out.bytes.data() + got, want - got,
+                      static_cast<off_t>(got));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return std::nullopt;
+    }
+    if (n == 0) break;  // the file shrank since fstat
+    got += static_cast<size_t>(n);
+  }
+  out.bytes.resize(got);
+  out.truncated = file.size > cap;
+  std::string_view view(out.bytes);
+  if (out.truncated) view.remove_suffix(IncompleteTail(view));
+  out.text = IsText(view);
+  if (out.text && view.size() != out.bytes.size()) out.bytes.resize(view.size());
+  return out;
+}
+
+std::string Base64(std::string_view bytes) {
+  const int variant = sodium_base64_VARIANT_ORIGINAL;
+  std::string out(sodium_base64_ENCODED_LEN(bytes.size(), variant), '\0');
+  sodium_bin2base64(out.data(), out.size(), reinterpret_cast<const unsigned char*>(bytes.data()),
+                    bytes.size(), variant);
+  out.resize(strlen(out.c_str()));
+  return out;
+}
+
+}  // namespace skillmcp

@@ -1,0 +1,44 @@
+// Bounded, race-free reads of bundle files: open beneath the skill's directory fd, check
+// the open descriptor, never allocate more than the cap.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "shared/unique_fd.h"
+
+namespace skillmcp {
+
+inline constexpr uint64_t kFileEntryCap = 1048576;     // 1 MiB per entry
+inline constexpr uint64_t kFileCallBudget = 4194304;   // 4 MiB per skill_file call
+inline constexpr size_t kMaxPathsPerCall = 8;
+
+// An opened bundle file, or the reason it could not be opened (a sentence for a person).
+struct OpenedFile {
+  UniqueFd fd;
+  uint64_t size = 0;
+  std::string error;  // empty when fd is valid
+};
+
+// String check (CheckRelativePath) first, then OpenRegularBeneath + fstat.
+OpenedFile OpenBundleFile(int skill_dir_fd, std::string_view rel_path);
+
+struct FileContent {
+  std::string bytes;      // at most `cap` bytes
+  bool truncated = false; // the file is larger than what was read
+  bool text = false;      // no NUL and valid UTF-8 (an incomplete trailing sequence cut
+                          // off by the cap is dropped, not counted against it)
+};
+
+// Reads at most `cap` bytes from the start of an opened file with pread.
+// Returns nullopt (errno set) when reading fails.
+std::optional<FileContent> ReadBounded(const OpenedFile& file, uint64_t cap);
+
+// True when `bytes` is valid UTF-8 and holds no NUL byte.
+bool IsText(std::string_view bytes);
+
+std::string Base64(std::string_view bytes);
+
+}  // namespace skillmcp

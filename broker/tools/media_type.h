@@ -1,0 +1,11 @@
+#pragma once
+
+#include <string_view>
+
+namespace skillmcp {
+
+// Media type by the last extension, lower-cased (WIRE.md table); else
+// application/octet-stream.
+const char* MediaTypeForPath(std::string_view path);
+
+}  // namespace skillmcp

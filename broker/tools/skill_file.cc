@@ -1,0 +1,80 @@
+#include <vector>
+
+#include "broker/tools/file_reader.h"
+#include "broker/tools/media_type.h"
+#include "broker/tools/read_tools.h"
+#include "broker/tools/tool_args.h"
+
+namespace skillmcp {
+namespace {
+
+OrderedJson ErrorEntry(const std::string& path, const std::string& error) {
+  OrderedJson e;
+  e["path"] = path;
+  e["error"] = error;
+  return e;
+}
+
+OrderedJson ContentEntry(const std::string& path, const OpenedFile& file,
+                         const FileContent& content) {
+  OrderedJson e;
+  e["path"] = path;
+  e["size"] = file.size;
+  e["mediaType"] = MediaTypeForPath(path);
+  e["encoding"] = content.text ? "utf-8" : "base64";
+  e["truncated"] = content.truncated;
+  if (content.truncated) {
+    e["truncationNote"] = "the file is " + std::to_string(file.size) +
+                          " bytes; only the first 1048576 bytes are returned";
+  }
+  e["content"] = content.text ? content.bytes : Base64(content.bytes);
+  return e;
+}
+
+}  // namespace
+
+ToolResult SkillFile(const CatalogueView& view, const Json& args) {
+  std::string name;
+  if (auto err = RequireString(args, "name", &name)) return *err;
+  std::vector<std::string> paths;
+  if (auto err = StringArray(args, "paths", true, 1, kMaxPathsPerCall, &paths)) return *err;
+  const Skill* s = view.FindSkill(name);
+  if (s == nullptr) return UnknownSkill(view, name);
+
+  // Open and size every path first: the budget is decided before a byte is read, so the
+  // answer never depends on the order the paths were listed in.
+  std::vector<OpenedFile> opened;
+  opened.reserve(paths.size());
+  uint64_t budget = 0;
+  for (const std::string& p : paths) {
+    opened.push_back(OpenBundleFile(s->dir.get(), p));
+    if (opened.back().fd) budget += std::min(opened.back().size, kFileEntryCap);
+  }
+  // Why: the caps bound the server's own heap, not only the answer.
+  if (budget > kFileCallBudget) {
+    return Refusal("CALL_BUDGET_EXCEEDED",
+                   "these paths add up to " + std::to_string(budget) +
+                       " bytes (each counted up to 1 MiB), over the 4194304-byte budget of "
+                       "one call; request fewer paths per call");
+  }
+  OrderedJson files = OrderedJson::array();
+  for (size_t i = 0; i < paths.size(); ++i) {
+    const OpenedFile& f = opened[i];
+    if (!f.fd) {
+      files.push_back(ErrorEntry(paths[i], f.error));
+      continue;
+    }
+    std::optional<FileContent> content = ReadBounded(f, kFileEntryCap);
+    if (!content) {
+      files.push_back(ErrorEntry(paths[i], "could not read the file"));
+      continue;
+    }
+    files.push_back(ContentEntry(paths[i], f, *content));
+  }
+  OrderedJson out;
+  out["skill"] = s->name;
+  out["files"] = std::move(files);
+  return ToolResult{std::move(out)};
+}
+
+}  // namespace skillmcp

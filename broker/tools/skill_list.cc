@@ -1,0 +1,46 @@
+#include "broker/grants/grant_json.h"
+#include "broker/tools/read_tools.h"
+
+namespace skillmcp {
+namespace {
+
+OrderedJson ProblemJson(const Problem& p) {
+  OrderedJson j;
+  j["path"] = p.path;
+  j["reason"] = p.reason;
+  j["detail"] = p.detail;
+  return j;
+}
+
+}  // namespace
+
+ToolResult SkillList(const CatalogueView& view) {
+  const Catalogue& cat = *view.catalogue;
+  OrderedJson out;
+  out["roots"] = cat.roots;
+  out["rootsFrom"] = cat.roots_from;
+  AppendCatalogueGrantFields(out, *view.grants);
+  OrderedJson skills = OrderedJson::array();
+  for (const Skill& s : cat.skills) {
+    OrderedJson e;
+    e["name"] = s.name;
+    if (s.description) e["description"] = *s.description;
+    if (s.when_to_use) e["whenToUse"] = *s.when_to_use;
+    e["source"] = s.source;
+    e["files"] = s.files.size();
+    e["bytes"] = s.bytes;
+    if (const SkillGrants* g = view.grants->Find(s.name)) {
+      AppendSkillGrantFields(e, *g);
+    }
+    if (!s.declared_egress.empty()) e["declaredEgress"] = s.declared_egress;
+    skills.push_back(std::move(e));
+  }
+  out["skills"] = std::move(skills);
+  OrderedJson problems = OrderedJson::array();
+  for (const Problem& p : cat.problems) problems.push_back(ProblemJson(p));
+  for (const Problem& p : view.grants->problems) problems.push_back(ProblemJson(p));
+  out["problems"] = std::move(problems);
+  return ToolResult{std::move(out)};
+}
+
+}  // namespace skillmcp

@@ -1,0 +1,111 @@
+#include "broker/tools/surfaces.h"
+
+#include "broker/tools/file_reader.h"
+#include "broker/tools/media_type.h"
+
+namespace skillmcp {
+namespace {
+
+constexpr int kInvalidParams = -32602;
+constexpr int kResourceNotFound = -32002;  // MCP 2025-06-18: a resource that does not exist
+
+std::string PromptDescription(const Skill& s) {
+  std::string d = s.description.value_or("");
+  if (s.when_to_use) {
+    if (!d.empty()) d += "\n\n";
+    d += "When to use: " + *s.when_to_use;
+  }
+  return d;
+}
+
+SurfaceAnswer Fail(int code, std::string message) {
+  SurfaceAnswer a;
+  a.error_code = code;
+  a.error_message = std::move(message);
+  return a;
+}
+
+}  // namespace
+
+OrderedJson PromptsList(const CatalogueView& view) {
+  OrderedJson prompts = OrderedJson::array();
+  for (const Skill& s : view.catalogue->skills) {
+    prompts.push_back(OrderedJson{{"name", s.name},
+                                  {"title", "Skill: " + s.name},
+                                  {"description", PromptDescription(s)}});
+  }
+  return OrderedJson{{"prompts", std::move(prompts)}};
+}
+
+SurfaceAnswer PromptsGet(const CatalogueView& view, const Json& params) {
+  auto name = params.find("name");
+  if (name == params.end() || !name->is_string()) {
+    return Fail(kInvalidParams, "prompts/get needs \"name\", a string");
+  }
+  const Skill* s = view.FindSkill(name->get<std::string>());
+  if (s == nullptr) {
+    return Fail(kInvalidParams, "no prompt named \"" + name->get<std::string>() +
+                                    "\"; prompts/list shows one per served skill");
+  }
+  OrderedJson message{{"role", "user"}, {"content", {{"type", "text"}, {"text", s->body}}}};
+  SurfaceAnswer a;
+  a.result = OrderedJson{{"description", PromptDescription(*s)},
+                         {"messages", OrderedJson::array({message})}};
+  return a;
+}
+
+OrderedJson ResourcesList(const CatalogueView& view) {
+  OrderedJson resources = OrderedJson::array();
+  for (const Skill& s : view.catalogue->skills) {
+    for (const ManifestFile& f : s.files) {
+      if (resources.size() >= kMaxResourcesListed) break;
+      resources.push_back(OrderedJson{{"uri", kResourceScheme + s.name + "/" + f.path},
+                                      {"name", s.name + "/" + f.path},
+                                      {"title", f.path + " (skill " + s.name + ")"},
+                                      {"mimeType", MediaTypeForPath(f.path)}});
+    }
+  }
+  return OrderedJson{{"resources", std::move(resources)}};
+}
+
+SurfaceAnswer ResourcesRead(const CatalogueView& view, const Json& params) {
+  auto uri_it = params.find("uri");
+  if (uri_it == params.end() || !uri_it->is_string()) {
+    return Fail(kInvalidParams, "resources/read needs \"uri\", a string");
+  }
+  const std::string uri = uri_it->get<std::string>();
+  const std::string scheme = kResourceScheme;
+  size_t slash = uri.find('/', scheme.size());
+  if (uri.rfind(scheme, 0) != 0 || slash == std::string::npos) {
+    return Fail(kResourceNotFound,
+                "\"" + uri + "\" is not a skill resource; URIs look like skill://<skill>/<path>");
+  }
+  std::string name = uri.substr(scheme.size(), slash - scheme.size());
+  std::string path = uri.substr(slash + 1);
+  const Skill* s = view.FindSkill(name);
+  if (s == nullptr) {
+    return Fail(kResourceNotFound, "no skill named \"" + name + "\" is served here");
+  }
+  // Same containment as skill_file: string check, then a descriptor opened beneath the
+  // skill directory.
+  OpenedFile file = OpenBundleFile(s->dir.get(), path);
+  if (!file.fd) return Fail(kResourceNotFound, "\"" + uri + "\": " + file.error);
+  if (file.size > kFileEntryCap) {
+    return Fail(kInvalidParams, "\"" + uri + "\" is " + std::to_string(file.size) +
+                                    " bytes, over the 1 MiB resource cap; read it with "
+                                    "skill_file, which returns the first 1 MiB and says so");
+  }
+  std::optional<FileContent> content = ReadBounded(file, kFileEntryCap);
+  if (!content) return Fail(kResourceNotFound, "\"" + uri + "\": could not read the file");
+  OrderedJson entry{{"uri", uri}, {"mimeType", MediaTypeForPath(path)}};
+  if (content->text) {
+    entry["text"] = content->bytes;
+  } else {
+    entry["blob"] = Base64(content->bytes);
+  }
+  SurfaceAnswer a;
+  a.result = OrderedJson{{"contents", OrderedJson::array({entry})}};
+  return a;
+}
+
+}  // namespace skillmcp

@@ -1,0 +1,26 @@
+// The second door: every skill as an MCP prompt, every bundled file as a resource
+// (skill://<name>/<path>). The tools alone carry the whole experience; these mirror them.
+#pragma once
+
+#include <string>
+
+#include "broker/tools/tool.h"
+
+namespace skillmcp {
+
+inline constexpr size_t kMaxResourcesListed = 500;
+inline constexpr const char* kResourceScheme = "skill://";
+
+// A result, or a JSON-RPC error (code and message) for the caller to send.
+struct SurfaceAnswer {
+  OrderedJson result;
+  int error_code = 0;  // 0: success
+  std::string error_message;
+};
+
+OrderedJson PromptsList(const CatalogueView& view);
+SurfaceAnswer PromptsGet(const CatalogueView& view, const Json& params);
+OrderedJson ResourcesList(const CatalogueView& view);
+SurfaceAnswer ResourcesRead(const CatalogueView& view, const Json& params);
+
+}  // namespace skillmcp
