@@ -19,7 +19,7 @@ namespace skillmcp {
 enum class WorkerStep : int32_t {
   kReadSpec = 200,       // read fd 3 to EOF (bounded) and DecodeRunSpec
   kCheckFds = 201,       // fds 4..7 present and of the right kinds
-  kSetsid = 202,         // setsid(): own session and process group
+  kSetsid = 202,         // setsid() (own session and group); signals back to default
   kCloseFds = 203,       // close everything except 0,1,2 and 4..7
   kSetLimits = 204,      // prlimits from the spec, RLIMIT_CORE = 0
   kSecurebits = 205,     // lock the securebits (only where CAP_SETPCAP allows)
@@ -46,7 +46,7 @@ inline const char* DescribeWorkerStep(WorkerStep step) {
   switch (step) {
     case WorkerStep::kReadSpec: return "read a valid run description from the broker";
     case WorkerStep::kCheckFds: return "find the expected descriptors (status, node, script, skill dir)";
-    case WorkerStep::kSetsid: return "start its own session and process group";
+    case WorkerStep::kSetsid: return "start its own session and process group with default signal handling";
     case WorkerStep::kCloseFds: return "close the inherited descriptors";
     case WorkerStep::kSetLimits: return "apply the resource limits";
     case WorkerStep::kRefuseRootIds: return "accept the run-as identity (uid or gid 0 is refused)";

@@ -1,0 +1,105 @@
+#include "worker/caps.h"
+
+#include <linux/securebits.h>
+#include <sys/capability.h>
+#include <sys/prctl.h>
+
+#include <cerrno>
+
+namespace skillmcp::worker {
+namespace {
+
+bool HaveEffective(cap_value_t cap) {
+  cap_t caps = cap_get_proc();
+  if (caps == nullptr) return false;
+  cap_flag_value_t v = CAP_CLEAR;
+  const bool ok = cap_get_flag(caps, cap, CAP_EFFECTIVE, &v) == 0;
+  cap_free(caps);
+  return ok && v == CAP_SET;
+}
+
+// Iterates the capability numbers this kernel knows (PR_CAPBSET_READ says EINVAL past
+// the last one), so a newer kernel's capabilities are covered without a rebuild.
+template <typename F>
+int ForEachKernelCap(F f) {
+  for (int cap = 0; cap < 64; ++cap) {
+    const int in_bounding = prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
+    if (in_bounding < 0) {
+      if (errno == EINVAL) return 0;
+      return -errno;
+    }
+    if (int rc = f(cap, in_bounding == 1); rc != 0) return rc;
+  }
+  return 0;
+}
+
+}  // namespace
+
+StepResult LockSecurebits() {
+  // Needs CAP_SETPCAP. Without it (a non-root broker, or root with its capabilities
+  // dropped by the container) the bits stay off, deliberately not fatal: NOROOT only
+  // matters for a process that is or becomes uid 0 and execs; a non-root worker cannot
+  // become root (no_new_privs stops setuid binaries), and a root worker is covered by
+  // DropBoundingSet, which refuses to go on unless root's bounding set is empty.
+  if (!HaveEffective(CAP_SETPCAP)) return StepOk();
+  const unsigned long bits =
+      SECBIT_NOROOT | SECBIT_NOROOT_LOCKED |                          // uid 0 gets no caps at exec
+      SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |        // uid changes never re-grant
+      SECBIT_KEEP_CAPS_LOCKED |                                       // keep-caps stays off
+      SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;  // no ambient ever again
+  if (prctl(PR_SET_SECUREBITS, bits, 0, 0, 0) != 0) return StepFailed(WorkerStep::kSecurebits, errno);
+  return StepOk();
+}
+
+StepResult DropBoundingSet(bool will_be_root) {
+  const int rc = ForEachKernelCap([will_be_root](int cap, bool present) -> int {
+    if (!present) return 0;  // already gone: nothing to drop
+    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0) return 0;
+    // EPERM means no CAP_SETPCAP. For a worker that will not be root at exec that is
+    // tolerable: the bounding set only limits what an exec can grant (setuid-root or
+    // file capabilities), and no_new_privs, set before exec, makes exec grant nothing.
+    // For a root worker exec would hand the bounding set back: fatal.
+    if (errno == EPERM && !will_be_root) return 0;
+    return -errno;
+  });
+  if (rc != 0) return StepFailed(WorkerStep::kDropBounding, -rc);
+  return StepOk();
+}
+
+StepResult ClearCapabilities() {
+  // Ambient capabilities survive a non-root to non-root uid change and every exec:
+  // clear them explicitly.
+  if (cap_reset_ambient() != 0) return StepFailed(WorkerStep::kDropAmbient, errno);
+  cap_t empty = cap_init();  // all three sets cleared
+  if (empty == nullptr) return StepFailed(WorkerStep::kDropCaps, errno);
+  const int rc = cap_set_proc(empty);
+  const int err = errno;
+  cap_free(empty);
+  if (rc != 0) return StepFailed(WorkerStep::kDropCaps, err);
+  return StepOk();
+}
+
+StepResult VerifyCapabilities(bool will_be_root) {
+  cap_t now = cap_get_proc();
+  cap_t empty = cap_init();
+  if (now == nullptr || empty == nullptr) {
+    const int err = errno;
+    cap_free(now);
+    cap_free(empty);
+    return StepFailed(WorkerStep::kVerifyCaps, err);
+  }
+  const int diff = cap_compare(now, empty);
+  cap_free(now);
+  cap_free(empty);
+  if (diff != 0) return StepFailed(WorkerStep::kVerifyCaps, EPERM);
+  const int rc = ForEachKernelCap([will_be_root](int cap, bool in_bounding) -> int {
+    const int amb = prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, cap, 0, 0);
+    if (amb != 0) return amb < 0 ? -errno : -EPERM;
+    if (will_be_root && in_bounding) return -EPERM;
+    return 0;
+  });
+  if (rc != 0) return StepFailed(WorkerStep::kVerifyCaps, -rc);
+  return StepOk();
+}
+
+}  // namespace skillmcp::worker

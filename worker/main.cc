@@ -1,0 +1,79 @@
+// skill-mcp-worker: one per skill_run. The broker forks, lays out the descriptors named in
+// shared/run_spec.h and execs this binary; it restricts itself step by step and execs
+// the pinned interpreter. The sequence below is ordered and all-fatal: a step that fails
+// reports WorkerFailure{step, errno} on fd 4 and exits with the step's code, so a
+// half-restricted process never runs anything (shared/worker_steps.h).
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "seccomp/policy.h"
+#include "shared/run_spec.h"
+#include "worker/caps.h"
+#include "worker/exec.h"
+#include "worker/fds.h"
+#include "worker/identity.h"
+#include "worker/limits.h"
+#include "worker/report.h"
+#include "worker/session.h"
+#include "worker/spec_input.h"
+
+namespace skillmcp::worker {
+namespace {
+
+void Check(const StepResult& result) {
+  if (result) FailAndExit(*result);
+}
+
+void Run() {
+  // 1. The run description, bounded, strictly decoded.
+  RunSpec spec;
+  Check(ReadRunSpec(kWorkerSpecFd, spec));
+  // 2. The descriptor layout is what the contract says.
+  Check(CheckInheritedFds());
+  // 3. Own session and process group (the broker's timeout signals the group).
+  Check(StartOwnSession());
+  // 4. Nothing inherited beyond 0..2 and 4..7.
+  Check(CloseInheritedFds());
+  // 5. Resource limits while we may still lower anything; RLIMIT_CORE = 0 always.
+  Check(ApplyLimits(spec.limits));
+  // Whether any uid is still 0 at exec decides how strict the capability steps are.
+  const bool will_be_root = spec.switch_ids ? false : AnyRootUid();
+  // 6. Securebits and 7. the bounding set: both need CAP_SETPCAP, which the uid switch
+  //    may take away, so they come first.
+  Check(LockSecurebits());
+  Check(DropBoundingSet(will_be_root));
+  // 8. The identity switch, when the broker may switch (root or CAP_SETUID/CAP_SETGID).
+  if (spec.switch_ids) {
+    Check(CheckTargetIds(spec.uid, spec.gid));
+    Check(SwitchIds(spec.uid, spec.gid));
+  }
+  // 9. Ambient, effective, permitted and inheritable capabilities: all cleared.
+  Check(ClearCapabilities());
+  // 10. Verify: the ids cannot be switched back, no capability is left.
+  if (spec.switch_ids) Check(VerifyIds(spec.uid, spec.gid));
+  Check(VerifyCapabilities(will_be_root));
+  // 11. no_new_privs: exec never grants privileges again (setuid bits, file caps), and
+  //     an unprivileged process may install a seccomp filter.
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) FailAndExit({WorkerStep::kNoNewPrivs, errno});
+  // 12. The skill directory becomes the cwd; its descriptor does not reach the script.
+  if (fchdir(kWorkerSkillDirFd) != 0) FailAndExit({WorkerStep::kChdir, errno});
+  close(kWorkerSkillDirFd);
+  // argv/envp are built before the filter so that nothing but the exec follows it.
+  const ExecPlan plan(spec);
+  // 13. Seccomp last: every earlier step may use what the filter denies.
+  if (spec.seccomp) {
+    if (int rc = seccomp::InstallWorkerPolicy(); rc < 0) FailAndExit({WorkerStep::kSeccomp, -rc});
+  }
+  // 14. Exec the interpreter by descriptor. Returns only on failure.
+  FailAndExit(plan.Exec());
+}
+
+}  // namespace
+}  // namespace skillmcp::worker
+
+int main() {
+  skillmcp::worker::Run();
+  return 0;  // not reached
+}
