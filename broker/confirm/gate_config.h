@@ -1,0 +1,34 @@
+// The confirmation gate's settings (SPEC section 6), read once at boot.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "broker/grants/env_lookup.h"
+
+namespace skillmcp {
+
+enum class ConfirmMode { kAskUser, kAuto, kRefuse };
+
+std::string_view ConfirmModeName(ConfirmMode mode);  // "ask-user" | "auto" | "refuse"
+
+inline constexpr int64_t kDefaultTtlSeconds = 600;
+inline constexpr int64_t kMaxConfigTtlSeconds = 86400;  // one day
+
+struct GateConfig {
+  ConfirmMode mode = ConfirmMode::kAskUser;   // MCP_CONFIRM_MODE
+  bool elicitation = true;                    // MCP_CONFIRM_ELICITATION
+  int64_t ttl_seconds = kDefaultTtlSeconds;   // MCP_CONFIRM_TTL_SECONDS
+  // Set when a value is unusable in a way that makes the gate refuse EVERY run (a bad
+  // TTL): prose for the refusal's note.
+  std::optional<std::string> refusal;
+  // One line per variable that was not understood, for the caller to log once.
+  std::vector<std::string> warnings;
+};
+
+GateConfig ParseGateConfig(const GetFn& get);
+
+}  // namespace skillmcp

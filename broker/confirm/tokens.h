@@ -1,0 +1,96 @@
+// confirmToken: a single-use, expiring MAC over the canonical willRun (SPEC section 6).
+//
+//   token  = base64url(claims) "." base64url(crypto_auth(claims, key))   (no padding)
+//   claims = version(1) | nonce(16) | expiry unix seconds (8, big-endian)
+//            | BLAKE2b-256("skill_run") | BLAKE2b-256(CanonicalWillRun)
+//
+// The key lives in libsodium guarded memory, no-access except while a MAC is computed.
+// Time is always a parameter (`now`, unix seconds) so tests control the clock.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "broker/confirm/will_run.h"
+
+namespace skillmcp {
+
+enum class TokenVerdict {
+  kValid,
+  kInvalid,       // TOKEN_INVALID: does not decode, wrong shape, another key, another tool
+  kReused,        // TOKEN_REUSED: already spent in this process
+  kExpired,       // TOKEN_EXPIRED
+  kDraftChanged,  // DRAFT_CHANGED: genuine and unspent, but bound to another willRun
+  kSpentSetFull,  // cannot record one more spend before older tokens lapse; refused
+};
+
+// The wire `error` value: TOKEN_INVALID | TOKEN_REUSED | TOKEN_EXPIRED | DRAFT_CHANGED.
+// kSpentSetFull is reported as TOKEN_EXPIRED (ask for a fresh token later); kValid as "".
+const char* TokenErrorCode(TokenVerdict verdict);
+
+struct IssuedToken {
+  std::string token;
+  int64_t expires_at = 0;   // unix seconds
+  int64_t ttl_seconds = 0;
+};
+
+inline constexpr size_t kMaxSpentTokens = 4096;
+inline constexpr uint8_t kTokenVersion = 1;
+inline constexpr std::string_view kSkillRunTool = "skill_run";
+
+class ConfirmTokens {
+ public:
+  // A random key for this process (tokens die with it). nullptr if libsodium cannot start
+  // or guarded memory cannot be had.
+  static std::unique_ptr<ConfirmTokens> CreateRandom();
+  // A key derived from MCP_CONFIRM_SECRET: the same secret gives the same key after a
+  // restart. The caller passes the value inside EnvStore::WithValue.
+  static std::unique_ptr<ConfirmTokens> CreateFromSecret(std::string_view secret);
+
+  ~ConfirmTokens();
+  ConfirmTokens(const ConfirmTokens&) = delete;
+  ConfirmTokens& operator=(const ConfirmTokens&) = delete;
+
+  // nullopt when the willRun is not confirmable (not valid UTF-8) or ttl_seconds < 1.
+  // `tool` is bound into the claims; Check only accepts kSkillRunTool (the parameter exists
+  // so a test can prove a token minted for another tool is refused).
+  std::optional<IssuedToken> Issue(const WillRun& will_run, int64_t now, int64_t ttl_seconds,
+                                   std::string_view tool = kSkillRunTool);
+
+  // Signature/claims, then spent, then expired, then payload. Spends nothing.
+  TokenVerdict Check(std::string_view token, const WillRun& will_run, int64_t now);
+
+  // Marks a genuine token spent: kValid when it was not spent before, kReused when it was,
+  // kInvalid when it is not ours, kExpired, kSpentSetFull. No payload check.
+  TokenVerdict Spend(std::string_view token, int64_t now);
+
+  // Check and, when kValid, Spend, under one lock: two pipelined calls carrying the same
+  // token cannot both pass.
+  TokenVerdict CheckAndSpend(std::string_view token, const WillRun& will_run, int64_t now);
+
+  size_t SpentCount();
+
+ private:
+  using Nonce = std::array<unsigned char, 16>;
+
+  ConfirmTokens() = default;
+  bool AllocateKey();
+  TokenVerdict CheckLocked(std::string_view token, const WillRun* will_run, int64_t now,
+                           Nonce* nonce, int64_t* expiry);
+  TokenVerdict SpendLocked(const Nonce& nonce, int64_t expiry, int64_t now);
+  int64_t Monotonic(int64_t now);
+  void Prune(int64_t now);
+
+  std::mutex mu_;
+  unsigned char* key_ = nullptr;   // sodium_malloc'd, PROT_NONE while idle
+  std::map<Nonce, int64_t> spent_; // nonce -> expiry
+  int64_t latest_now_ = 0;         // highest clock reading seen
+};
+
+}  // namespace skillmcp

@@ -1,0 +1,35 @@
+// preview.willRun (SPEC section 6): what the user approves and what the confirmToken is
+// bound to. Names only, never values.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace skillmcp {
+
+struct WillRun {
+  std::string skill;                      // directory name
+  std::string interpreter;                // the declared interpreter ("node")
+  std::vector<std::string> argv;          // script path, then the arguments exactly as passed
+  std::string cwd;                        // the skill's own directory
+  int64_t timeout_ms = 0;                 // after the 300 s clamp
+  std::vector<std::string> env_names;     // ComputeScriptEnv().names
+  std::vector<std::string> env_not_set;   // emitted only when non-empty
+  std::optional<std::string> env_warning; // standalone only
+};
+
+// {skill, interpreter, argv, cwd, timeoutMs, envNames, envNotSet?, envWarning?} in exactly
+// that order; optional keys are omitted, never null.
+nlohmann::ordered_json WillRunJson(const WillRun& will_run);
+
+// The bytes a token binds: the same object with its keys SORTED (nlohmann::json keeps
+// objects in a std::map, so dump() writes keys in byte order) and compact (no spaces).
+// Two willRuns that would show differently always give different bytes. nullopt when a
+// field is not valid UTF-8 (such a run cannot be shown faithfully, so it is not confirmable).
+std::optional<std::string> CanonicalWillRun(const WillRun& will_run);
+
+}  // namespace skillmcp

@@ -1,0 +1,97 @@
+#include "broker/confirm/gate_config.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/unit/grants/fake_env.h"
+
+namespace skillmcp {
+namespace {
+
+using testing::FakeEnv;
+
+GateConfig Parse(std::initializer_list<std::pair<const char*, const char*>> vars) {
+  FakeEnv env;
+  for (const auto& [name, value] : vars) env.vars[name] = value;
+  return ParseGateConfig(env.get());
+}
+
+TEST(GateConfig, Defaults) {
+  GateConfig config = Parse({});
+  EXPECT_EQ(config.mode, ConfirmMode::kAskUser);
+  EXPECT_TRUE(config.elicitation);
+  EXPECT_EQ(config.ttl_seconds, 600);
+  EXPECT_FALSE(config.refusal.has_value());
+  EXPECT_TRUE(config.warnings.empty());
+}
+
+TEST(GateConfig, KnownModes) {
+  EXPECT_EQ(Parse({{"MCP_CONFIRM_MODE", "ask-user"}}).mode, ConfirmMode::kAskUser);
+  EXPECT_EQ(Parse({{"MCP_CONFIRM_MODE", "auto"}}).mode, ConfirmMode::kAuto);
+  EXPECT_EQ(Parse({{"MCP_CONFIRM_MODE", "refuse"}}).mode, ConfirmMode::kRefuse);
+  for (const char* value : {"ask-user", "auto", "refuse"}) {
+    EXPECT_TRUE(Parse({{"MCP_CONFIRM_MODE", value}}).warnings.empty()) << value;
+  }
+  EXPECT_EQ(ConfirmModeName(ConfirmMode::kAskUser), "ask-user");
+  EXPECT_EQ(ConfirmModeName(ConfirmMode::kAuto), "auto");
+  EXPECT_EQ(ConfirmModeName(ConfirmMode::kRefuse), "refuse");
+}
+
+TEST(GateConfig, UnrecognisedModeActsAsRefuseWithOneWarning) {
+  for (const char* value : {"AUTO", "yes", "auto ", "ask_user", "off", "none"}) {
+    GateConfig config = Parse({{"MCP_CONFIRM_MODE", value}});
+    EXPECT_EQ(config.mode, ConfirmMode::kRefuse) << value;
+    ASSERT_EQ(config.warnings.size(), 1u) << value;
+    EXPECT_NE(config.warnings[0].find("MCP_CONFIRM_MODE"), std::string::npos);
+    EXPECT_FALSE(config.refusal.has_value());
+  }
+}
+
+// Blank and placeholder values are unset: the default applies.
+TEST(GateConfig, BlankOrPlaceholderIsDefault) {
+  EXPECT_EQ(Parse({{"MCP_CONFIRM_MODE", "  "}}).mode, ConfirmMode::kAskUser);
+  EXPECT_EQ(Parse({{"MCP_CONFIRM_MODE", "${MCP_CONFIRM_MODE}"}}).mode, ConfirmMode::kAskUser);
+  EXPECT_EQ(Parse({{"MCP_CONFIRM_TTL_SECONDS", ""}}).ttl_seconds, 600);
+}
+
+TEST(GateConfig, Elicitation) {
+  EXPECT_TRUE(Parse({{"MCP_CONFIRM_ELICITATION", "on"}}).elicitation);
+  EXPECT_TRUE(Parse({{"MCP_CONFIRM_ELICITATION", "on"}}).warnings.empty());
+  EXPECT_FALSE(Parse({{"MCP_CONFIRM_ELICITATION", "off"}}).elicitation);
+  EXPECT_TRUE(Parse({{"MCP_CONFIRM_ELICITATION", "off"}}).warnings.empty());
+  for (const char* value : {"OFF", "false", "0", "no"}) {
+    GateConfig config = Parse({{"MCP_CONFIRM_ELICITATION", value}});
+    EXPECT_TRUE(config.elicitation) << value;
+    ASSERT_EQ(config.warnings.size(), 1u) << value;
+    EXPECT_NE(config.warnings[0].find("MCP_CONFIRM_ELICITATION"), std::string::npos);
+  }
+}
+
+TEST(GateConfig, GoodTtls) {
+  EXPECT_EQ(Parse({{"MCP_CONFIRM_TTL_SECONDS", "1"}}).ttl_seconds, 1);
+  EXPECT_EQ(Parse({{"MCP_CONFIRM_TTL_SECONDS", "120"}}).ttl_seconds, 120);
+  EXPECT_EQ(Parse({{"MCP_CONFIRM_TTL_SECONDS", "0600"}}).ttl_seconds, 600);
+  EXPECT_EQ(Parse({{"MCP_CONFIRM_TTL_SECONDS", "86400"}}).ttl_seconds, 86400);
+  EXPECT_FALSE(Parse({{"MCP_CONFIRM_TTL_SECONDS", "86400"}}).refusal.has_value());
+}
+
+TEST(GateConfig, BadTtlRefusesEveryRun) {
+  for (const char* value : {"0", "-5", "+5", "10s", "1e3", "3.5", " 60", "60 ", "0x10", "86401",
+                            "99999999999999999999999", "sixty"}) {
+    GateConfig config = Parse({{"MCP_CONFIRM_TTL_SECONDS", value}});
+    ASSERT_TRUE(config.refusal.has_value()) << value;
+    EXPECT_NE(config.refusal->find("MCP_CONFIRM_TTL_SECONDS"), std::string::npos);
+    EXPECT_EQ(config.warnings.size(), 1u) << value;
+  }
+}
+
+TEST(GateConfig, LongValuesAreShortenedInWarnings) {
+  std::string huge(5000, 'x');
+  FakeEnv env;
+  env.vars["MCP_CONFIRM_MODE"] = huge;
+  GateConfig config = ParseGateConfig(env.get());
+  ASSERT_EQ(config.warnings.size(), 1u);
+  EXPECT_LT(config.warnings[0].size(), 300u);
+}
+
+}  // namespace
+}  // namespace skillmcp

@@ -1,0 +1,125 @@
+#include "broker/confirm/payloads.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/unit/confirm/will_run_fixture.h"
+
+namespace skillmcp {
+namespace {
+
+using nlohmann::ordered_json;
+using testing::SampleWillRun;
+
+std::vector<std::string> Keys(const ordered_json& json) {
+  std::vector<std::string> keys;
+  for (const auto& item : json.items()) keys.push_back(item.key());
+  return keys;
+}
+
+IssuedToken SampleToken() { return IssuedToken{"abc.def", 1'800'000'600, 600}; }
+
+TEST(Payloads, IsoUtc) {
+  EXPECT_EQ(FormatIsoUtc(0), "1970-01-01T00:00:00.000Z");
+  EXPECT_EQ(FormatIsoUtc(1'796'026'500), "2026-11-30T08:15:00.000Z");
+}
+
+TEST(Payloads, ConfirmationRequiredShape) {
+  ordered_json payload =
+      ConfirmationRequiredPayload(SampleWillRun(), SampleToken(), ConfirmMode::kAskUser);
+  EXPECT_EQ(Keys(payload),
+            (std::vector<std::string>{"status", "confirmed", "dispatched", "action", "preview",
+                                      "confirmToken", "expiresAt", "ttlSeconds",
+                                      "instruction"}));
+  EXPECT_EQ(payload["status"], "confirmation-required");
+  EXPECT_EQ(payload["confirmed"], false);
+  EXPECT_EQ(payload["dispatched"], false);
+  EXPECT_EQ(payload["action"], "skill.run");
+  EXPECT_EQ(Keys(payload["preview"]), (std::vector<std::string>{"dryRun", "willRun", "note"}));
+  EXPECT_EQ(payload["preview"]["dryRun"], true);
+  EXPECT_EQ(payload["preview"]["willRun"], WillRunJson(SampleWillRun()));
+  EXPECT_EQ(payload["confirmToken"], "abc.def");
+  EXPECT_EQ(payload["expiresAt"], FormatIsoUtc(1'800'000'600));
+  EXPECT_EQ(payload["ttlSeconds"], 600);
+}
+
+TEST(Payloads, InstructionDependsOnMode) {
+  std::string ask = ConfirmationRequiredPayload(SampleWillRun(), SampleToken(),
+                                                ConfirmMode::kAskUser)["instruction"];
+  std::string automatic = ConfirmationRequiredPayload(SampleWillRun(), SampleToken(),
+                                                      ConfirmMode::kAuto)["instruction"];
+  EXPECT_NE(ask, automatic);
+  EXPECT_NE(ask.find("user"), std::string::npos);
+  EXPECT_EQ(automatic.find("user"), std::string::npos);
+  EXPECT_NE(automatic.find("confirmToken"), std::string::npos);
+}
+
+TEST(Payloads, Rejections) {
+  for (TokenVerdict verdict :
+       {TokenVerdict::kInvalid, TokenVerdict::kReused, TokenVerdict::kExpired,
+        TokenVerdict::kSpentSetFull}) {
+    ordered_json payload = RejectionPayload(verdict);
+    EXPECT_EQ(Keys(payload), (std::vector<std::string>{"status", "confirmed", "dispatched",
+                                                       "error", "note"}));
+    EXPECT_EQ(payload["status"], "confirmation-rejected");
+    EXPECT_EQ(payload["confirmed"], false);
+    EXPECT_EQ(payload["dispatched"], false);
+    EXPECT_EQ(payload["error"], TokenErrorCode(verdict));
+  }
+  // A verdict that is not a refusal never turns into an acceptance.
+  EXPECT_EQ(RejectionPayload(TokenVerdict::kValid)["error"], "TOKEN_INVALID");
+}
+
+TEST(Payloads, DraftChangedCarriesAFreshPreviewAndToken) {
+  WillRun fresh = SampleWillRun();
+  fresh.argv.push_back("--verbose");
+  ordered_json payload = DraftChangedPayload(fresh, SampleToken(), ConfirmMode::kAskUser);
+  EXPECT_EQ(Keys(payload),
+            (std::vector<std::string>{"status", "confirmed", "dispatched", "error", "reason",
+                                      "note", "preview", "confirmToken", "expiresAt",
+                                      "ttlSeconds", "instruction"}));
+  EXPECT_EQ(payload["error"], "DRAFT_CHANGED");
+  EXPECT_EQ(payload["reason"], "payload-changed");
+  EXPECT_EQ(payload["preview"]["willRun"], WillRunJson(fresh));
+  EXPECT_EQ(payload["confirmToken"], "abc.def");
+}
+
+TEST(Payloads, RefuseMode) {
+  ordered_json payload = RefusedPayload();
+  EXPECT_EQ(Keys(payload),
+            (std::vector<std::string>{"confirmed", "dispatched", "action", "reason", "note"}));
+  EXPECT_EQ(payload["reason"], "confirmation-unsupported");
+  EXPECT_EQ(payload["action"], "skill.run");
+  EXPECT_EQ(RefusedPayload("bad ttl")["note"], "bad ttl");
+}
+
+TEST(Payloads, ElicitationCancelled) {
+  for (ElicitationOutcome outcome : {ElicitationOutcome::kDeclined, ElicitationOutcome::kCancelled}) {
+    ordered_json payload = ElicitationCancelledPayload(outcome);
+    EXPECT_EQ(Keys(payload),
+              (std::vector<std::string>{"confirmed", "cancelled", "action", "note"}));
+    EXPECT_EQ(payload["confirmed"], false);
+    EXPECT_EQ(payload["cancelled"], true);
+  }
+}
+
+TEST(Payloads, ElicitationRequestShowsThePreviewInWords) {
+  WillRun run = SampleWillRun();
+  run.env_not_set = {"UNITS"};
+  run.env_warning = "declared only";
+  ordered_json params = ElicitationRequestParams(run);
+  EXPECT_EQ(Keys(params), (std::vector<std::string>{"message", "requestedSchema"}));
+  std::string message = params["message"];
+  for (const char* part : {"weather", "node", R"(["scripts/forecast.js","--city","Lisbon"])",
+                           "/srv/skills/weather", "30 s", "HOME, PATH, WEATHER_API_KEY",
+                           "UNITS", "declared only"}) {
+    EXPECT_NE(message.find(part), std::string::npos) << part;
+  }
+  const ordered_json& schema = params["requestedSchema"];
+  EXPECT_EQ(schema["type"], "object");
+  ASSERT_EQ(schema["properties"].size(), 1u);
+  EXPECT_EQ(schema["properties"]["approve"]["type"], "boolean");
+  EXPECT_EQ(schema["required"], ordered_json::array({"approve"}));
+}
+
+}  // namespace
+}  // namespace skillmcp
