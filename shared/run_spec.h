@@ -1,15 +1,20 @@
 // The run description the broker hands a worker: typed, length-capped, checked.
 // Anything unexpected ends the worker (setup step kReadSpec).
 //
-// Descriptor layout when the worker starts (everything else is closed by the broker
-// side before exec, and again by the worker):
+// Descriptor layout when the worker starts. The broker places 0..7 with dup2 (so none
+// of them is close-on-exec across the exec of the worker: they must reach it) and
+// closes everything else; the worker closes anything above 7 again, marks 4 and 5
+// close-on-exec itself, and closes 3 and 7 before exec'ing node.
 //   0 stdin  /dev/null            1 stdout pipe (write end)     2 stderr pipe (write end)
 //   3 spec   (read end; the encoded RunSpec, then EOF)
-//   4 status (write end, O_CLOEXEC: closes silently on a successful exec; on a failed
-//             setup step the worker writes one WorkerFailure and exits with the step code)
-//   5 node   (O_RDONLY|O_CLOEXEC fd of the pinned interpreter, exec'd with fexecve)
-//   6 script (O_RDONLY fd of the declared script, opened beneath the skill directory)
-//   7 skill  (O_PATH|O_DIRECTORY fd of the skill directory; becomes the cwd via fchdir)
+//   4 status (write end; close-on-exec once in the worker, so it closes silently on a
+//             successful exec of node; on a failed setup step the worker writes one
+//             WorkerFailure and exits with the step code)
+//   5 node   (O_RDONLY fd of the pinned interpreter, exec'd with execveat(AT_EMPTY_PATH))
+//   6 script (O_RDONLY fd of the declared script, opened beneath the skill directory;
+//             node's bootstrap reads it from offset 0 whatever its current offset)
+//   7 skill  (O_PATH|O_DIRECTORY fd of the skill directory; becomes the cwd via fchdir;
+//             the run-as uid needs search permission on it, else step kChdir fails)
 #pragma once
 
 #include <cstdint>

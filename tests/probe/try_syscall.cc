@@ -1,0 +1,298 @@
+// try_syscall: a probe the worker tests exec through the real skill-mcp-worker.
+// Built WITHOUT sanitizers (they would intercept or add syscalls of their own).
+//
+//   try_syscall call NAME...   for each NAME: call it once with harmless or invalid
+//                              arguments, print "NAME <errno name>" ("NAME ok" when it
+//                              returned >= 0). Allowed calls show EFAULT/EBADF/EINVAL...;
+//                              denied ones show the filter's errno or die by SIGSYS.
+//   try_syscall status         /proc/self/status identity fields, rlimits, open fds, cwd
+//   try_syscall env            the environment, one entry a line
+//   try_syscall int80          getpid through the i386 ABI (int 0x80)
+//   try_syscall x32            getpid through the x32 ABI number
+//   try_syscall clone-newuser  clone(CLONE_NEWUSER|SIGCHLD), reaps the child
+//   try_syscall forkbomb       forks until refused, prints "forked N errno E"
+//   try_syscall membomb MiB    mallocs and touches 1 MiB blocks up to MiB, prints the count
+//   try_syscall write FILE MiB writes MiB MiB to FILE, prints "wrote N" or the errno
+//   try_syscall spin           burns CPU forever
+//   try_syscall setuid0        setresuid(0,0,0) and setresgid(0,0,0), prints the errnos
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <dirent.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <string_view>
+
+extern char** environ;
+
+namespace {
+
+void* const kBad = reinterpret_cast<void*>(1);  // an unmapped address: EFAULT if reached
+
+struct Call {
+  const char* name;
+  long (*invoke)();
+};
+
+long S(long nr, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0, long f = 0) {
+  return syscall(nr, a, b, c, d, e, f);
+}
+long B() { return reinterpret_cast<long>(kBad); }
+
+// Every call must be harmless even if allowed and even as root with all capabilities.
+const Call kCalls[] = {
+    {"acct", [] { return S(SYS_acct, B()); }},
+    {"add_key", [] { return S(SYS_add_key, B(), B(), 0, 0, 0); }},
+    {"adjtimex", [] { return S(SYS_adjtimex, B()); }},
+    {"bpf", [] { return S(SYS_bpf, -1, 0, 0); }},
+    {"chroot", [] { return S(SYS_chroot, B()); }},
+    {"clock_adjtime", [] { return S(SYS_clock_adjtime, CLOCK_REALTIME, B()); }},
+    {"clock_settime", [] { return S(SYS_clock_settime, CLOCK_REALTIME, B()); }},
+    {"clone3", [] { return S(SYS_clone3, 0, 0); }},
+    {"delete_module", [] { return S(SYS_delete_module, B(), 0); }},
+    {"finit_module", [] { return S(SYS_finit_module, -1, B(), 0); }},
+    {"fsconfig", [] { return S(SYS_fsconfig, -1, 0, 0, 0, 0); }},
+    {"fsmount", [] { return S(SYS_fsmount, -1, 0, 0); }},
+    {"fsopen", [] { return S(SYS_fsopen, B(), 0); }},
+    {"fspick", [] { return S(SYS_fspick, -1, B(), 0); }},
+    {"init_module", [] { return S(SYS_init_module, B(), 16, B()); }},
+    {"io_uring_enter", [] { return S(SYS_io_uring_enter, -1, 0, 0, 0, 0, 0); }},
+    {"io_uring_register", [] { return S(SYS_io_uring_register, -1, 0, 0, 0); }},
+    {"io_uring_setup", [] { return S(SYS_io_uring_setup, 1, B()); }},
+    {"ioctl_tiocgwinsz", [] { return S(SYS_ioctl, -1, TIOCGWINSZ, 0); }},
+    {"ioctl_tiocsti", [] { return S(SYS_ioctl, -1, TIOCSTI, 0); }},
+    {"ioctl_tiocsti_high", [] { return S(SYS_ioctl, -1, (1L << 32) | TIOCSTI, 0); }},
+    {"ioctl_tioclinux", [] { return S(SYS_ioctl, -1, TIOCLINUX, 0); }},
+    {"ioperm", [] { return S(SYS_ioperm, ~0L, 1, 1); }},
+    {"iopl", [] { return S(SYS_iopl, 4); }},
+    {"kcmp", [] { return S(SYS_kcmp, getpid(), getpid(), 99, 0, 0); }},
+    {"kexec_file_load", [] { return S(SYS_kexec_file_load, -1, -1, 0, 0, 0xffff0000L); }},
+    {"kexec_load", [] { return S(SYS_kexec_load, 0, 0, 0, 0xffff0000L); }},
+    {"keyctl", [] { return S(SYS_keyctl, -1, 0, 0, 0, 0); }},
+    {"mount", [] { return S(SYS_mount, B(), B(), B(), 0, 0); }},
+    {"mount_setattr", [] { return S(SYS_mount_setattr, -1, B(), 0, B(), 0); }},
+    {"move_mount", [] { return S(SYS_move_mount, -1, B(), -1, B(), 0); }},
+    {"name_to_handle_at", [] { return S(SYS_name_to_handle_at, -1, B(), B(), B(), 0); }},
+    {"open_by_handle_at", [] { return S(SYS_open_by_handle_at, -1, B(), 0); }},
+    {"open_tree", [] { return S(SYS_open_tree, -1, B(), 0); }},
+    {"perf_event_open", [] { return S(SYS_perf_event_open, B(), 0, -1, -1, 0); }},
+    {"personality_query", [] { return S(SYS_personality, 0xffffffffL); }},
+    {"personality_linux", [] { return S(SYS_personality, 0); }},
+    {"personality_no_aslr", [] { return S(SYS_personality, 0x0040000); }},
+    {"personality_no_aslr_high", [] { return S(SYS_personality, (1L << 32) | 0x0040000); }},
+    {"personality_bit31", [] { return S(SYS_personality, 0x80040000L); }},
+    {"pidfd_getfd", [] { return S(SYS_pidfd_getfd, -1, 0, 0); }},
+    {"pivot_root", [] { return S(SYS_pivot_root, B(), B()); }},
+    {"process_vm_readv", [] { return S(SYS_process_vm_readv, 0, B(), 1, B(), 1, 0); }},
+    {"process_vm_writev", [] { return S(SYS_process_vm_writev, 0, B(), 1, B(), 1, 0); }},
+    {"ptrace", [] { return S(SYS_ptrace, 0x7fff, 0, 0, 0); }},
+    {"quotactl", [] { return S(SYS_quotactl, 0, B(), 0, B()); }},
+    {"quotactl_fd", [] { return S(SYS_quotactl_fd, -1, 0, 0, B()); }},
+    {"reboot", [] { return S(SYS_reboot, 0, 0, 0, 0); }},
+    {"request_key", [] { return S(SYS_request_key, B(), B(), B(), 0); }},
+    {"setns", [] { return S(SYS_setns, -1, 0); }},
+    {"settimeofday", [] { return S(SYS_settimeofday, B(), 0); }},
+    {"swapoff", [] { return S(SYS_swapoff, B()); }},
+    {"swapon", [] { return S(SYS_swapon, B(), 0); }},
+    {"syslog", [] { return S(SYS_syslog, 3, 0, -1); }},
+    {"umount2", [] { return S(SYS_umount2, B(), 0); }},
+    {"unshare", [] { return S(SYS_unshare, 0x1); }},
+    {"userfaultfd", [] { return S(SYS_userfaultfd, ~0L); }},
+    {"modify_ldt", [] { return S(SYS_modify_ldt, 0, B(), 16); }},
+    {"ustat", [] { return S(SYS_ustat, 0, B()); }},
+    {"sysfs", [] { return S(SYS_sysfs, 99, 0, 0); }},
+    {"vhangup", [] { return S(SYS_vhangup); }},
+    {"uselib", [] { return S(SYS_uselib, B()); }},
+    // Allowed ones, for contrast.
+    {"getpid", [] { return S(SYS_getpid); }},
+    {"openat", [] { return S(SYS_openat, -1, B(), 0); }},
+    {"read", [] { return S(SYS_read, -1, 0, 0); }},
+    {"clone_plain", [] {
+       // fork through clone() with no namespace flag: must work.
+       long pid = S(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+       if (pid == 0) _exit(0);
+       if (pid > 0) waitpid(static_cast<pid_t>(pid), nullptr, 0);
+       return pid < 0 ? -1L : 0L;
+     }},
+    {"clone_newuser", [] {
+       long pid = S(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
+       if (pid == 0) _exit(0);
+       if (pid > 0) waitpid(static_cast<pid_t>(pid), nullptr, 0);
+       return pid < 0 ? -1L : 0L;
+     }},
+    {"clone_newns_newpid", [] {
+       long pid = S(SYS_clone, CLONE_NEWNS | CLONE_NEWPID | SIGCHLD, 0, 0, 0, 0);
+       if (pid == 0) _exit(0);
+       if (pid > 0) waitpid(static_cast<pid_t>(pid), nullptr, 0);
+       return pid < 0 ? -1L : 0L;
+     }},
+};
+
+int CallByName(std::string_view name) {
+  for (const Call& c : kCalls) {
+    if (name != c.name) continue;
+    errno = 0;
+    const long rc = c.invoke();
+    if (rc >= 0) {
+      std::printf("%s ok\n", c.name);
+    } else {
+      const char* en = strerrorname_np(errno);
+      std::printf("%s %s\n", c.name, en ? en : "E?");
+    }
+    std::fflush(stdout);
+    return 0;
+  }
+  std::printf("%s unknown\n", std::string(name).c_str());
+  return 2;
+}
+
+void PrintStatus() {
+  {
+  std::ifstream in("/proc/self/status");  // closed before the descriptor listing below
+  std::string line;
+  const char* keys[] = {"Uid:", "Gid:", "Groups:", "CapInh:", "CapPrm:", "CapEff:",
+                        "CapBnd:", "CapAmb:", "NoNewPrivs:", "Seccomp:", "SigBlk:", "SigIgn:"};
+  while (std::getline(in, line))
+    for (const char* k : keys)
+      if (line.rfind(k, 0) == 0) std::cout << line << "\n";
+  }
+  const struct { const char* name; int res; } limits[] = {
+      {"NPROC", RLIMIT_NPROC}, {"AS", RLIMIT_AS}, {"DATA", RLIMIT_DATA}, {"CPU", RLIMIT_CPU},
+      {"FSIZE", RLIMIT_FSIZE}, {"NOFILE", RLIMIT_NOFILE}, {"CORE", RLIMIT_CORE}};
+  for (const auto& l : limits) {
+    struct rlimit r;
+    getrlimit(l.res, &r);
+    auto v = [](rlim_t x) { return x == RLIM_INFINITY ? std::string("unlimited") : std::to_string(x); };
+    std::cout << "RLIMIT_" << l.name << ": " << v(r.rlim_cur) << " " << v(r.rlim_max) << "\n";
+  }
+  std::cout << "Fds:";
+  if (DIR* d = opendir("/proc/self/fd")) {
+    const int self = dirfd(d);
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      if (std::atoi(e->d_name) == self) continue;
+      std::cout << " " << e->d_name;
+    }
+    closedir(d);
+  }
+  std::cout << "\n";
+  char cwd[4096];
+  std::cout << "Cwd: " << (getcwd(cwd, sizeof(cwd)) ? cwd : "?") << "\n";
+  std::cout << "Sid: " << (getsid(0) == getpid() ? "leader" : "member") << "\n";
+  std::cout << "Pgid: " << (getpgrp() == getpid() ? "leader" : "member") << "\n";
+}
+
+int Int80() {
+  long ret = 20;  // __NR_getpid in the i386 table
+  asm volatile("int $0x80" : "+a"(ret) : : "memory");
+  std::printf("int80 returned %ld\n", ret);
+  return 0;
+}
+
+int X32() {
+  const long ret = syscall(0x40000000L | SYS_getpid);
+  std::printf("x32 returned %ld errno %s\n", ret, ret < 0 ? strerrorname_np(errno) : "0");
+  return 0;
+}
+
+int ForkBomb() {
+  int count = 0;
+  for (;;) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);  // the children go when the probe does
+      pause();
+      _exit(0);
+    }
+    if (pid < 0) {
+      std::printf("forked %d errno %s\n", count, strerrorname_np(errno));
+      std::fflush(stdout);
+      kill(0, SIGKILL);  // the whole group, the probe included
+      return 0;
+    }
+    if (++count >= 100000) break;
+  }
+  std::printf("forked %d without refusal\n", count);
+  std::fflush(stdout);
+  kill(0, SIGKILL);
+  return 1;
+}
+
+int MemBomb(long mib) {
+  long got = 0;
+  for (; got < mib; ++got) {
+    char* p = static_cast<char*>(std::malloc(1 << 20));
+    if (p == nullptr) break;
+    std::memset(p, 1, 1 << 20);
+  }
+  std::printf("allocated %ld MiB\n", got);
+  return got < mib ? 3 : 0;
+}
+
+int WriteFile(const char* path, long mib) {
+  const int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) { std::printf("open %s\n", strerrorname_np(errno)); return 1; }
+  static char block[1 << 20];
+  long wrote = 0;
+  for (; wrote < mib; ++wrote) {
+    if (write(fd, block, sizeof(block)) != static_cast<ssize_t>(sizeof(block))) {
+      std::printf("stopped at %ld MiB errno %s\n", wrote, strerrorname_np(errno));
+      close(fd);
+      return 3;
+    }
+  }
+  close(fd);
+  std::printf("wrote %ld MiB\n", wrote);
+  return 0;
+}
+
+int SetUid0() {
+  const int u = setresuid(0, 0, 0) == 0 ? 0 : errno;
+  const int g = setresgid(0, 0, 0) == 0 ? 0 : errno;
+  std::printf("setresuid %s setresgid %s\n", u ? strerrorname_np(u) : "ok", g ? strerrorname_np(g) : "ok");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return 2;
+  const std::string_view mode = argv[1];
+  if (mode == "call") {
+    int rc = 0;
+    for (int i = 2; i < argc; ++i) rc |= CallByName(argv[i]);
+    return rc;
+  }
+  if (mode == "status") { PrintStatus(); return 0; }
+  if (mode == "env") {
+    for (char** e = environ; *e; ++e) std::printf("%s\n", *e);
+    return 0;
+  }
+  if (mode == "int80") return Int80();
+  if (mode == "x32") return X32();
+  if (mode == "forkbomb") return ForkBomb();
+  if (mode == "membomb" && argc > 2) return MemBomb(std::atol(argv[2]));
+  if (mode == "write" && argc > 3) return WriteFile(argv[2], std::atol(argv[3]));
+  if (mode == "spin") {
+    for (;;) asm volatile("" ::: "memory");
+  }
+  if (mode == "setuid0") return SetUid0();
+  if (mode == "args") {
+    for (int i = 0; i < argc; ++i) std::printf("[%s]\n", argv[i]);
+    return 0;
+  }
+  return 2;
+}

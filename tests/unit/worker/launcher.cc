@@ -1,0 +1,197 @@
+#include "tests/unit/worker/launcher.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <linux/securebits.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace skillmcp::testing {
+namespace {
+
+// Moves a descriptor to >= 100 (close-on-exec) so dup2 into 3..7 never clobbers it.
+int High(int fd) {
+  if (fd < 0) return fd;
+  const int h = fcntl(fd, F_DUPFD_CLOEXEC, 100);
+  close(fd);
+  return h;
+}
+
+int OpenHigh(const std::string& path, int flags) {
+  if (path.empty()) return -1;
+  return High(open(path.c_str(), flags | O_CLOEXEC));
+}
+
+double Now() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+}  // namespace
+
+const char* WorkerPath() { return SKILL_MCP_TEST_WORKER; }
+const char* ProbePath() { return SKILL_MCP_TEST_PROBE; }
+
+bool LaunchResult::Exited() const { return WIFEXITED(wait_status); }
+int LaunchResult::ExitCode() const { return WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1; }
+int LaunchResult::Signal() const { return WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : 0; }
+
+std::string LaunchResult::Describe() const {
+  std::string s = "exit=" + std::to_string(ExitCode()) + " signal=" + std::to_string(Signal());
+  if (failure) s += " failure{step=" + std::to_string(failure->step) + " err=" + std::to_string(failure->err) + "}";
+  if (timed_out) s += " TIMED OUT";
+  s += "\n--- stdout ---\n" + out.substr(0, 4000) + "\n--- stderr ---\n" + err.substr(0, 4000);
+  return s;
+}
+
+LaunchResult RunWorker(const Launch& launch) {
+  LaunchResult result;
+  int spec[2], status[2], out[2], err[2];
+  if (pipe2(spec, O_CLOEXEC) || pipe2(status, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) {
+    result.err = "pipe failed";
+    return result;
+  }
+  for (int* p : {spec, status, out, err}) { p[0] = High(p[0]); p[1] = High(p[1]); }
+  const int devnull = OpenHigh("/dev/null", O_RDONLY);
+  const int prog = OpenHigh(launch.program_path, O_RDONLY);
+  const int script = launch.script_fd >= 0 ? High(fcntl(launch.script_fd, F_DUPFD_CLOEXEC, 0))
+                                           : OpenHigh(launch.script_path, O_RDONLY);
+  const int dir = OpenHigh(launch.dir_path, O_PATH | O_DIRECTORY);
+  std::vector<std::string> env_store = launch.worker_env;
+  std::vector<char*> envp;
+  for (auto& e : env_store) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const char* worker = WorkerPath();
+  // The worker may die before reading its spec; the write must fail, not kill the test.
+  signal(SIGPIPE, SIG_IGN);
+
+  const pid_t pid = fork();
+  if (pid == 0) {
+    // Child: async-signal-safe calls only until exec.
+    auto place = [](int from, int to) {
+      if (from < 0) { close(to); return; }
+      if (dup2(from, to) < 0) _exit(120);
+    };
+    place(devnull, 0);
+    place(out[1], 1);
+    place(err[1], 2);
+    place(spec[0], 3);
+    place(status[1], 4);
+    place(prog, 5);
+    place(script, 6);
+    place(dir, 7);
+    // dup2 leaves 3..7 without close-on-exec: they must survive the exec of the worker,
+    // which then marks 4 and 5 close-on-exec itself.
+    // Like a broker with an event loop: SIGTERM blocked, SIGPIPE ignored (inherited
+    // from the test). The worker must hand the script a clean signal state.
+    sigset_t block;
+    sigemptyset(&block);
+    sigaddset(&block, SIGTERM);
+    sigprocmask(SIG_BLOCK, &block, nullptr);
+    if (launch.broker_uid) {
+      if (setgroups(0, nullptr) || setresgid(*launch.broker_uid, *launch.broker_uid, *launch.broker_uid) ||
+          setresuid(*launch.broker_uid, *launch.broker_uid, *launch.broker_uid))
+        _exit(121);
+    }
+    if (launch.root_keeps_only_caps) {
+      __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+      __user_cap_data_struct data[2];
+      if (syscall(SYS_capget, &hdr, data) != 0) _exit(123);
+      data[0].inheritable = data[1].inheritable = 0;
+      for (int cap : *launch.root_keeps_only_caps) data[cap / 32].inheritable |= 1u << (cap % 32);
+      if (syscall(SYS_capset, &hdr, data) != 0) _exit(123);
+      for (int cap : *launch.root_keeps_only_caps)
+        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) != 0) _exit(123);
+      if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT, 0, 0, 0) != 0) _exit(123);
+    }
+    char* argv[] = {const_cast<char*>("skill-mcp-worker"), nullptr};
+    execve(worker, argv, envp.data());
+    _exit(122);
+  }
+  for (int fd : {spec[0], status[1], out[1], err[1], devnull, prog, script, dir})
+    if (fd >= 0) close(fd);
+  if (pid < 0) {
+    result.err = "fork failed";
+    return result;
+  }
+
+  fcntl(spec[1], F_SETFL, O_NONBLOCK);
+  size_t spec_off = 0;
+  int spec_fd = spec[1];
+  if (launch.spec_bytes.empty()) { close(spec_fd); spec_fd = -1; }
+  int out_fd = out[0], err_fd = err[0], status_fd = status[0];
+  std::string status_bytes;
+  bool reaped = false;
+  const double deadline = Now() + launch.timeout_seconds;
+  double reaped_at = 0;
+  while (true) {
+    if (!reaped) {
+      int ws = 0;
+      if (waitpid(pid, &ws, WNOHANG) == pid) {
+        reaped = true;
+        result.wait_status = ws;
+        reaped_at = Now();
+      }
+    }
+    const bool pipes_open = out_fd >= 0 || err_fd >= 0 || status_fd >= 0;
+    if (reaped && !pipes_open) break;
+    // A grandchild may hold the pipes: settle on the worker's exit plus a short drain.
+    if (reaped && Now() - reaped_at > 2.0) break;
+    if (Now() > deadline) {
+      result.timed_out = true;
+      kill(-pid, SIGKILL);
+      kill(pid, SIGKILL);
+      if (!reaped) { waitpid(pid, &result.wait_status, 0); reaped = true; }
+      break;
+    }
+    pollfd pfds[4];
+    int n = 0;
+    if (spec_fd >= 0) pfds[n++] = {spec_fd, POLLOUT, 0};
+    for (int fd : {out_fd, err_fd, status_fd})
+      if (fd >= 0) pfds[n++] = {fd, POLLIN, 0};
+    poll(pfds, static_cast<nfds_t>(n), 20);
+    for (int i = 0; i < n; ++i) {
+      const int fd = pfds[i].fd;
+      if (!pfds[i].revents) continue;
+      if (fd == spec_fd) {
+        const ssize_t w = write(fd, launch.spec_bytes.data() + spec_off, launch.spec_bytes.size() - spec_off);
+        if (w > 0) spec_off += static_cast<size_t>(w);
+        if (w < 0 && errno != EAGAIN) spec_off = launch.spec_bytes.size();  // EPIPE: worker gone
+        if (spec_off >= launch.spec_bytes.size()) { close(spec_fd); spec_fd = -1; }
+        continue;
+      }
+      char buf[65536];
+      const ssize_t r = read(fd, buf, sizeof(buf));
+      if (r <= 0) {
+        close(fd);
+        if (fd == out_fd) out_fd = -1;
+        if (fd == err_fd) err_fd = -1;
+        if (fd == status_fd) status_fd = -1;
+        continue;
+      }
+      std::string& sink = fd == out_fd ? result.out : fd == err_fd ? result.err : status_bytes;
+      if (sink.size() < (8u << 20)) sink.append(buf, static_cast<size_t>(r));
+    }
+  }
+  for (int fd : {spec_fd, out_fd, err_fd, status_fd})
+    if (fd >= 0) close(fd);
+  kill(-pid, SIGKILL);  // leftovers in the worker's process group (it is its own session)
+  if (status_bytes.size() == sizeof(WorkerFailure)) {
+    WorkerFailure f;
+    std::memcpy(&f, status_bytes.data(), sizeof(f));
+    result.failure = f;
+  }
+  return result;
+}
+
+}  // namespace skillmcp::testing

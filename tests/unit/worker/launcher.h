@@ -1,0 +1,50 @@
+// A small test launcher that does what the broker does: fork, lay out the descriptors
+// of shared/run_spec.h, exec the REAL skill-mcp-worker, feed the spec, collect output.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shared/run_spec.h"
+
+namespace skillmcp::testing {
+
+struct Launch {
+  std::string spec_bytes;        // written to fd 3, then EOF
+  std::string program_path;      // opened O_RDONLY as fd 5 (empty: fd 5 left closed)
+  std::string script_path;       // opened O_RDONLY as fd 6 (empty: fd 6 left closed)
+  int script_fd = -1;            // or an already open fd to use as fd 6
+  std::string dir_path;          // opened O_PATH|O_DIRECTORY as fd 7 (empty: closed)
+  int timeout_seconds = 30;
+  // Before exec'ing the worker, the child switches to this uid/gid (to play an
+  // unprivileged broker). Root only.
+  std::optional<uid_t> broker_uid;
+  // Before exec'ing the worker, the child (root) sets SECBIT_NOROOT and passes only these
+  // capabilities through the ambient set: the worker starts as uid 0 holding just them,
+  // with the full bounding set (a root broker in a container that dropped the rest).
+  std::optional<std::vector<int>> root_keeps_only_caps;
+  std::vector<std::string> worker_env{"WORKER_ONLY_SECRET=must-not-reach-the-script"};
+};
+
+struct LaunchResult {
+  int wait_status = 0;           // raw waitpid status of the worker process
+  std::string out, err;
+  std::optional<WorkerFailure> failure;  // what the worker wrote on fd 4, if anything
+  bool timed_out = false;
+
+  bool Exited() const;
+  int ExitCode() const;          // -1 if not exited
+  int Signal() const;            // 0 if not signalled
+  std::string Describe() const;  // for assertion messages
+};
+
+LaunchResult RunWorker(const Launch& launch);
+
+// Paths baked in by meson.
+const char* WorkerPath();
+const char* ProbePath();
+
+}  // namespace skillmcp::testing

@@ -1,0 +1,30 @@
+// Small helpers for the worker tests: temp dirs, files, /proc/self/status parsing.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace skillmcp::testing {
+
+// A fresh mkdtemp directory (mode 0755, so a switched uid can enter it), removed
+// recursively on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string Sub(const std::string& rel) const { return path_ + "/" + rel; }
+
+ private:
+  std::string path_;
+};
+
+void WriteFile(const std::string& path, const std::string& content, int mode = 0644);
+std::vector<std::string> Lines(const std::string& text);
+// "Key:\tvalue" lines -> {"Key": "value"} (value with tabs turned into single spaces).
+std::map<std::string, std::string> KeyValues(const std::string& text);
+
+}  // namespace skillmcp::testing

@@ -1,0 +1,401 @@
+// The real skill-mcp-worker, launched with the broker's descriptor layout, on the real
+// kernel. The probe (tests/probe/try_syscall.cc) reports what the exec'd program sees.
+#include <linux/capability.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "shared/run_limits_default.h"
+#include "shared/run_spec.h"
+#include "shared/worker_steps.h"
+#include "tests/unit/worker/launcher.h"
+#include "tests/unit/worker/test_util.h"
+
+namespace skillmcp::testing {
+namespace {
+
+constexpr uid_t kNobody = 65534;
+constexpr const char* kZeroCaps = "0000000000000000";
+
+class WorkerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "the worker tests switch uids and need root";
+    WriteFile(dir_.Sub("script.js"), "console.log('hello')\n");
+  }
+
+  // The probe as the program, run as nobody under the default limits and the policy.
+  RunSpec ProbeSpec(std::vector<std::string> probe_args) {
+    RunSpec spec;
+    spec.program = RunProgram::kDirectArgv;
+    spec.args = {"try_syscall"};
+    spec.args.insert(spec.args.end(), probe_args.begin(), probe_args.end());
+    spec.envp = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8"};
+    spec.switch_ids = true;
+    spec.uid = kNobody;
+    spec.gid = kNobody;
+    spec.limits = kDefaultRunLimits;
+    spec.seccomp = true;
+    return spec;
+  }
+
+  Launch LaunchFor(const RunSpec& spec) {
+    Launch l;
+    l.spec_bytes = EncodeRunSpec(spec);
+    l.program_path = ProbePath();
+    l.script_path = dir_.Sub("script.js");
+    l.dir_path = dir_.path();
+    return l;
+  }
+
+  LaunchResult Probe(const RunSpec& spec) { return RunWorker(LaunchFor(spec)); }
+
+  TempDir dir_;
+};
+
+// The worker failed at `step` and said so both ways: the status fd and the exit code.
+void ExpectStep(const LaunchResult& r, WorkerStep step, int err) {
+  ASSERT_TRUE(r.failure.has_value()) << r.Describe();
+  EXPECT_EQ(r.failure->step, static_cast<int32_t>(step)) << r.Describe();
+  EXPECT_EQ(r.failure->err, err) << strerror(r.failure->err) << "\n" << r.Describe();
+  EXPECT_EQ(r.ExitCode(), static_cast<int>(step)) << r.Describe();
+}
+
+TEST_F(WorkerTest, SwitchedIdentityNoCapabilitiesNoNewPrivsSeccompAndLimits) {
+  const LaunchResult r = Probe(ProbeSpec({"status"}));
+  ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
+  EXPECT_FALSE(r.failure.has_value());
+  auto kv = KeyValues(r.out);
+  EXPECT_EQ(kv["Uid"], "65534 65534 65534 65534");
+  EXPECT_EQ(kv["Gid"], "65534 65534 65534 65534");
+  EXPECT_EQ(kv["Groups"], "");
+  for (const char* set : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"})
+    EXPECT_EQ(kv[set], kZeroCaps) << set;
+  EXPECT_EQ(kv["NoNewPrivs"], "1");
+  EXPECT_EQ(kv["Seccomp"], "2");
+  EXPECT_EQ(kv["RLIMIT_NPROC"], "256 256");
+  EXPECT_EQ(kv["RLIMIT_AS"], std::to_string(16 * kGiB) + " " + std::to_string(16 * kGiB));
+  EXPECT_EQ(kv["RLIMIT_DATA"], std::to_string(kGiB) + " " + std::to_string(kGiB));
+  EXPECT_EQ(kv["RLIMIT_CPU"], "300 301");
+  EXPECT_EQ(kv["RLIMIT_FSIZE"], std::to_string(256 * kMiB) + " " + std::to_string(256 * kMiB));
+  EXPECT_EQ(kv["RLIMIT_NOFILE"], "1024 1024");
+  EXPECT_EQ(kv["RLIMIT_CORE"], "0 0");
+  // Only stdio and the open script reach the program: status, interpreter, spec and
+  // skill-dir descriptors are gone.
+  EXPECT_EQ(kv["Fds"], "0 1 2 6");
+  EXPECT_EQ(kv["Cwd"], dir_.path());
+  EXPECT_EQ(kv["Sid"], "leader");
+  EXPECT_EQ(kv["Pgid"], "leader");
+  // The launcher blocked SIGTERM and ignored SIGPIPE like a broker might: reset.
+  EXPECT_EQ(kv["SigBlk"], kZeroCaps);
+  EXPECT_EQ(kv["SigIgn"], kZeroCaps);
+}
+
+TEST_F(WorkerTest, TheDropCannotBeUndone) {
+  const LaunchResult r = Probe(ProbeSpec({"setuid0"}));
+  ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
+  EXPECT_EQ(r.out, "setresuid EPERM setresgid EPERM\n");
+}
+
+TEST_F(WorkerTest, LimitsOfZeroAreLeftAsInheritedButCoreIsAlwaysZero) {
+  RunSpec spec = ProbeSpec({"status"});
+  spec.limits = RunLimits{};
+  const LaunchResult r = Probe(spec);
+  ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
+  auto kv = KeyValues(r.out);
+  EXPECT_EQ(kv["RLIMIT_CORE"], "0 0");
+  EXPECT_EQ(kv["RLIMIT_AS"], "unlimited unlimited");
+}
+
+TEST_F(WorkerTest, EnvironmentIsExactlyTheSpecBlock) {
+  RunSpec spec = ProbeSpec({"env"});
+  spec.envp = {"PATH=/usr/bin", "HOME=/nonexistent", "WITH_SPACE=a b  c", "EMPTY=", "Z_LAST=1"};
+  const LaunchResult r = Probe(spec);
+  ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
+  EXPECT_EQ(Lines(r.out), spec.envp);  // same entries, same order, nothing of the worker's
+  EXPECT_EQ(r.out.find("WORKER_ONLY_SECRET"), std::string::npos);
+}
+
+TEST_F(WorkerTest, SeccompFlagOffLeavesNoFilter) {
+  RunSpec spec = ProbeSpec({"status"});
+  spec.seccomp = false;
+  const LaunchResult r = Probe(spec);
+  ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
+  EXPECT_EQ(KeyValues(r.out)["Seccomp"], "0");
+}
+
+// Root without a uid switch: securebits lock root out of capabilities at exec and the
+// bounding set is emptied, so even uid 0 execs with nothing.
+TEST_F(WorkerTest, RootWithoutSwitchExecsWithoutAnyCapability) {
+  RunSpec spec = ProbeSpec({"status"});
+  spec.switch_ids = false;
+  const LaunchResult r = Probe(spec);
+  ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
+  auto kv = KeyValues(r.out);
+  EXPECT_EQ(kv["Uid"], "0 0 0 0");
+  for (const char* set : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"})
+    EXPECT_EQ(kv[set], kZeroCaps) << set;
+}
+
+// An unprivileged broker (plain local user) cannot drop the bounding set; the worker
+// goes on because no_new_privs makes the bounding set unreachable for a non-root uid.
+TEST_F(WorkerTest, UnprivilegedBrokerRunsWithNoNewPrivsAndNoCapabilities) {
+  struct stat st;
+  ASSERT_EQ(stat(WorkerPath(), &st), 0);
+  if (access(ProbePath(), R_OK) != 0) GTEST_SKIP() << "probe not reachable";
+  RunSpec spec = ProbeSpec({"status"});
+  spec.switch_ids = false;
+  Launch l = LaunchFor(spec);
+  l.broker_uid = 65533;
+  const LaunchResult r = RunWorker(l);
+  if (r.ExitCode() == 122) GTEST_SKIP() << "the worker binary is not executable by uid 65533 here";
+  ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
+  auto kv = KeyValues(r.out);
+  EXPECT_EQ(kv["Uid"], "65533 65533 65533 65533");
+  EXPECT_NE(kv["CapBnd"], kZeroCaps);  // could not be dropped, tolerated
+  EXPECT_EQ(kv["CapEff"], kZeroCaps);
+  EXPECT_EQ(kv["CapPrm"], kZeroCaps);
+  EXPECT_EQ(kv["NoNewPrivs"], "1");
+  EXPECT_EQ(kv["Seccomp"], "2");
+}
+
+// A root worker that cannot empty its bounding set would get it back at exec: fatal.
+TEST_F(WorkerTest, RootThatCannotDropTheBoundingSetIsRefused) {
+  RunSpec spec = ProbeSpec({"status"});
+  spec.switch_ids = false;
+  Launch l = LaunchFor(spec);
+  l.root_keeps_only_caps = std::vector<int>{};
+  ExpectStep(RunWorker(l), WorkerStep::kDropBounding, EPERM);
+}
+
+// The same broker may still run scripts when it switches to a non-root uid.
+TEST_F(WorkerTest, RootWithoutSetpcapStillRunsWhenSwitching) {
+  // Like podman --cap-drop=ALL --cap-add=SETUID,SETGID: no CAP_SETPCAP, so neither the
+  // securebits nor the bounding set can be touched, and the ambient set is not empty.
+  Launch l = LaunchFor(ProbeSpec({"status"}));
+  l.root_keeps_only_caps = std::vector<int>{CAP_SETUID, CAP_SETGID};
+  const LaunchResult r = RunWorker(l);
+  ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
+  auto kv = KeyValues(r.out);
+  EXPECT_EQ(kv["Uid"], "65534 65534 65534 65534");
+  for (const char* set : {"CapInh", "CapPrm", "CapEff", "CapAmb"})
+    EXPECT_EQ(kv[set], kZeroCaps) << set;
+  EXPECT_NE(kv["CapBnd"], kZeroCaps);  // could not be dropped; no_new_privs covers it
+  EXPECT_EQ(kv["NoNewPrivs"], "1");
+}
+
+// ---- each setup step reports itself -------------------------------------------------
+
+TEST_F(WorkerTest, GarbageSpecFailsReadSpec) {
+  Launch l = LaunchFor(ProbeSpec({"status"}));
+  l.spec_bytes = "this is not a run spec";
+  ExpectStep(RunWorker(l), WorkerStep::kReadSpec, EINVAL);
+}
+
+TEST_F(WorkerTest, EmptySpecFailsReadSpec) {
+  Launch l = LaunchFor(ProbeSpec({"status"}));
+  l.spec_bytes.clear();
+  ExpectStep(RunWorker(l), WorkerStep::kReadSpec, EINVAL);
+}
+
+TEST_F(WorkerTest, OversizedSpecFailsReadSpec) {
+  Launch l = LaunchFor(ProbeSpec({"status"}));
+  l.spec_bytes.append(kRunSpecMaxBytes, 'x');
+  ExpectStep(RunWorker(l), WorkerStep::kReadSpec, EMSGSIZE);
+}
+
+TEST_F(WorkerTest, MissingScriptFdFailsCheckFds) {
+  Launch l = LaunchFor(ProbeSpec({"status"}));
+  l.script_path.clear();
+  ExpectStep(RunWorker(l), WorkerStep::kCheckFds, EBADF);
+}
+
+TEST_F(WorkerTest, MissingSkillDirFdFailsCheckFds) {
+  Launch l = LaunchFor(ProbeSpec({"status"}));
+  l.dir_path.clear();
+  ExpectStep(RunWorker(l), WorkerStep::kCheckFds, EBADF);
+}
+
+TEST_F(WorkerTest, ScriptFdThatIsADirectoryFailsCheckFds) {
+  Launch l = LaunchFor(ProbeSpec({"status"}));
+  l.script_path = dir_.path();
+  ExpectStep(RunWorker(l), WorkerStep::kCheckFds, EINVAL);
+}
+
+TEST_F(WorkerTest, TargetUidZeroIsRefused) {
+  RunSpec spec = ProbeSpec({"status"});
+  spec.uid = 0;
+  ExpectStep(Probe(spec), WorkerStep::kRefuseRootIds, EPERM);
+}
+
+TEST_F(WorkerTest, TargetGidZeroIsRefused) {
+  RunSpec spec = ProbeSpec({"status"});
+  spec.gid = 0;
+  ExpectStep(Probe(spec), WorkerStep::kRefuseRootIds, EPERM);
+}
+
+TEST_F(WorkerTest, TargetEqualToTheBrokerUidIsRefused) {
+  RunSpec spec = ProbeSpec({"status"});
+  spec.uid = 65533;
+  spec.gid = 65532;
+  Launch l = LaunchFor(spec);
+  l.broker_uid = 65533;  // an unprivileged broker cannot switch anyway; refused first
+  const LaunchResult r = RunWorker(l);
+  if (r.ExitCode() == 122) GTEST_SKIP() << "the worker binary is not executable by uid 65533 here";
+  ExpectStep(r, WorkerStep::kRefuseRootIds, EINVAL);
+}
+
+TEST_F(WorkerTest, UnprivilegedBrokerAskingForASwitchFailsAtSetGroups) {
+  RunSpec spec = ProbeSpec({"status"});
+  Launch l = LaunchFor(spec);
+  l.broker_uid = 65533;
+  const LaunchResult r = RunWorker(l);
+  if (r.ExitCode() == 122) GTEST_SKIP() << "the worker binary is not executable by uid 65533 here";
+  ExpectStep(r, WorkerStep::kSetGroups, EPERM);
+}
+
+TEST_F(WorkerTest, SkillDirTheRunAsUidCannotEnterFailsChdir) {
+  TempDir closed;
+  chmod(closed.path().c_str(), 0700);
+  Launch l = LaunchFor(ProbeSpec({"status"}));
+  l.dir_path = closed.path();
+  ExpectStep(RunWorker(l), WorkerStep::kChdir, EACCES);
+}
+
+TEST_F(WorkerTest, NonExecutableInterpreterFailsExec) {
+  WriteFile(dir_.Sub("not-a-program"), "just text\n", 0644);
+  Launch l = LaunchFor(ProbeSpec({"status"}));
+  l.program_path = dir_.Sub("not-a-program");
+  ExpectStep(RunWorker(l), WorkerStep::kExec, EACCES);
+}
+
+TEST(WorkerSteps, DescriptionsAndExitCodesCoverEveryStep) {
+  for (int code = kWorkerStepFirst; code <= kWorkerStepLast; ++code) {
+    auto step = WorkerStepFromExitCode(code);
+    if (!step) continue;
+    EXPECT_STRNE(DescribeWorkerStep(*step), "complete an unknown setup step") << code;
+  }
+  EXPECT_FALSE(WorkerStepFromExitCode(0).has_value());
+  EXPECT_FALSE(WorkerStepFromExitCode(1).has_value());
+  EXPECT_FALSE(WorkerStepFromExitCode(137).has_value());
+  EXPECT_EQ(WorkerStepFromExitCode(200), WorkerStep::kReadSpec);
+}
+
+// ---- the seccomp policy in force on the exec'd program ------------------------------
+
+struct Row {
+  const char* call;      // a probe call name
+  const char* expected;  // errno name, "ok", or "SIGSYS"
+};
+
+// One row per syscall the policy must deny, plus a few it must allow.
+const Row kMustDeny[] = {
+    {"ptrace", "SIGSYS"}, {"process_vm_readv", "SIGSYS"}, {"process_vm_writev", "SIGSYS"},
+    {"pidfd_getfd", "SIGSYS"}, {"kcmp", "SIGSYS"},
+    {"perf_event_open", "EPERM"}, {"bpf", "EPERM"}, {"userfaultfd", "EPERM"},
+    {"keyctl", "EPERM"}, {"add_key", "EPERM"}, {"request_key", "EPERM"},
+    {"io_uring_setup", "ENOSYS"}, {"io_uring_enter", "ENOSYS"}, {"io_uring_register", "ENOSYS"},
+    {"unshare", "EPERM"}, {"setns", "EPERM"},
+    {"clone_newuser", "EPERM"}, {"clone_newns_newpid", "EPERM"}, {"clone3", "ENOSYS"},
+    {"mount", "EPERM"}, {"umount2", "EPERM"}, {"fsopen", "EPERM"}, {"fsconfig", "EPERM"},
+    {"fsmount", "EPERM"}, {"fspick", "EPERM"}, {"move_mount", "EPERM"}, {"open_tree", "EPERM"},
+    {"mount_setattr", "EPERM"}, {"pivot_root", "EPERM"}, {"chroot", "EPERM"},
+    {"init_module", "EPERM"}, {"finit_module", "EPERM"}, {"delete_module", "EPERM"},
+    {"kexec_load", "EPERM"}, {"kexec_file_load", "EPERM"}, {"reboot", "EPERM"},
+    {"swapon", "EPERM"}, {"swapoff", "EPERM"}, {"acct", "EPERM"},
+    {"settimeofday", "EPERM"}, {"clock_settime", "EPERM"}, {"clock_adjtime", "EPERM"},
+    {"adjtimex", "EPERM"}, {"iopl", "EPERM"}, {"ioperm", "EPERM"}, {"quotactl", "EPERM"},
+    {"quotactl_fd", "EPERM"}, {"syslog", "EPERM"}, {"open_by_handle_at", "EPERM"},
+    {"name_to_handle_at", "EPERM"},
+    {"personality_no_aslr", "EPERM"}, {"personality_no_aslr_high", "EPERM"},
+    {"personality_bit31", "EPERM"},
+    {"ioctl_tiocsti", "EPERM"}, {"ioctl_tiocsti_high", "EPERM"}, {"ioctl_tioclinux", "EPERM"},
+    {"modify_ldt", "ENOSYS"}, {"ustat", "ENOSYS"}, {"sysfs", "ENOSYS"}, {"vhangup", "ENOSYS"},
+    {"uselib", "ENOSYS"},
+    // Allowed: ordinary calls reach the kernel and fail on their bad arguments.
+    {"getpid", "ok"}, {"read", "EBADF"}, {"openat", "EFAULT"}, {"ioctl_tiocgwinsz", "EBADF"},
+    {"personality_query", "ok"}, {"personality_linux", "ok"}, {"clone_plain", "ok"},
+};
+
+TEST_F(WorkerTest, MustDenyTable) {
+  for (const Row& row : kMustDeny) {
+    const LaunchResult r = Probe(ProbeSpec({"call", row.call}));
+    if (std::string(row.expected) == "SIGSYS") {
+      EXPECT_EQ(r.Signal(), SIGSYS) << row.call << "\n" << r.Describe();
+    } else {
+      EXPECT_EQ(r.ExitCode(), 0) << row.call << "\n" << r.Describe();
+      EXPECT_EQ(r.out, std::string(row.call) + " " + row.expected + "\n") << r.Describe();
+    }
+  }
+}
+
+TEST_F(WorkerTest, I386SyscallThroughInt80KillsTheProcess) {
+  RunSpec spec = ProbeSpec({"int80"});
+  spec.seccomp = false;
+  const LaunchResult baseline = Probe(spec);
+  if (baseline.out.rfind("int80 returned", 0) != 0)
+    GTEST_SKIP() << "no i386 emulation on this kernel: " << baseline.Describe();
+  const LaunchResult r = Probe(ProbeSpec({"int80"}));
+  EXPECT_EQ(r.Signal(), SIGSYS) << r.Describe();
+}
+
+TEST_F(WorkerTest, X32SyscallNumberKillsTheProcess) {
+  const LaunchResult r = Probe(ProbeSpec({"x32"}));
+  EXPECT_EQ(r.Signal(), SIGSYS) << r.Describe();
+}
+
+// ---- resource limits stop the bombs ---------------------------------------------------
+
+TEST_F(WorkerTest, ForkBombStopsAtNproc) {
+  RunSpec spec = ProbeSpec({"forkbomb"});
+  // A uid nothing else on this machine runs as, so the count is ours alone.
+  spec.uid = spec.gid = 61000 + static_cast<uint32_t>(getpid() % 1000);
+  spec.limits.nproc = 20;
+  const LaunchResult r = Probe(spec);
+  ASSERT_FALSE(r.timed_out) << r.Describe();
+  ASSERT_EQ(r.out.rfind("forked ", 0), 0u) << r.Describe();
+  const int forked = std::stoi(r.out.substr(7));
+  EXPECT_LT(forked, 20) << r.Describe();
+  EXPECT_NE(r.out.find("errno EAGAIN"), std::string::npos) << r.Describe();
+}
+
+TEST_F(WorkerTest, MemoryBombStopsAtData) {
+  RunSpec spec = ProbeSpec({"membomb", "512"});
+  spec.limits.data = 64 * kMiB;
+  const LaunchResult r = Probe(spec);
+  ASSERT_EQ(r.ExitCode(), 3) << r.Describe();
+  const long got = std::stol(r.out.substr(std::string("allocated ").size()));
+  EXPECT_LT(got, 64) << r.Describe();
+}
+
+TEST_F(WorkerTest, GigabyteWriteStopsAtFsize) {
+  TempDir out;
+  chmod(out.path().c_str(), 0777);
+  RunSpec spec = ProbeSpec({"write", out.Sub("big"), "1024"});
+  spec.limits.fsize = 16 * kMiB;
+  const LaunchResult r = Probe(spec);
+  EXPECT_EQ(r.Signal(), SIGXFSZ) << r.Describe();
+  struct stat st;
+  ASSERT_EQ(stat(out.Sub("big").c_str(), &st), 0);
+  EXPECT_LE(st.st_size, static_cast<off_t>(16 * kMiB));
+}
+
+TEST_F(WorkerTest, CpuSpinStopsAtRlimitCpu) {
+  RunSpec spec = ProbeSpec({"spin"});
+  spec.limits.cpu_seconds = 1;
+  Launch l = LaunchFor(spec);
+  l.timeout_seconds = 20;
+  const LaunchResult r = RunWorker(l);
+  ASSERT_FALSE(r.timed_out) << r.Describe();
+  EXPECT_TRUE(r.Signal() == SIGXCPU || r.Signal() == SIGKILL) << r.Describe();
+}
+
+}  // namespace
+}  // namespace skillmcp::testing
