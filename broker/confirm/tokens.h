@@ -76,6 +76,9 @@ class ConfirmTokens {
 
   size_t SpentCount();
 
+  // The key's address, only so a test can prove it is unreadable while idle.
+  const void* KeyAddressForTesting() const { return key_; }
+
  private:
   using Nonce = std::array<unsigned char, 16>;
 

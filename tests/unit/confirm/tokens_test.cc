@@ -1,6 +1,8 @@
 #include "broker/confirm/tokens.h"
 
 #include <atomic>
+#include <csignal>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -276,6 +278,18 @@ TEST_F(Tokens, UnconfirmableRunsGetNoToken) {
   WillRun bad = SampleWillRun();
   bad.cwd = "/srv/\xc3";
   EXPECT_FALSE(tokens_->Issue(bad, kNow, kTtl).has_value());
+}
+
+// The key is PROT_NONE between uses: reading it from this process faults.
+TEST(TokenKey, UnreadableWhileIdle) {
+  std::unique_ptr<ConfirmTokens> tokens = ConfirmTokens::CreateRandom();
+  ASSERT_NE(tokens, nullptr);
+  ASSERT_TRUE(tokens->Issue(SampleWillRun(), kNow, kTtl).has_value());  // used, then locked
+  const volatile unsigned char* key =
+      static_cast<const volatile unsigned char*>(tokens->KeyAddressForTesting());
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT({ unsigned char c = key[0]; (void)c; std::exit(0); },
+              ::testing::KilledBySignal(SIGSEGV), "");
 }
 
 TEST(TokenCodes, WireValues) {

@@ -1,8 +1,13 @@
 #include "broker/grants/grant_parse.h"
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
+
+#include "config.h"
 
 namespace skillmcp {
 namespace {
@@ -110,6 +115,30 @@ TEST(GrantParse, DeepNestingIsAnErrorNotACrash) {
 
 TEST(GrantParse, InvalidUtf8IsAnError) {
   ExpectRefused("[{\"skill\": \"\xff\", \"script\": \"s.js\"}]");
+}
+
+// The fuzz seed corpus replayed as an ordinary test: every seed returns, refusals grant
+// nothing, and the seeds named for a valid shape parse.
+TEST(GrantParse, FuzzCorpusReplays) {
+  const std::filesystem::path dir =
+      std::filesystem::path(SKILL_MCP_SOURCE_ROOT) / "tests/fuzz/corpus/grant";
+  size_t seen = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::stringstream bytes;
+    bytes << in.rdbuf();
+    GrantParseResult result = ParseSkillRunGrant(bytes.str());
+    const std::string name = entry.path().filename().string();
+    const bool valid = name == "empty-list.json" || name == "one-row.json" ||
+                       name == "two-rows.json" || name == "escaped-nul.json";
+    EXPECT_EQ(result.ok, valid) << name << ": " << result.error;
+    EXPECT_EQ(result.error.empty(), result.ok) << name;
+    if (!result.ok) {
+      EXPECT_TRUE(result.rows.empty()) << name;
+    }
+    ++seen;
+  }
+  EXPECT_GE(seen, 10u);
 }
 
 }  // namespace
