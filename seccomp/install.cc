@@ -99,6 +99,10 @@ int InstallWorkerPolicy() {
   // no_new_privs is the worker's own, checked step; libseccomp must not hide its absence.
   rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_NNP, 0);
   if (rc < 0) return rc;
+  // The kernel's own errno (EACCES, EINVAL, ...) rather than libseccomp's -ECANCELED,
+  // so the broker's report names the real cause.
+  rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_API_SYSRAWRC, 1);
+  if (rc < 0) return rc;
   for (const SyscallGroup& group : WorkerPolicyGroups()) {
     const uint32_t action = ToScmp(group.action);
     for (const SyscallRule& rule : group.rules) {
