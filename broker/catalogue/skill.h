@@ -27,6 +27,13 @@ struct DeclaredRun {
   int64_t timeout_ms = 60000;     // declared timeout x1000, clamped to 300000
 };
 
+// One `mcp-host: env:` entry: a field proposed for the SERVER's environment (a proposal
+// for the owner; it grants nothing).
+struct DeclaredEnvField {
+  std::string name;
+  bool secret = true;  // treated as secret unless declared `secret: false`
+};
+
 struct ManifestFile {
   std::string path;   // relative to the skill directory, '/'-separated
   uint64_t size = 0;
@@ -47,6 +54,7 @@ struct Skill {
   bool declaration_ok = false;               // ...and was accepted (runs below are usable)
   std::vector<DeclaredRun> runs;             // empty when the block was refused
   std::vector<std::string> declared_egress;  // `egress:` proposal, verbatim
+  std::vector<DeclaredEnvField> declared_env;  // `env:` proposal (reserved names dropped)
 };
 
 struct Catalogue {

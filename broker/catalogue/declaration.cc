@@ -1,0 +1,299 @@
+#include "broker/catalogue/declaration.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "broker/catalogue/yaml_strict.h"
+#include "shared/relpath.h"
+
+namespace skillmcp {
+namespace {
+
+constexpr std::string_view kReserved[] = {
+    // The server's own configuration and the host's markers: a skill asking for these
+    // could read where the other skills live, the owner's grants, or the host's secrets.
+    "MCP_SKILLS_PATH", "MCP_SKILL_RUN", "SKILLS_DIR", "MCP_HOST_METER_FILE",
+    "MCP_BLOB_BASE_URL", "MCP_BLOB_SIGNING_KEY",
+    // Interpreter and loader hooks: any of these would run code of the skill's choosing
+    // inside node before the declared script, or swap the libraries it loads.
+    "NODE_OPTIONS", "LD_PRELOAD", "LD_LIBRARY_PATH", "NODE_REPL_EXTERNAL_MODULE",
+};
+// Why: MCP_CONFIRM_SECRET signs confirmation tokens; a script holding it (or any other
+// confirmation setting) could mint or shape its own approvals.
+constexpr std::string_view kReservedPrefix = "MCP_CONFIRM_";
+
+std::string LineOf(const YAML::Node& node, int line_offset) {
+  YAML::Mark mark = node.Mark();
+  if (mark.is_null()) return "";
+  return " (line " + std::to_string(mark.line + 1 + line_offset) + ")";
+}
+
+std::string Quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
+
+bool IsString(const YAML::Node& n) { return ResolveCore(n) == CoreType::kString; }
+
+// Collects unknown keys of one mapping as "<prefix>key (line N)".
+void NoteUnknownKeys(const YAML::Node& map, std::initializer_list<std::string_view> known,
+                     const std::string& prefix, int line_offset,
+                     std::vector<std::string>* unknown) {
+  for (const auto& kv : map) {
+    const std::string& key = kv.first.Scalar();
+    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    unknown->push_back(Quoted(prefix + key) + LineOf(kv.first, line_offset));
+  }
+}
+
+// Returns "" when the version's major is ours, else why it is refused.
+std::string CheckVersion(const YAML::Node& v) {
+  CoreType type = ResolveCore(v);
+  if (type == CoreType::kUndefined || type == CoreType::kNull) {
+    return "it has no `version`; add `version: 1` to the mcp-host block";
+  }
+  std::string text;
+  if (type == CoreType::kInt || type == CoreType::kFloat || type == CoreType::kString) {
+    text = v.Scalar();
+  }
+  // Accepted forms: 1, 1.2, "1", "1.2" (major[.minor...], decimal digits only).
+  bool well_formed = !text.empty() && text.front() != '.' && text.back() != '.';
+  for (size_t i = 0; well_formed && i < text.size(); ++i) {
+    char c = text[i];
+    well_formed = (c >= '0' && c <= '9') || (c == '.' && text[i - 1] != '.');
+  }
+  if (!well_formed) {
+    return "its `version` must be a version number such as 1, but it is " +
+           std::string(type == CoreType::kString ? Quoted(text) : CoreTypeName(type));
+  }
+  std::string major = text.substr(0, text.find('.'));
+  major.erase(0, std::min(major.find_first_not_of('0'), major.size() - 1));
+  if (major != std::to_string(kDeclarationMajorVersion)) {
+    return "it declares version " + text + ", and this server reads major version " +
+           std::to_string(kDeclarationMajorVersion) + " only";
+  }
+  return "";
+}
+
+// Reads one run entry's env list; bad or reserved names are dropped and reported.
+std::vector<std::string> ReadRunEnv(const YAML::Node& env, const std::string& where,
+                                    int line_offset, std::vector<std::string>* issues) {
+  std::vector<std::string> names;
+  CoreType type = ResolveCore(env);
+  if (type == CoreType::kUndefined || type == CoreType::kNull) return names;
+  if (type != CoreType::kSequence) {
+    issues->push_back(where + ": `env` must be a list of variable names but is " +
+                      CoreTypeName(type) + LineOf(env, line_offset) +
+                      "; the script is declared with no variables");
+    return names;
+  }
+  for (const auto& item : env) {
+    if (!IsString(item) || !IsUsableVariableName(item.Scalar())) {
+      issues->push_back(where + ": the env entry" + LineOf(item, line_offset) +
+                        " is not a variable name (letters, digits and '_', not starting "
+                        "with a digit); it was dropped");
+      continue;
+    }
+    const std::string& name = item.Scalar();
+    if (IsReservedVariable(name)) {
+      issues->push_back(where + ": the variable " + Quoted(name) +
+                        " is reserved for the server itself and can never be given to a "
+                        "script; it was dropped");
+      continue;
+    }
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
+  return names;
+}
+
+int64_t ReadTimeout(const YAML::Node& node, const std::string& where, int line_offset,
+                    std::vector<std::string>* issues) {
+  CoreType type = ResolveCore(node);
+  if (type == CoreType::kUndefined) return kDefaultTimeoutMs;
+  std::optional<double> seconds = CoreNumber(node);
+  if (!seconds || std::isnan(*seconds) || *seconds <= 0) {
+    issues->push_back(where + ": `timeout` must be a positive number of seconds" +
+                      LineOf(node, line_offset) + "; the default of " +
+                      std::to_string(kDefaultTimeoutMs / 1000) + " s applies");
+    return kDefaultTimeoutMs;
+  }
+  if (*seconds * 1000.0 > static_cast<double>(kMaxTimeoutMs)) {
+    issues->push_back(where + ": `timeout` " + node.Scalar() + " s is over the ceiling of " +
+                      std::to_string(kMaxTimeoutMs / 1000) + " s" + LineOf(node, line_offset) +
+                      "; it was clamped to " + std::to_string(kMaxTimeoutMs / 1000) + " s");
+    return kMaxTimeoutMs;
+  }
+  return std::max<int64_t>(1, std::llround(*seconds * 1000.0));
+}
+
+void ReadRuns(const YAML::Node& run, int line_offset, Declaration* d,
+              std::vector<std::string>* unknown) {
+  CoreType type = ResolveCore(run);
+  if (type == CoreType::kUndefined || type == CoreType::kNull) return;
+  if (type != CoreType::kSequence) {
+    d->issues.push_back("`run` must be a list of scripts but is " +
+                        std::string(CoreTypeName(type)) + LineOf(run, line_offset) +
+                        "; no script from this skill is declared");
+    return;
+  }
+  size_t index = 0;
+  for (const auto& entry : run) {
+    std::string where = "run entry " + std::to_string(index + 1);
+    std::string prefix = "run[" + std::to_string(index) + "].";
+    ++index;
+    if (ResolveCore(entry) != CoreType::kMap) {
+      d->issues.push_back(where + LineOf(entry, line_offset) +
+                          " must be a mapping with `script` and `interpreter`; it was dropped");
+      continue;
+    }
+    NoteUnknownKeys(entry, {"script", "interpreter", "env", "timeout"}, prefix, line_offset,
+                    unknown);
+    const YAML::Node script = entry["script"];
+    if (!IsString(script)) {
+      d->issues.push_back(where + LineOf(entry, line_offset) + ": `script` must be a string "
+                          "path inside the skill, but is " + CoreTypeName(ResolveCore(script)) +
+                          "; the entry was dropped");
+      continue;
+    }
+    // Why: a declared path is later opened beneath the skill directory; refusing
+    // non-plain shapes here means an escape attempt never becomes a runnable entry.
+    if (PathRefusal r = CheckRelativePath(script.Scalar()); r != PathRefusal::kNone) {
+      d->issues.push_back(where + LineOf(entry, line_offset) + ": the script path " +
+                          Quoted(script.Scalar()) + " is refused: " + DescribePathRefusal(r) +
+                          "; the entry was dropped");
+      continue;
+    }
+    where += " (" + script.Scalar() + ")";
+    bool seen = std::any_of(d->runs.begin(), d->runs.end(),
+                            [&](const DeclaredRun& r) { return r.script == script.Scalar(); });
+    if (seen) {
+      // Why: two entries for one script would make the grant and the timeout ambiguous.
+      d->issues.push_back(where + LineOf(entry, line_offset) +
+                          ": the script is declared twice; only the first entry counts");
+      continue;
+    }
+    const YAML::Node interpreter = entry["interpreter"];
+    if (!IsString(interpreter) || interpreter.Scalar().empty()) {
+      // Why: the interpreter is never inferred (not from the extension, not from a shebang).
+      d->issues.push_back(where + LineOf(entry, line_offset) +
+                          ": `interpreter` must name the interpreter (e.g. node); the entry "
+                          "was dropped");
+      continue;
+    }
+    DeclaredRun out;
+    out.script = script.Scalar();
+    out.interpreter = interpreter.Scalar();
+    out.env = ReadRunEnv(entry["env"], where, line_offset, &d->issues);
+    out.timeout_ms = ReadTimeout(entry["timeout"], where, line_offset, &d->issues);
+    d->runs.push_back(std::move(out));
+  }
+}
+
+void ReadServerEnv(const YAML::Node& env, int line_offset, Declaration* d,
+                   std::vector<std::string>* unknown) {
+  CoreType type = ResolveCore(env);
+  if (type == CoreType::kUndefined || type == CoreType::kNull) return;
+  if (type != CoreType::kSequence) {
+    d->issues.push_back("`env` must be a list of {name, secret} entries but is " +
+                        std::string(CoreTypeName(type)) + LineOf(env, line_offset) +
+                        "; it was ignored");
+    return;
+  }
+  size_t index = 0;
+  for (const auto& item : env) {
+    std::string prefix = "env[" + std::to_string(index++) + "].";
+    const YAML::Node name = ResolveCore(item) == CoreType::kMap ? item["name"] : YAML::Node();
+    if (!name.IsDefined() || !IsString(name) || !IsUsableVariableName(name.Scalar())) {
+      d->issues.push_back("the env entry" + LineOf(item, line_offset) +
+                          " needs a `name` that is a variable name; it was dropped");
+      continue;
+    }
+    NoteUnknownKeys(item, {"name", "secret", "description"}, prefix, line_offset, unknown);
+    if (IsReservedVariable(name.Scalar())) {
+      d->issues.push_back("the env entry " + Quoted(name.Scalar()) +
+                          " names a variable reserved for the server itself; it was dropped");
+      continue;
+    }
+    DeclaredEnvField field{name.Scalar(), true};
+    const YAML::Node secret = item["secret"];
+    CoreType secret_type = ResolveCore(secret);
+    if (secret_type == CoreType::kBool) {
+      field.secret = secret.Scalar()[0] == 't' || secret.Scalar()[0] == 'T';
+    } else if (secret_type != CoreType::kUndefined) {
+      // Fail closed: a value we cannot read as true/false is treated as secret.
+      d->issues.push_back("the env entry " + Quoted(name.Scalar()) +
+                          ": `secret` must be true or false" + LineOf(secret, line_offset) +
+                          "; it is treated as secret");
+    }
+    d->env.push_back(std::move(field));
+  }
+}
+
+void ReadEgress(const YAML::Node& egress, int line_offset, Declaration* d) {
+  CoreType type = ResolveCore(egress);
+  if (type == CoreType::kUndefined || type == CoreType::kNull) return;
+  if (type != CoreType::kSequence) {
+    d->issues.push_back("`egress` must be a list of host names but is " +
+                        std::string(CoreTypeName(type)) + LineOf(egress, line_offset) +
+                        "; it was ignored");
+    return;
+  }
+  for (const auto& host : egress) {
+    if (!IsString(host)) {
+      d->issues.push_back("an `egress` entry" + LineOf(host, line_offset) +
+                          " is not a string; it was dropped");
+      continue;
+    }
+    d->egress.push_back(host.Scalar());
+  }
+}
+
+}  // namespace
+
+bool IsReservedVariable(std::string_view name) {
+  if (name.substr(0, kReservedPrefix.size()) == kReservedPrefix) return true;
+  return std::find(std::begin(kReserved), std::end(kReserved), name) != std::end(kReserved);
+}
+
+bool IsUsableVariableName(std::string_view name) {
+  if (name.empty() || name.size() > 128) return false;
+  auto alpha = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
+  if (!alpha(name[0])) return false;
+  for (char c : name) {
+    if (!alpha(c) && !(c >= '0' && c <= '9')) return false;
+  }
+  return true;
+}
+
+Declaration InterpretDeclaration(const YAML::Node& block, int line_offset) {
+  Declaration d;
+  CoreType type = ResolveCore(block);
+  if (type != CoreType::kMap) {
+    d.issues.push_back("the mcp-host block was refused: it must be a mapping with `version` "
+                       "and `run`, but it is " + std::string(CoreTypeName(type)) +
+                       LineOf(block, line_offset) + "; no script from this skill can run");
+    return d;
+  }
+  // Why: an unknown major version may change what a key means; guessing could run
+  // something the author never declared, so the whole block is refused.
+  if (std::string refusal = CheckVersion(block["version"]); !refusal.empty()) {
+    d.issues.push_back("the mcp-host block was refused: " + refusal +
+                       "; no script from this skill can run");
+    return d;
+  }
+  std::vector<std::string> unknown;
+  NoteUnknownKeys(block, {"version", "run", "env", "egress"}, "", line_offset, &unknown);
+  ReadRuns(block["run"], line_offset, &d, &unknown);
+  ReadServerEnv(block["env"], line_offset, &d, &unknown);
+  ReadEgress(block["egress"], line_offset, &d);
+  if (!unknown.empty()) {
+    std::string list;
+    for (const auto& u : unknown) list += (list.empty() ? "" : ", ") + u;
+    d.issues.insert(d.issues.begin(),
+                    "the mcp-host block has keys this server does not know, which were "
+                    "ignored: " + list + " (known: version, run[script, interpreter, env, "
+                    "timeout], env[name, secret, description], egress)");
+  }
+  d.ok = true;
+  return d;
+}
+
+}  // namespace skillmcp

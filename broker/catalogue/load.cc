@@ -1,0 +1,107 @@
+#include "broker/catalogue/load.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "broker/catalogue/frontmatter.h"
+#include "broker/catalogue/fsutil.h"
+#include "broker/catalogue/manifest.h"
+#include "broker/catalogue/reasons.h"
+#include "shared/open_beneath.h"
+
+namespace skillmcp {
+namespace {
+
+constexpr char kSkillMd[] = "SKILL.md";
+
+std::optional<std::string> ReadSkillMd(const Candidate& c, bool* truncated,
+                                       std::vector<Problem>* problems) {
+  const std::string at = DisplaySafe(JoinPath(c.source, kSkillMd));
+  // Why: opened beneath the skill's own descriptor and checked as a regular file on the
+  // open descriptor (O_NONBLOCK), so a FIFO cannot hang discovery and a link cannot leave.
+  UniqueFd fd = OpenRegularBeneath(c.dir.get(), kSkillMd);
+  if (!fd) {
+    if (errno == EXDEV) {
+      problems->push_back({at, reason::kSymlinkEscape,
+                           "SKILL.md is a symlink leading out of the skill's directory; the "
+                           "skill is not served. Put the real file in the skill"});
+    } else {
+      problems->push_back(
+          {at, reason::kUnreadableSkillMd,
+           errno == EINVAL ? std::string("SKILL.md is not a regular file; the skill is not "
+                                         "served until it is one")
+                           : std::string("SKILL.md cannot be opened (") + std::strerror(errno) +
+                                 "); the skill is not served"});
+    }
+    return std::nullopt;
+  }
+  std::string text;
+  if (!ReadCapped(fd.get(), kSkillMdCap, &text, truncated)) {
+    problems->push_back({at, reason::kUnreadableSkillMd,
+                         std::string("SKILL.md cannot be read (") + std::strerror(errno) +
+                             "); the skill is not served"});
+    return std::nullopt;
+  }
+  return text;
+}
+
+// Keeps the declared runs whose script is a regular file in the bundle.
+std::vector<DeclaredRun> PresentRuns(const Candidate& c, std::vector<DeclaredRun> runs,
+                                     std::vector<Problem>* problems) {
+  std::vector<DeclaredRun> kept;
+  for (auto& run : runs) {
+    UniqueFd fd = OpenRegularBeneath(c.dir.get(), run.script);
+    if (!fd) {
+      problems->push_back(
+          {DisplaySafe(JoinPath(c.source, run.script)), reason::kDeclaredScriptMissing,
+           "the mcp-host block declares the script '" + DisplaySafe(run.script) +
+               "', but it is not a regular file inside the skill (" + std::strerror(errno) +
+               "); it cannot run. Add the file or remove the entry"});
+      continue;
+    }
+    kept.push_back(std::move(run));
+  }
+  return kept;
+}
+
+}  // namespace
+
+std::optional<Skill> LoadSkill(Candidate candidate, std::vector<Problem>* problems) {
+  const Candidate& c = candidate;
+  const std::string skill_md = DisplaySafe(JoinPath(c.source, kSkillMd));
+  bool truncated = false;
+  std::optional<std::string> text = ReadSkillMd(c, &truncated, problems);
+  if (!text) return std::nullopt;
+  ParsedSkillMd parsed = ParseSkillMd(*text, truncated);
+  for (auto& issue : parsed.issues) problems->push_back({skill_md, issue.reason, issue.detail});
+  if (!parsed.servable) return std::nullopt;
+  if (parsed.name && *parsed.name != c.name) {
+    // Why: grants name skills; a bundle must not choose the name it is served under.
+    problems->push_back({skill_md, reason::kNameMismatch,
+                         "the frontmatter says name '" + DisplaySafe(*parsed.name) +
+                             "', but the skill is served under its directory name '" + c.name +
+                             "'; rename one so they agree"});
+  }
+  Skill skill;
+  skill.name = c.name;
+  skill.description = std::move(parsed.description);
+  skill.when_to_use = std::move(parsed.when_to_use);
+  skill.source = c.source;
+  skill.body = std::move(parsed.body);
+  skill.body_truncated = parsed.body_truncated;
+  skill.declaration_present = parsed.declaration_present;
+  skill.declaration_ok = parsed.declaration.ok;
+  if (parsed.declaration.ok) {
+    skill.runs = PresentRuns(c, std::move(parsed.declaration.runs), problems);
+    skill.declared_egress = std::move(parsed.declaration.egress);
+    skill.declared_env = std::move(parsed.declaration.env);
+  }
+  ManifestResult manifest = WalkManifest(c.dir.get(), c.source);
+  skill.files = std::move(manifest.files);
+  skill.bytes = manifest.bytes;
+  for (auto& p : manifest.problems) problems->push_back(std::move(p));
+  skill.dir = std::move(candidate.dir);
+  return skill;
+}
+
+}  // namespace skillmcp

@@ -1,0 +1,165 @@
+#include "broker/catalogue/roots.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "broker/catalogue/fsutil.h"
+#include "broker/catalogue/manifest.h"
+#include "broker/catalogue/reasons.h"
+#include "shared/relpath.h"
+
+namespace skillmcp {
+namespace {
+
+constexpr char kSkillMd[] = "SKILL.md";
+
+bool HasEntry(int dirfd, const char* name) {
+  struct stat st {};
+  return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+struct RootContext {
+  std::string path;  // absolute, as configured
+  std::string real;  // real path of the root
+  std::vector<Candidate>* candidates;
+  std::vector<Problem>* problems;
+
+  void Report(const std::string& at, const char* reason, std::string detail) const {
+    problems->push_back({DisplaySafe(at), reason, std::move(detail)});
+  }
+};
+
+// Turns an open directory into a candidate, checking the served name.
+void AddCandidate(const RootContext& ctx, UniqueFd dir, const std::string& path,
+                  const std::string& real, const std::string& entry_name) {
+  std::string name = BaseName(real);
+  if (!entry_name.empty() && name != entry_name) {
+    // Why: grants name skills, so a link must not let a bundle pick the name it is
+    // served under; the target's own name counts and the owner is told.
+    ctx.Report(path, reason::kNameMismatch,
+               "this link is served as the skill '" + DisplaySafe(name) +
+                   "', the name of the directory it points to (" + DisplaySafe(real) +
+                   "); write grants against that name");
+  }
+  if (!IsUsableSkillName(name)) {
+    ctx.Report(path, reason::kUnusableName,
+               "the directory name '" + DisplaySafe(name) + "' cannot be used as a skill name "
+               "(letters, digits, '.', '_' and '-', starting with a letter or digit, at "
+               "most 64); rename the directory to serve it");
+    return;
+  }
+  struct stat st {};
+  if (fstat(dir.get(), &st) != 0) return;
+  if (!HasEntry(dir.get(), kSkillMd)) {
+    ctx.Report(path, reason::kNoSkillMd,
+               "this directory has no SKILL.md, so it is not a skill; add one or move the "
+               "directory out of the skills root");
+    return;
+  }
+  Candidate c;
+  c.name = name;
+  c.path = path;
+  c.source = real;
+  c.dir = std::move(dir);
+  c.dev = st.st_dev;
+  c.ino = st.st_ino;
+  ctx.candidates->push_back(std::move(c));
+}
+
+// Examines `parent`/`entry`; `subdirs` says whether a `skills` directory there may hold
+// the third layout.
+void Examine(const RootContext& ctx, int parent, const std::string& parent_path,
+             const std::string& entry, bool subdirs);
+
+void ExamineChildren(const RootContext& ctx, int dirfd, const std::string& dir_path,
+                     bool subdirs) {
+  std::vector<std::string> names;
+  bool more = false;
+  if (!ReadDirNames(dirfd, kMaxRootEntries, &names, &more)) {
+    ctx.Report(dir_path, reason::kRootUnreadable,
+               std::string("the directory could not be listed (") + std::strerror(errno) +
+                   "); no skill under it is served");
+    return;
+  }
+  if (more) {
+    ctx.Report(dir_path, reason::kSkillLimit,
+               "the directory has more than " + std::to_string(kMaxRootEntries) +
+                   " entries; only the first ones read were examined");
+  }
+  for (const auto& name : names) Examine(ctx, dirfd, dir_path, name, subdirs);
+}
+
+void Examine(const RootContext& ctx, int parent, const std::string& parent_path,
+             const std::string& entry, bool subdirs) {
+  const std::string path = JoinPath(parent_path, entry);
+  struct stat lst {};
+  if (fstatat(parent, entry.c_str(), &lst, AT_SYMLINK_NOFOLLOW) != 0) return;  // raced
+  const bool is_link = S_ISLNK(lst.st_mode);
+  if (!is_link && !S_ISDIR(lst.st_mode)) return;  // plain files are not candidates
+  UniqueFd dir(openat(parent, entry.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) {
+    if (is_link && errno == ENOENT) {
+      ctx.Report(path, reason::kNoSkillMd,
+                 "this symlink points to something that does not exist, so no SKILL.md "
+                 "can be found through it; fix or remove the link");
+    }
+    return;  // a link to a file is not a candidate
+  }
+  if (entry[0] == '.') {
+    // Dot entries (.git, .github) are tooling, not skills: skipped unless they hold one.
+    if (HasEntry(dir.get(), kSkillMd)) {
+      ctx.Report(path, reason::kUnusableName,
+                 "a skill name cannot start with '.'; rename the directory to serve it");
+    }
+    return;
+  }
+  std::optional<std::string> real = RealPathOfFd(dir.get(), path);
+  if (!real) return;
+  // Why: the root is the boundary the operator chose; a link out of it would serve a
+  // directory nobody put under the root.
+  if (!IsSameOrInside(*real, ctx.real)) {
+    ctx.Report(path, reason::kSymlinkEscape,
+               "this symlink leads to " + DisplaySafe(*real) + ", outside the skills root " +
+                   DisplaySafe(ctx.real) + "; it is not served. Move the skill inside the root "
+                   "or add its directory as a root");
+    return;
+  }
+  if (subdirs && entry == "skills" && !HasEntry(dir.get(), kSkillMd)) {
+    ExamineChildren(ctx, dir.get(), path, false);
+    return;
+  }
+  AddCandidate(ctx, std::move(dir), path, *real, entry);
+}
+
+}  // namespace
+
+void FindCandidates(const std::string& root, std::vector<Candidate>* candidates,
+                    std::vector<Problem>* problems) {
+  RootContext ctx{AbsolutePath(root), "", candidates, problems};
+  if (root.empty()) {
+    ctx.Report(root, reason::kRootUnreadable,
+               "an empty entry in the list of roots names no directory; remove it");
+    return;
+  }
+  UniqueFd dir(open(ctx.path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  std::optional<std::string> real;
+  if (dir) real = RealPathOfFd(dir.get(), ctx.path);
+  if (!dir || !real) {
+    ctx.Report(ctx.path, reason::kRootUnreadable,
+               std::string("the skills root cannot be opened as a directory (") +
+                   std::strerror(errno) + "); check the path and its permissions");
+    return;
+  }
+  ctx.real = *real;
+  if (HasEntry(dir.get(), kSkillMd)) {
+    // The root is the one skill, named after its own (real) directory.
+    AddCandidate(ctx, std::move(dir), ctx.path, ctx.real, "");
+    return;
+  }
+  ExamineChildren(ctx, dir.get(), ctx.path, true);
+}
+
+}  // namespace skillmcp

@@ -1,0 +1,43 @@
+// Finding skill directories under the configured roots (SPEC section 1).
+//
+// Layouts: `<root>/SKILL.md` (the root is the one skill, named after the root's real
+// directory name), else `<root>/<name>/SKILL.md` and `<root>/skills/<name>/SKILL.md`
+// (a `skills` directory holding its own SKILL.md is itself a skill named `skills`).
+//
+// Decisions (each tested):
+// - Entries whose name starts with '.' (`.git`, `.github`, ...) are not candidates and are
+//   skipped silently, unless they hold a SKILL.md: then they are reported `unusable-name`
+//   (a dot name is never addressable), so a skill is never dropped in silence.
+// - Non-directory entries (README.md, LICENSE, ...) are not candidates. A symlink whose
+//   target does not exist is reported `no-skill-md`.
+// - A candidate reached through a symlink is served under its target's real directory
+//   name when that lies inside the root's real path, else `symlink-escape`.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "broker/catalogue/skill.h"
+#include "shared/unique_fd.h"
+
+namespace skillmcp {
+
+struct Candidate {
+  std::string name;     // the real directory's name: the name it is served under
+  std::string path;     // as reached (root + entry names), for problems
+  std::string source;   // real absolute path
+  UniqueFd dir;         // O_PATH|O_DIRECTORY|O_CLOEXEC on `source`
+  dev_t dev = 0;
+  ino_t ino = 0;
+};
+
+// Appends the candidates found under one root, and the problems met on the way.
+// At most kMaxRootEntries entries of one directory are examined.
+void FindCandidates(const std::string& root, std::vector<Candidate>* candidates,
+                    std::vector<Problem>* problems);
+
+inline constexpr size_t kMaxRootEntries = 4096;
+
+}  // namespace skillmcp

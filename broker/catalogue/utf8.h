@@ -1,0 +1,16 @@
+// UTF-8 checks for text that ends up in JSON: names, paths, frontmatter fields.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+namespace skillmcp {
+
+// Strict UTF-8 (no overlongs, no surrogates, nothing above U+10FFFF).
+bool IsValidUtf8(std::string_view s);
+
+// Length of the longest prefix of `s` that does not end inside a multi-byte sequence,
+// for cutting a capped read without splitting a character.
+size_t Utf8SafePrefixLength(std::string_view s);
+
+}  // namespace skillmcp

@@ -1,0 +1,173 @@
+#include "broker/catalogue/manifest.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "broker/catalogue/reasons.h"
+#include "broker/catalogue/scan.h"
+#include "tests/unit/catalogue/temp_tree.h"
+
+namespace skillmcp {
+namespace {
+
+using testing::TempTree;
+
+ManifestResult Walk(const std::string& dir) {
+  UniqueFd fd(open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  EXPECT_TRUE(fd.valid()) << dir;
+  return WalkManifest(fd.get(), dir);
+}
+
+std::vector<std::string> Paths(const ManifestResult& m) {
+  std::vector<std::string> out;
+  for (const auto& f : m.files) out.push_back(f.path);
+  return out;
+}
+
+bool Has(const ManifestResult& m, const char* reason, const std::string& path) {
+  for (const auto& p : m.problems) {
+    if (p.reason == reason && p.path == path) return true;
+  }
+  return false;
+}
+
+std::string Dump(const ManifestResult& m) {
+  std::string s;
+  for (const auto& p : m.problems) s += p.reason + " " + p.path + ": " + p.detail + "\n";
+  return s;
+}
+
+TEST(Manifest, RegularFilesCollatedWithSizes) {
+  TempTree t;
+  t.Write("SKILL.md", "12345");
+  t.Write("scripts/y.js", "ab");
+  t.Write("references/x.md", "abc");
+  t.Write("references/deep/z.txt", "");
+  ManifestResult m = Walk(t.root());
+  EXPECT_EQ(Paths(m), (std::vector<std::string>{"references/deep/z.txt", "references/x.md",
+                                                "scripts/y.js", "SKILL.md"}));
+  EXPECT_EQ(m.bytes, 10u);
+  EXPECT_EQ(m.files[1].size, 3u);
+  EXPECT_TRUE(m.problems.empty()) << Dump(m);
+}
+
+TEST(Manifest, SymlinkInsideListedOutsideRefused) {
+  TempTree t;
+  t.Write("secret.txt", "top secret");
+  t.Write("s/real.txt", "1234");
+  t.Symlink("real.txt", "s/alias.txt");
+  t.Symlink(t.Path("secret.txt"), "s/abs-out.txt");
+  t.Symlink("../secret.txt", "s/rel-out.txt");
+  ManifestResult m = Walk(t.Path("s"));
+  EXPECT_EQ(Paths(m), (std::vector<std::string>{"alias.txt", "real.txt"})) << Dump(m);
+  EXPECT_EQ(m.files[0].size, 4u);
+  EXPECT_TRUE(Has(m, reason::kSymlinkEscape, t.Path("s/abs-out.txt"))) << Dump(m);
+  EXPECT_TRUE(Has(m, reason::kSymlinkEscape, t.Path("s/rel-out.txt"))) << Dump(m);
+}
+
+TEST(Manifest, LinkedDirectoryInsideWalkedLoopsNotFollowed) {
+  TempTree t;
+  t.Write("s/data/a.txt", "a");
+  t.Symlink("data", "s/view");
+  t.Symlink("..", "s/data/up");   // loop back to the skill directory
+  t.Symlink(".", "s/data/self");  // loop onto itself
+  ManifestResult m = Walk(t.Path("s"));
+  EXPECT_EQ(Paths(m), (std::vector<std::string>{"data/a.txt", "view/a.txt"})) << Dump(m);
+}
+
+TEST(Manifest, UnusableNamesLeftOut) {
+  TempTree t;
+  t.Write("s/ok.txt", "1");
+  t.Write("s/back\\slash.txt", "1");
+  t.Write("s/pct%41.txt", "1");
+  t.Write("s/   ", "1");
+  t.Write("s/bad\xFFname.txt", "1");
+  t.Write("s/dir\\x/inner.txt", "1");
+  ManifestResult m = Walk(t.Path("s"));
+  EXPECT_EQ(Paths(m), std::vector<std::string>{"ok.txt"}) << Dump(m);
+  EXPECT_TRUE(Has(m, reason::kUnusablePath, t.Path("s/back\\slash.txt"))) << Dump(m);
+  EXPECT_TRUE(Has(m, reason::kUnusablePath, t.Path("s/pct%41.txt")));
+  EXPECT_TRUE(Has(m, reason::kUnusablePath, t.Path("s/   ")));
+  EXPECT_TRUE(Has(m, reason::kUnusablePath, t.Path("s/bad\\xffname.txt"))) << Dump(m);
+  EXPECT_TRUE(Has(m, reason::kUnusablePath, t.Path("s/dir\\x")));
+  EXPECT_EQ(m.problems.size(), 5u) << Dump(m);
+}
+
+TEST(Manifest, OverlongPathUnusable) {
+  TempTree t;
+  std::string rel;
+  for (int i = 0; i < 6; ++i) rel += std::string(200, 'd') + "/";
+  t.Write("s/" + rel + "f.txt", "1");
+  ManifestResult m = Walk(t.Path("s"));
+  EXPECT_TRUE(m.files.empty());
+  ASSERT_EQ(m.problems.size(), 1u) << Dump(m);
+  EXPECT_EQ(m.problems[0].reason, reason::kUnusablePath);
+}
+
+TEST(Manifest, NonRegularFilesLeftOutWithoutHanging) {
+  TempTree t;
+  t.Write("s/a.txt", "1");
+  t.Fifo("s/pipe");
+  ManifestResult m = Walk(t.Path("s"));
+  EXPECT_EQ(Paths(m), std::vector<std::string>{"a.txt"});
+  EXPECT_TRUE(m.problems.empty());
+}
+
+TEST(Manifest, FileLimit) {
+  TempTree t;
+  t.Mkdir("s");
+  for (size_t i = 0; i <= kMaxFilesPerSkill; ++i) {
+    int fd = open(t.Path("s/f" + std::to_string(i)).c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(write(fd, "x", 1), 1);
+    close(fd);
+  }
+  ManifestResult m = Walk(t.Path("s"));
+  EXPECT_EQ(m.files.size(), kMaxFilesPerSkill);
+  EXPECT_EQ(m.bytes, kMaxFilesPerSkill);
+  EXPECT_TRUE(Has(m, reason::kFileLimit, t.Path("s"))) << Dump(m);
+}
+
+TEST(Manifest, ExactlyAtFileLimitIsFine) {
+  TempTree t;
+  t.Mkdir("s");
+  for (size_t i = 0; i < kMaxFilesPerSkill; ++i) {
+    int fd = open(t.Path("s/f" + std::to_string(i)).c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+    ASSERT_GE(fd, 0);
+    close(fd);
+  }
+  ManifestResult m = Walk(t.Path("s"));
+  EXPECT_EQ(m.files.size(), kMaxFilesPerSkill);
+  EXPECT_TRUE(m.problems.empty());
+}
+
+TEST(Manifest, DirectoryLimit) {
+  TempTree t;
+  t.Write("s/SKILL.md", "x");
+  for (size_t i = 0; i <= kMaxDirsPerSkill; ++i) ASSERT_EQ(mkdir(t.Path("s/d" + std::to_string(i)).c_str(), 0755), 0);
+  ManifestResult m = Walk(t.Path("s"));
+  EXPECT_TRUE(Has(m, reason::kFileLimit, t.Path("s"))) << Dump(m);
+}
+
+TEST(Manifest, ScanCarriesManifestAndProblems) {
+  TempTree t;
+  t.Skill("root/s", "s");
+  t.Write("root/s/scripts/run.js", "abc");
+  t.Write("root/outside.txt", "x");
+  t.Symlink("../outside.txt", "root/s/leak.txt");
+  Catalogue cat = ScanCatalogue({t.Path("root")}, "default");
+  ASSERT_EQ(cat.skills.size(), 1u);
+  const Skill& s = cat.skills[0];
+  EXPECT_EQ(s.files.size(), 2u);
+  EXPECT_EQ(s.files[0].path, "scripts/run.js");
+  EXPECT_EQ(s.files[1].path, "SKILL.md");
+  EXPECT_EQ(s.bytes, s.files[0].size + s.files[1].size);
+  bool escape = false;
+  for (const auto& p : cat.problems) escape |= p.reason == reason::kSymlinkEscape && p.path == t.Path("root/s/leak.txt");
+  EXPECT_TRUE(escape);
+}
+
+}  // namespace
+}  // namespace skillmcp
