@@ -81,4 +81,15 @@ GateConfig ParseGateConfig(const GetFn& get) {
   return config;
 }
 
+GateStep NextGateStep(const GateConfig& config, bool client_elicits, bool has_token) {
+  // Why first: a configuration nobody can read refuses everything rather than guessing.
+  if (config.refusal) return GateStep::kRefuse;
+  // Why prefer the prompt: the person answers it directly, where a token only carries the
+  // model's word that the person agreed.
+  if (client_elicits && config.elicitation) return GateStep::kElicit;
+  // Why before the token: in refuse mode no token is honoured, whoever issued it.
+  if (config.mode == ConfirmMode::kRefuse) return GateStep::kRefuse;
+  return has_token ? GateStep::kCheckToken : GateStep::kIssueToken;
+}
+
 }  // namespace skillmcp

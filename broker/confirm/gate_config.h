@@ -31,4 +31,16 @@ struct GateConfig {
 
 GateConfig ParseGateConfig(const GetFn& get);
 
+// What the gate does with one skill_run call (after every other refusal has passed).
+enum class GateStep {
+  kRefuse,      // RefusedPayload (mode refuse, or GateConfig::refusal with its note)
+  kElicit,      // ask the user through elicitation/create
+  kIssueToken,  // ConfirmationRequiredPayload: nothing runs yet
+  kCheckToken,  // ConfirmTokens::CheckAndSpend against the recomputed willRun
+};
+
+// `client_elicits`: the client declared the elicitation capability. A token sent by a
+// client that can be prompted is not used: the user is asked instead.
+GateStep NextGateStep(const GateConfig& config, bool client_elicits, bool has_token);
+
 }  // namespace skillmcp

@@ -93,5 +93,48 @@ TEST(GateConfig, LongValuesAreShortenedInWarnings) {
   EXPECT_LT(config.warnings[0].size(), 300u);
 }
 
+TEST(GateStep, BadConfigurationRefusesEverything) {
+  GateConfig config = Parse({{"MCP_CONFIRM_TTL_SECONDS", "0"}});
+  for (bool elicits : {false, true}) {
+    for (bool token : {false, true}) {
+      EXPECT_EQ(NextGateStep(config, elicits, token), GateStep::kRefuse);
+    }
+  }
+}
+
+TEST(GateStep, PromptWhenTheClientCanShowOne) {
+  GateConfig config = Parse({});
+  EXPECT_EQ(NextGateStep(config, true, false), GateStep::kElicit);
+  EXPECT_EQ(NextGateStep(config, true, true), GateStep::kElicit);
+  // Elicitation wins over refuse mode: refuse is for clients that cannot prompt.
+  EXPECT_EQ(NextGateStep(Parse({{"MCP_CONFIRM_MODE", "refuse"}}), true, false),
+            GateStep::kElicit);
+}
+
+TEST(GateStep, ElicitationOffUsesTheModeForEveryClient) {
+  GateConfig config = Parse({{"MCP_CONFIRM_ELICITATION", "off"}});
+  EXPECT_EQ(NextGateStep(config, true, false), GateStep::kIssueToken);
+  EXPECT_EQ(NextGateStep(config, true, true), GateStep::kCheckToken);
+  GateConfig refuse =
+      Parse({{"MCP_CONFIRM_ELICITATION", "off"}, {"MCP_CONFIRM_MODE", "refuse"}});
+  EXPECT_EQ(NextGateStep(refuse, true, false), GateStep::kRefuse);
+}
+
+TEST(GateStep, TwoStepModes) {
+  for (const char* mode : {"ask-user", "auto"}) {
+    GateConfig config = Parse({{"MCP_CONFIRM_MODE", mode}});
+    EXPECT_EQ(NextGateStep(config, false, false), GateStep::kIssueToken) << mode;
+    EXPECT_EQ(NextGateStep(config, false, true), GateStep::kCheckToken) << mode;
+  }
+}
+
+TEST(GateStep, RefuseModeHonoursNoToken) {
+  for (const char* mode : {"refuse", "bogus"}) {
+    GateConfig config = Parse({{"MCP_CONFIRM_MODE", mode}});
+    EXPECT_EQ(NextGateStep(config, false, false), GateStep::kRefuse) << mode;
+    EXPECT_EQ(NextGateStep(config, false, true), GateStep::kRefuse) << mode;
+  }
+}
+
 }  // namespace
 }  // namespace skillmcp
