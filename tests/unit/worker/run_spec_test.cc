@@ -152,3 +152,41 @@ TEST(RunSpec, NodeScriptNeedsAnAbsolutePathAndDirectArgvAnArgv0) {
 
 }  // namespace
 }  // namespace skillmcp
+
+// The fuzz corpus (tests/fuzz/corpus/run_spec) replayed as an ordinary test, with the
+// fuzz target's invariants: accepted means valid and canonical.
+#include <dirent.h>
+
+#include <fstream>
+#include <iterator>
+#include <set>
+
+#include "config.h"
+
+namespace skillmcp {
+namespace {
+
+TEST(RunSpecCorpus, ReplaysWithTheFuzzInvariants) {
+  const std::string dir = std::string(SKILL_MCP_SOURCE_ROOT) + "/tests/fuzz/corpus/run_spec";
+  DIR* d = opendir(dir.c_str());
+  ASSERT_NE(d, nullptr) << dir;
+  std::set<std::string> accepted;
+  int files = 0;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    ++files;
+    std::ifstream in(dir + "/" + e->d_name, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto spec = DecodeRunSpec(bytes);
+    if (!spec) continue;
+    accepted.insert(e->d_name);
+    EXPECT_TRUE(IsValidRunSpec(*spec)) << e->d_name;
+    EXPECT_EQ(EncodeRunSpec(*spec), bytes) << e->d_name;
+  }
+  closedir(d);
+  EXPECT_GE(files, 10);
+  EXPECT_EQ(accepted, (std::set<std::string>{"direct-argv", "minimal", "node-script"}));
+}
+
+}  // namespace
+}  // namespace skillmcp

@@ -1,0 +1,20 @@
+// libFuzzer entry point for the worker's parameters (a trust boundary: the worker
+// decodes whatever arrives on fd 3). Whatever the bytes, DecodeRunSpec must return
+// (never crash, hang or allocate past the input), and what it accepts must be valid and
+// canonical: encoding it again gives back exactly the input.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include "shared/run_spec.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  const auto spec = skillmcp::DecodeRunSpec(bytes);
+  if (!spec) return 0;
+  if (!skillmcp::IsValidRunSpec(*spec)) std::abort();
+  if (skillmcp::EncodeRunSpec(*spec) != bytes) std::abort();
+  if (size > skillmcp::kRunSpecMaxBytes) std::abort();
+  return 0;
+}
