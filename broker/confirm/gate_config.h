@@ -19,9 +19,9 @@ inline constexpr int64_t kDefaultTtlSeconds = 600;
 inline constexpr int64_t kMaxConfigTtlSeconds = 86400;  // one day
 
 struct GateConfig {
-  ConfirmMode mode = ConfirmMode::kAskUser;   // MCP_CONFIRM_MODE
-  bool elicitation = true;                    // MCP_CONFIRM_ELICITATION
-  int64_t ttl_seconds = kDefaultTtlSeconds;   // MCP_CONFIRM_TTL_SECONDS
+  ConfirmMode mode = ConfirmMode::kAskUser;  // MCP_CONFIRM_MODE
+  bool elicitation = true;                   // MCP_CONFIRM_ELICITATION
+  int64_t ttl_seconds = kDefaultTtlSeconds;  // MCP_CONFIRM_TTL_SECONDS
   // Set when a value is unusable in a way that makes the gate refuse EVERY run (a bad
   // TTL): prose for the refusal's note.
   std::optional<std::string> refusal;

@@ -12,13 +12,15 @@ std::string Instruction(ConfirmMode mode, const IssuedToken& token) {
   if (mode == ConfirmMode::kAuto) {
     return "Read preview.willRun. If it is what you intend to run, call skill_run again with "
            "the same name, script and args and add this confirmToken. The token works once "
-           "and lapses at " + expiry + ".";
+           "and lapses at " +
+           expiry + ".";
   }
   return "Do not call again yet. Show the user preview.willRun (skill, argv, working "
          "directory, timeout and the variable names the script receives) and ask in the chat "
          "whether to run it. Only after the user says yes, call skill_run again with the same "
          "name, script and args and add this confirmToken. The token works once and lapses "
-         "at " + expiry + ".";
+         "at " +
+         expiry + ".";
 }
 
 std::string JoinOrNone(const std::vector<std::string>& names) {
@@ -85,23 +87,27 @@ ordered_json RejectionPayload(TokenVerdict verdict) {
   ordered_json out = Rejected(TokenErrorCode(verdict));
   switch (verdict) {
     case TokenVerdict::kReused:
-      out["note"] = "This confirmToken has already been used; each token runs a script once. "
-                    "Call skill_run without a token to get a new preview and token.";
+      out["note"] =
+          "This confirmToken has already been used; each token runs a script once. "
+          "Call skill_run without a token to get a new preview and token.";
       break;
     case TokenVerdict::kExpired:
-      out["note"] = "This confirmToken has lapsed. Call skill_run without a token to get a "
-                    "new preview and token, and confirm again.";
+      out["note"] =
+          "This confirmToken has lapsed. Call skill_run without a token to get a "
+          "new preview and token, and confirm again.";
       break;
     case TokenVerdict::kSpentSetFull:
-      out["note"] = "Too many runs were confirmed within one token lifetime for this server "
-                    "to track another; nothing ran. Wait for older tokens to lapse, then "
-                    "ask for a new token.";
+      out["note"] =
+          "Too many runs were confirmed within one token lifetime for this server "
+          "to track another; nothing ran. Wait for older tokens to lapse, then "
+          "ask for a new token.";
       break;
     default:
       out["error"] = TokenErrorCode(TokenVerdict::kInvalid);
-      out["note"] = "This confirmToken was not issued by this server process (or it was "
-                    "altered, cut short or belongs to another tool), so nothing ran. Call "
-                    "skill_run without a token to get a preview and a fresh token.";
+      out["note"] =
+          "This confirmToken was not issued by this server process (or it was "
+          "altered, cut short or belongs to another tool), so nothing ran. Call "
+          "skill_run without a token to get a preview and a fresh token.";
       break;
   }
   return out;
@@ -111,9 +117,10 @@ ordered_json DraftChangedPayload(const WillRun& fresh, const IssuedToken& fresh_
                                  ConfirmMode mode) {
   ordered_json out = Rejected(TokenErrorCode(TokenVerdict::kDraftChanged));
   out["reason"] = "payload-changed";
-  out["note"] = "The skill, script, arguments or environment differ from what this "
-                "confirmToken was issued for, so nothing ran. Below is the preview of the run "
-                "as now requested, with a new token; the old token is still unused.";
+  out["note"] =
+      "The skill, script, arguments or environment differ from what this "
+      "confirmToken was issued for, so nothing ran. Below is the preview of the run "
+      "as now requested, with a new token; the old token is still unused.";
   out["preview"] = PreviewJson(fresh);
   AddToken(out, fresh_token);
   out["instruction"] = Instruction(mode, fresh_token);
@@ -126,13 +133,13 @@ ordered_json RefusedPayload(const std::string& why) {
   out["dispatched"] = false;
   out["action"] = kRunAction;
   out["reason"] = "confirmation-unsupported";
-  out["note"] = why.empty()
-                    ? std::string("This server is set to refuse runs it cannot confirm through "
+  out["note"] = why.empty() ? std::string(
+                                  "This server is set to refuse runs it cannot confirm through "
                                   "a client prompt (MCP_CONFIRM_MODE=refuse), and this client "
                                   "cannot show one, so nothing ran. The owner can set "
                                   "MCP_CONFIRM_MODE=ask-user or use a client that supports "
                                   "elicitation.")
-                    : why;
+                            : why;
   return out;
 }
 
@@ -153,17 +160,18 @@ ordered_json ElicitationRequestParams(const WillRun& will_run) {
   std::string message = "Run a script from the skill \"" + will_run.skill + "\"?\n\n";
   message += "Interpreter: " + will_run.interpreter + "\n";
   // argv as a JSON array, so spaces and quotes inside arguments stay unambiguous.
-  message += "Command (argv): " +
-             nlohmann::json(will_run.argv).dump(-1, ' ', false,
-                                                nlohmann::json::error_handler_t::replace) +
-             "\n";
+  message +=
+      "Command (argv): " +
+      nlohmann::json(will_run.argv).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+      "\n";
   message += "Working directory: " + will_run.cwd + "\n";
   message += "Time limit: " + std::to_string(will_run.timeout_ms / 1000) + " s (" +
              std::to_string(will_run.timeout_ms) + " ms)\n";
   message += "Variables it receives (names only): " + JoinOrNone(will_run.env_names) + "\n";
   if (!will_run.env_not_set.empty()) {
-    message += "Granted but not set here (it will not get them): " +
-               JoinOrNone(will_run.env_not_set) + "\n";
+    message +=
+        "Granted but not set here (it will not get them): " + JoinOrNone(will_run.env_not_set) +
+        "\n";
   }
   if (will_run.env_warning) message += "Warning: " + *will_run.env_warning + "\n";
 

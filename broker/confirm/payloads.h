@@ -3,9 +3,8 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "broker/confirm/gate_config.h"
 #include "broker/confirm/tokens.h"

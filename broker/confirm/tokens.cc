@@ -1,9 +1,9 @@
 #include "broker/confirm/tokens.h"
 
+#include <sodium.h>
+
 #include <algorithm>
 #include <cstring>
-
-#include <sodium.h>
 
 namespace skillmcp {
 namespace {
@@ -207,8 +207,7 @@ TokenVerdict ConfirmTokens::SpendLocked(const Nonce& nonce, int64_t expiry, int6
   return TokenVerdict::kValid;
 }
 
-TokenVerdict ConfirmTokens::Check(std::string_view token, const WillRun& will_run,
-                                  int64_t now) {
+TokenVerdict ConfirmTokens::Check(std::string_view token, const WillRun& will_run, int64_t now) {
   std::lock_guard<std::mutex> lock(mu_);
   Nonce nonce{};
   int64_t expiry = 0;

@@ -36,7 +36,7 @@ const char* TokenErrorCode(TokenVerdict verdict);
 
 struct IssuedToken {
   std::string token;
-  int64_t expires_at = 0;   // unix seconds
+  int64_t expires_at = 0;  // unix seconds
   int64_t ttl_seconds = 0;
 };
 
@@ -91,9 +91,9 @@ class ConfirmTokens {
   void Prune(int64_t now);
 
   std::mutex mu_;
-  unsigned char* key_ = nullptr;   // sodium_malloc'd, PROT_NONE while idle
-  std::map<Nonce, int64_t> spent_; // nonce -> expiry
-  int64_t latest_now_ = 0;         // highest clock reading seen
+  unsigned char* key_ = nullptr;    // sodium_malloc'd, PROT_NONE while idle
+  std::map<Nonce, int64_t> spent_;  // nonce -> expiry
+  int64_t latest_now_ = 0;          // highest clock reading seen
 };
 
 }  // namespace skillmcp

@@ -3,23 +3,22 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 namespace skillmcp {
 
 struct WillRun {
-  std::string skill;                      // directory name
-  std::string interpreter;                // the declared interpreter ("node")
-  std::vector<std::string> argv;          // script path, then the arguments exactly as passed
-  std::string cwd;                        // the skill's own directory
-  int64_t timeout_ms = 0;                 // after the 300 s clamp
-  std::vector<std::string> env_names;     // ComputeScriptEnv().names
-  std::vector<std::string> env_not_set;   // emitted only when non-empty
-  std::optional<std::string> env_warning; // standalone only
+  std::string skill;                       // directory name
+  std::string interpreter;                 // the declared interpreter ("node")
+  std::vector<std::string> argv;           // script path, then the arguments exactly as passed
+  std::string cwd;                         // the skill's own directory
+  int64_t timeout_ms = 0;                  // after the 300 s clamp
+  std::vector<std::string> env_names;      // ComputeScriptEnv().names
+  std::vector<std::string> env_not_set;    // emitted only when non-empty
+  std::optional<std::string> env_warning;  // standalone only
 };
 
 // {skill, interpreter, argv, cwd, timeoutMs, envNames, envNotSet?, envWarning?} in exactly

@@ -1,7 +1,6 @@
 #include "broker/grants/grant_parse.h"
 
 #include <exception>
-
 #include <nlohmann/json.hpp>
 
 namespace skillmcp {
@@ -20,7 +19,8 @@ std::string RowLabel(size_t index) { return "MCP_SKILL_RUN row " + std::to_strin
 // Reads one row into `row`; returns an error sentence, empty on success.
 std::string ReadRow(const json& value, size_t index, GrantRow& row) {
   if (!value.is_object()) {
-    return RowLabel(index) + " is not an object; each row must look like "
+    return RowLabel(index) +
+           " is not an object; each row must look like "
            "{\"skill\": \"<name>\", \"script\": \"<path>\", \"env\": [\"VAR\"]}.";
   }
   for (const auto& [key, member] : value.items()) {
@@ -77,8 +77,9 @@ GrantParseResult ParseSkillRunGrant(std::string_view text) {
   // Why: a grant that is not exactly the documented shape is refused whole rather than
   // partly honoured; the owner sees grantError instead of a guess.
   if (!doc.is_array()) {
-    return Fail("MCP_SKILL_RUN must be a JSON array of {skill, script, env?} rows; "
-                "nothing is granted.");
+    return Fail(
+        "MCP_SKILL_RUN must be a JSON array of {skill, script, env?} rows; "
+        "nothing is granted.");
   }
   GrantParseResult result;
   try {

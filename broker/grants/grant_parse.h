@@ -9,15 +9,15 @@
 namespace skillmcp {
 
 struct GrantRow {
-  std::string skill;                              // directory name
-  std::string script;                             // as declared in the skill's mcp-host: run:
-  std::optional<std::vector<std::string>> env;    // variables granted to that script
+  std::string skill;                            // directory name
+  std::string script;                           // as declared in the skill's mcp-host: run:
+  std::optional<std::vector<std::string>> env;  // variables granted to that script
 };
 
 struct GrantParseResult {
   bool ok = false;
-  std::vector<GrantRow> rows;   // empty unless ok
-  std::string error;            // prose for `grantError`, empty when ok
+  std::vector<GrantRow> rows;  // empty unless ok
+  std::string error;           // prose for `grantError`, empty when ok
 };
 
 // Strict reading: the value must be a JSON array; every row an object holding a string

@@ -36,8 +36,8 @@ std::string UngrantedReason(const GrantDecision& decision, std::string_view skil
            "nothing runs until it is fixed.";
   }
   return "Not granted: MCP_SKILL_RUN has no row for this skill and script; the owner can "
-         "add {\"skill\": " + Quoted(skill) + ", \"script\": " + Quoted(script) +
-         "} to allow it.";
+         "add {\"skill\": " +
+         Quoted(skill) + ", \"script\": " + Quoted(script) + "} to allow it.";
 }
 
 std::vector<std::string> DeclaredScripts(const SkillGrants& grants) {
@@ -97,11 +97,11 @@ void ReportRows(const Catalogue& catalogue, const std::vector<GrantRow>& rows,
     if (!row.env) continue;
     for (const std::string& name : *row.env) {
       if (Contains(run->env, name)) continue;
-      problems.push_back(
-          {skill->source, "grant",
-           label + " grants " + Quoted(name) + " to " + Quoted(row.skill) + " " +
-               Quoted(row.script) + ", but the script does not ask for that variable in its "
-               "declaration, so it is not passed."});
+      problems.push_back({skill->source, "grant",
+                          label + " grants " + Quoted(name) + " to " + Quoted(row.skill) + " " +
+                              Quoted(row.script) +
+                              ", but the script does not ask for that variable in its "
+                              "declaration, so it is not passed."});
     }
   }
 }

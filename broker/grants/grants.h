@@ -34,14 +34,14 @@ enum class GrantSource { kSkillRun, kHostedDefault, kDeclaration };
 // "MCP_SKILL_RUN" | "hosted-default" | "declaration"
 std::string_view GrantSourceName(GrantSource source);
 
-struct GrantedScript {          // skill_list `scripts[]`: granted and runnable
+struct GrantedScript {  // skill_list `scripts[]`: granted and runnable
   std::string script;
   std::string interpreter;
   int64_t timeout_ms = kDefaultTimeoutMs;
   std::vector<std::string> env;  // declared and granted names, declaration order, no repeats
 };
 
-struct ScriptNote {             // unavailableScripts[] / ungrantedScripts[]
+struct ScriptNote {  // unavailableScripts[] / ungrantedScripts[]
   std::string script;
   std::string reason;
 };
@@ -49,8 +49,8 @@ struct ScriptNote {             // unavailableScripts[] / ungrantedScripts[]
 struct SkillGrants {
   std::string skill;
   std::vector<GrantedScript> scripts;
-  std::vector<ScriptNote> unavailable;   // always emitted, possibly empty
-  std::vector<ScriptNote> ungranted;     // emitted only when non-empty
+  std::vector<ScriptNote> unavailable;  // always emitted, possibly empty
+  std::vector<ScriptNote> ungranted;    // emitted only when non-empty
   bool executable() const { return !scripts.empty(); }
 
   // Internal to the lookup: every declared script with its grant state.
@@ -72,10 +72,10 @@ struct ScriptLookup {
 
 struct GrantDecision {
   GrantSource from = GrantSource::kDeclaration;
-  std::optional<std::string> note;    // grantNote (hosted default)
-  std::optional<std::string> error;   // grantError (MCP_SKILL_RUN did not parse)
-  std::vector<SkillGrants> skills;    // one per catalogue skill, same order
-  std::vector<Problem> problems;      // reason "grant"
+  std::optional<std::string> note;   // grantNote (hosted default)
+  std::optional<std::string> error;  // grantError (MCP_SKILL_RUN did not parse)
+  std::vector<SkillGrants> skills;   // one per catalogue skill, same order
+  std::vector<Problem> problems;     // reason "grant"
 
   const SkillGrants* Find(std::string_view skill) const;
 

@@ -46,7 +46,8 @@ ScriptEnv ComputeScriptEnv(const std::vector<std::string>& granted_env, const Is
     }
     env.warning = "This script will receive " + list +
                   " from this server's environment only because the skill's own SKILL.md "
-                  "asks for " + (declared_only.size() == 1 ? "it" : "them") +
+                  "asks for " +
+                  (declared_only.size() == 1 ? "it" : "them") +
                   "; no MCP_SKILL_RUN grant was given. Approve only if you trust this skill "
                   "with those values, or set MCP_SKILL_RUN to grant variables explicitly.";
   }

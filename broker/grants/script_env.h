@@ -16,18 +16,18 @@
 namespace skillmcp {
 
 // Handed to every script when set: a host constant no declaration can widen.
-inline constexpr std::array<std::string_view, 5> kAmbientVariables = {"PATH", "HOME", "LANG",
-                                                                      "TZ", "TMPDIR"};
+inline constexpr std::array<std::string_view, 5> kAmbientVariables = {"PATH", "HOME", "LANG", "TZ",
+                                                                      "TMPDIR"};
 
 // The egress proxy settings of a fenced machine, handed through when set.
 inline constexpr std::array<std::string_view, 7> kProxyVariables = {
-    "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy",
+    "HTTP_PROXY", "HTTPS_PROXY", "http_proxy",        "https_proxy",
     "NO_PROXY",   "no_proxy",    "NODE_USE_ENV_PROXY"};
 
 struct ScriptEnv {
-  std::vector<std::string> names;       // sorted (byte order), no repeats: exactly what runs
-  std::vector<std::string> not_set;     // granted but not set, sorted; never in `names`
-  std::optional<std::string> warning;   // envWarning (standalone declaration mode only)
+  std::vector<std::string> names;      // sorted (byte order), no repeats: exactly what runs
+  std::vector<std::string> not_set;    // granted but not set, sorted; never in `names`
+  std::optional<std::string> warning;  // envWarning (standalone declaration mode only)
 };
 
 // `granted_env` is the script's granted variable list (GrantedScript::env); `from` says

@@ -107,16 +107,14 @@ TEST(GateStep, PromptWhenTheClientCanShowOne) {
   EXPECT_EQ(NextGateStep(config, true, false), GateStep::kElicit);
   EXPECT_EQ(NextGateStep(config, true, true), GateStep::kElicit);
   // Elicitation wins over refuse mode: refuse is for clients that cannot prompt.
-  EXPECT_EQ(NextGateStep(Parse({{"MCP_CONFIRM_MODE", "refuse"}}), true, false),
-            GateStep::kElicit);
+  EXPECT_EQ(NextGateStep(Parse({{"MCP_CONFIRM_MODE", "refuse"}}), true, false), GateStep::kElicit);
 }
 
 TEST(GateStep, ElicitationOffUsesTheModeForEveryClient) {
   GateConfig config = Parse({{"MCP_CONFIRM_ELICITATION", "off"}});
   EXPECT_EQ(NextGateStep(config, true, false), GateStep::kIssueToken);
   EXPECT_EQ(NextGateStep(config, true, true), GateStep::kCheckToken);
-  GateConfig refuse =
-      Parse({{"MCP_CONFIRM_ELICITATION", "off"}, {"MCP_CONFIRM_MODE", "refuse"}});
+  GateConfig refuse = Parse({{"MCP_CONFIRM_ELICITATION", "off"}, {"MCP_CONFIRM_MODE", "refuse"}});
   EXPECT_EQ(NextGateStep(refuse, true, false), GateStep::kRefuse);
 }
 

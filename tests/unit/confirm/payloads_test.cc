@@ -28,8 +28,7 @@ TEST(Payloads, ConfirmationRequiredShape) {
       ConfirmationRequiredPayload(SampleWillRun(), SampleToken(), ConfirmMode::kAskUser);
   EXPECT_EQ(Keys(payload),
             (std::vector<std::string>{"status", "confirmed", "dispatched", "action", "preview",
-                                      "confirmToken", "expiresAt", "ttlSeconds",
-                                      "instruction"}));
+                                      "confirmToken", "expiresAt", "ttlSeconds", "instruction"}));
   EXPECT_EQ(payload["status"], "confirmation-required");
   EXPECT_EQ(payload["confirmed"], false);
   EXPECT_EQ(payload["dispatched"], false);
@@ -54,12 +53,11 @@ TEST(Payloads, InstructionDependsOnMode) {
 }
 
 TEST(Payloads, Rejections) {
-  for (TokenVerdict verdict :
-       {TokenVerdict::kInvalid, TokenVerdict::kReused, TokenVerdict::kExpired,
-        TokenVerdict::kSpentSetFull}) {
+  for (TokenVerdict verdict : {TokenVerdict::kInvalid, TokenVerdict::kReused,
+                               TokenVerdict::kExpired, TokenVerdict::kSpentSetFull}) {
     ordered_json payload = RejectionPayload(verdict);
-    EXPECT_EQ(Keys(payload), (std::vector<std::string>{"status", "confirmed", "dispatched",
-                                                       "error", "note"}));
+    EXPECT_EQ(Keys(payload),
+              (std::vector<std::string>{"status", "confirmed", "dispatched", "error", "note"}));
     EXPECT_EQ(payload["status"], "confirmation-rejected");
     EXPECT_EQ(payload["confirmed"], false);
     EXPECT_EQ(payload["dispatched"], false);
@@ -73,10 +71,9 @@ TEST(Payloads, DraftChangedCarriesAFreshPreviewAndToken) {
   WillRun fresh = SampleWillRun();
   fresh.argv.push_back("--verbose");
   ordered_json payload = DraftChangedPayload(fresh, SampleToken(), ConfirmMode::kAskUser);
-  EXPECT_EQ(Keys(payload),
-            (std::vector<std::string>{"status", "confirmed", "dispatched", "error", "reason",
-                                      "note", "preview", "confirmToken", "expiresAt",
-                                      "ttlSeconds", "instruction"}));
+  EXPECT_EQ(Keys(payload), (std::vector<std::string>{"status", "confirmed", "dispatched", "error",
+                                                     "reason", "note", "preview", "confirmToken",
+                                                     "expiresAt", "ttlSeconds", "instruction"}));
   EXPECT_EQ(payload["error"], "DRAFT_CHANGED");
   EXPECT_EQ(payload["reason"], "payload-changed");
   EXPECT_EQ(payload["preview"]["willRun"], WillRunJson(fresh));
@@ -93,7 +90,8 @@ TEST(Payloads, RefuseMode) {
 }
 
 TEST(Payloads, ElicitationCancelled) {
-  for (ElicitationOutcome outcome : {ElicitationOutcome::kDeclined, ElicitationOutcome::kCancelled}) {
+  for (ElicitationOutcome outcome :
+       {ElicitationOutcome::kDeclined, ElicitationOutcome::kCancelled}) {
     ordered_json payload = ElicitationCancelledPayload(outcome);
     EXPECT_EQ(Keys(payload),
               (std::vector<std::string>{"confirmed", "cancelled", "action", "note"}));
@@ -109,9 +107,9 @@ TEST(Payloads, ElicitationRequestShowsThePreviewInWords) {
   ordered_json params = ElicitationRequestParams(run);
   EXPECT_EQ(Keys(params), (std::vector<std::string>{"message", "requestedSchema"}));
   std::string message = params["message"];
-  for (const char* part : {"weather", "node", R"(["scripts/forecast.js","--city","Lisbon"])",
-                           "/srv/skills/weather", "30 s", "HOME, PATH, WEATHER_API_KEY",
-                           "UNITS", "declared only"}) {
+  for (const char* part :
+       {"weather", "node", R"(["scripts/forecast.js","--city","Lisbon"])", "/srv/skills/weather",
+        "30 s", "HOME, PATH, WEATHER_API_KEY", "UNITS", "declared only"}) {
     EXPECT_NE(message.find(part), std::string::npos) << part;
   }
   const ordered_json& schema = params["requestedSchema"];

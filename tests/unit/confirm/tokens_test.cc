@@ -1,13 +1,13 @@
 #include "broker/confirm/tokens.h"
 
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "tests/unit/confirm/will_run_fixture.h"
 
@@ -169,8 +169,7 @@ TEST_F(Tokens, TruncatedPaddedOrTrailingBytesAreInvalid) {
 // bytes must not pass as (another) token.
 TEST_F(Tokens, NonCanonicalBase64IsInvalid) {
   std::string token = IssueSample();
-  const std::string alphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
   size_t value = alphabet.find(token.back());
   ASSERT_NE(value, std::string::npos);
   ASSERT_EQ(value & 3u, 0u);  // canonical: spare bits are zero
@@ -191,8 +190,7 @@ TEST_F(Tokens, AnotherRandomKeyIsInvalid) {
 }
 
 TEST_F(Tokens, TokenForAnotherToolIsInvalid) {
-  std::optional<IssuedToken> other_tool =
-      tokens_->Issue(SampleWillRun(), kNow, kTtl, "skill_file");
+  std::optional<IssuedToken> other_tool = tokens_->Issue(SampleWillRun(), kNow, kTtl, "skill_file");
   ASSERT_TRUE(other_tool.has_value());
   EXPECT_EQ(tokens_->Check(other_tool->token, SampleWillRun(), kNow), TokenVerdict::kInvalid);
 }
@@ -210,10 +208,8 @@ TEST(TokenSecret, SameSecretSurvivesARestart) {
   EXPECT_EQ(other->Check(issued->token, SampleWillRun(), kNow + 1), TokenVerdict::kInvalid);
   EXPECT_EQ(random->Check(issued->token, SampleWillRun(), kNow + 1), TokenVerdict::kInvalid);
   // Single use is per process: the restarted process has its own spent set.
-  EXPECT_EQ(before->CheckAndSpend(issued->token, SampleWillRun(), kNow + 2),
-            TokenVerdict::kValid);
-  EXPECT_EQ(after->CheckAndSpend(issued->token, SampleWillRun(), kNow + 2),
-            TokenVerdict::kValid);
+  EXPECT_EQ(before->CheckAndSpend(issued->token, SampleWillRun(), kNow + 2), TokenVerdict::kValid);
+  EXPECT_EQ(after->CheckAndSpend(issued->token, SampleWillRun(), kNow + 2), TokenVerdict::kValid);
 }
 
 TEST_F(Tokens, SpentSetPrunesExpiredEntries) {
@@ -226,8 +222,7 @@ TEST_F(Tokens, SpentSetPrunesExpiredEntries) {
   EXPECT_EQ(tokens_->Check(second, SampleWillRun(), kNow + kTtl), TokenVerdict::kReused);
   EXPECT_EQ(tokens_->SpentCount(), 1u);
   EXPECT_EQ(tokens_->Check(first, SampleWillRun(), kNow + kTtl), TokenVerdict::kExpired);
-  EXPECT_EQ(tokens_->Check(second, SampleWillRun(), kNow + kTtl + 100),
-            TokenVerdict::kExpired);
+  EXPECT_EQ(tokens_->Check(second, SampleWillRun(), kNow + kTtl + 100), TokenVerdict::kExpired);
   EXPECT_EQ(tokens_->SpentCount(), 0u);
 }
 
@@ -288,8 +283,13 @@ TEST(TokenKey, UnreadableWhileIdle) {
   const volatile unsigned char* key =
       static_cast<const volatile unsigned char*>(tokens->KeyAddressForTesting());
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT({ unsigned char c = key[0]; (void)c; std::exit(0); },
-              ::testing::KilledBySignal(SIGSEGV), "");
+  EXPECT_EXIT(
+      {
+        unsigned char c = key[0];
+        (void)c;
+        std::exit(0);
+      },
+      ::testing::KilledBySignal(SIGSEGV), "");
 }
 
 TEST(TokenCodes, WireValues) {

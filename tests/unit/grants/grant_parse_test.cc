@@ -1,11 +1,11 @@
 #include "broker/grants/grant_parse.h"
 
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "config.h"
 
@@ -71,8 +71,8 @@ TEST(GrantParse, UnknownRowKeyIsRefusedAndNamed) {
 }
 
 TEST(GrantParse, OneBadRowRefusesTheGoodOnesToo) {
-  GrantParseResult result = ParseSkillRunGrant(
-      R"([{"skill": "a", "script": "s.js"}, {"skill": "b", "script": 2}])");
+  GrantParseResult result =
+      ParseSkillRunGrant(R"([{"skill": "a", "script": "s.js"}, {"skill": "b", "script": 2}])");
   EXPECT_FALSE(result.ok);
   EXPECT_TRUE(result.rows.empty());
 }

@@ -1,8 +1,8 @@
 #include "broker/grants/grants.h"
 
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "broker/grants/grant_json.h"
 #include "tests/unit/grants/fake_env.h"
@@ -13,7 +13,7 @@ namespace {
 using testing::FakeEnv;
 
 DeclaredRun Declared(std::string script, std::string interpreter, std::vector<std::string> env = {},
-                int64_t timeout_ms = 60000) {
+                     int64_t timeout_ms = 60000) {
   return DeclaredRun{std::move(script), std::move(interpreter), std::move(env), timeout_ms};
 }
 
@@ -155,8 +155,7 @@ TEST(Decision, SkillRunWinsOverHostedAndIntersects) {
 TEST(Decision, RowWithoutEnvGrantsTheScriptButNoVariables) {
   Catalogue catalogue = MakeCatalogue();
   GrantDecision decision = DecideGrants(
-      catalogue, std::string(R"([{"skill": "weather", "script": "scripts/forecast.js"}])"),
-      false);
+      catalogue, std::string(R"([{"skill": "weather", "script": "scripts/forecast.js"}])"), false);
   ASSERT_EQ(decision.skills[0].scripts.size(), 1u);
   EXPECT_TRUE(decision.skills[0].scripts[0].env.empty());
   EXPECT_TRUE(decision.problems.empty());
@@ -311,21 +310,21 @@ TEST(Lookup, InterpreterIsNeverInferred) {
 
 TEST(GrantJson, SkillFieldsInWireOrder) {
   Catalogue catalogue = MakeCatalogue();
-  GrantDecision decision = DecideGrants(
-      catalogue, std::string(R"([{"skill": "weather", "script": "scripts/forecast.js",
+  GrantDecision decision =
+      DecideGrants(catalogue, std::string(R"([{"skill": "weather", "script": "scripts/forecast.js",
                                   "env": ["UNITS"]}])"),
-      false);
+                   false);
   nlohmann::ordered_json entry;
   entry["bytes"] = 1;
   AppendSkillGrantFields(entry, decision.skills[0]);
-  EXPECT_EQ(entry.dump(),
-            R"({"bytes":1,"executable":true,)"
-            R"("scripts":[{"script":"scripts/forecast.js","interpreter":"node",)"
-            R"("timeoutMs":30000,"env":["UNITS"]}],)"
-            R"("unavailableScripts":[{"script":"scripts/plot.py","reason":)" +
-                nlohmann::json(InterpreterUnavailableReason("python")).dump() +
-                R"(}],"ungrantedScripts":[{"script":"scripts/geo.js","reason":)" +
-                nlohmann::json(decision.skills[0].ungranted[0].reason).dump() + "}]}");
+  EXPECT_EQ(entry.dump(), R"({"bytes":1,"executable":true,)"
+                          R"("scripts":[{"script":"scripts/forecast.js","interpreter":"node",)"
+                          R"("timeoutMs":30000,"env":["UNITS"]}],)"
+                          R"("unavailableScripts":[{"script":"scripts/plot.py","reason":)" +
+                              nlohmann::json(InterpreterUnavailableReason("python")).dump() +
+                              R"(}],"ungrantedScripts":[{"script":"scripts/geo.js","reason":)" +
+                              nlohmann::json(decision.skills[0].ungranted[0].reason).dump() +
+                              "}]}");
 
   nlohmann::ordered_json notes;
   AppendSkillGrantFields(notes, decision.skills[1]);

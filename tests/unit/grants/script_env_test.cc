@@ -1,8 +1,8 @@
 #include "broker/grants/script_env.h"
 
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "tests/unit/grants/fake_env.h"
 
@@ -27,8 +27,8 @@ TEST(ScriptEnv, AmbientFiveWhenSetAndNothingElse) {
 TEST(ScriptEnv, UnsetAmbientIsAbsent) {
   FakeEnv env;
   env.vars["PATH"] = "/usr/bin";
-  env.vars["HOME"] = "   ";              // blank: unset
-  env.vars["LANG"] = "${LANG}";          // placeholder: unset
+  env.vars["HOME"] = "   ";      // blank: unset
+  env.vars["LANG"] = "${LANG}";  // placeholder: unset
   ScriptEnv result = ComputeScriptEnv({}, env.is_set(), GrantSource::kSkillRun);
   EXPECT_EQ(result.names, (Names{"PATH"}));
   EXPECT_TRUE(result.not_set.empty());  // ambient names are never "not set" noise
@@ -73,8 +73,8 @@ TEST(ScriptEnv, SortedByBytesWithoutRepeats) {
   }
   ScriptEnv result =
       ComputeScriptEnv({"a_lower", "Zed", "PATH", "Zed"}, env.is_set(), GrantSource::kSkillRun);
-  EXPECT_EQ(result.names, (Names{"HTTP_PROXY", "MCP_DATA_DIR", "NO_PROXY", "PATH", "Zed",
-                                 "a_lower", "http_proxy"}));
+  EXPECT_EQ(result.names, (Names{"HTTP_PROXY", "MCP_DATA_DIR", "NO_PROXY", "PATH", "Zed", "a_lower",
+                                 "http_proxy"}));
 }
 
 TEST(ScriptEnv, WarningOnlyInStandaloneDeclarationMode) {
