@@ -24,7 +24,7 @@ enum class WorkerStep : int32_t {
   kSetLimits = 204,      // prlimits from the spec, RLIMIT_CORE = 0
   kSecurebits = 205,     // lock the securebits (only where CAP_SETPCAP allows)
   kDropBounding = 206,   // drop every capability from the bounding set
-  kRefuseRootIds = 207,  // switch_ids with a target uid or gid of 0: refused
+  kRefuseRootIds = 207,  // target uid/gid 0, or equal to the broker's: refused
   kSetGroups = 208,      // setgroups(0, NULL)
   kSetGid = 209,         // setresgid(gid, gid, gid)
   kSetUid = 210,         // setresuid(uid, uid, uid)
@@ -49,7 +49,7 @@ inline const char* DescribeWorkerStep(WorkerStep step) {
     case WorkerStep::kSetsid: return "start its own session and process group with default signal handling";
     case WorkerStep::kCloseFds: return "close the inherited descriptors";
     case WorkerStep::kSetLimits: return "apply the resource limits";
-    case WorkerStep::kRefuseRootIds: return "accept the run-as identity (uid or gid 0 is refused)";
+    case WorkerStep::kRefuseRootIds: return "accept the run-as identity (root, or the broker's own uid or gid, is refused)";
     case WorkerStep::kSetGroups: return "drop the supplementary groups";
     case WorkerStep::kSetGid: return "switch to the run-as gid";
     case WorkerStep::kSetUid: return "switch to the run-as uid";

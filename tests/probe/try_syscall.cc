@@ -178,6 +178,7 @@ void PrintStatus() {
     auto v = [](rlim_t x) { return x == RLIM_INFINITY ? std::string("unlimited") : std::to_string(x); };
     std::cout << "RLIMIT_" << l.name << ": " << v(r.rlim_cur) << " " << v(r.rlim_max) << "\n";
   }
+  std::cout << "Securebits: 0x" << std::hex << prctl(PR_GET_SECUREBITS, 0, 0, 0, 0) << std::dec << "\n";
   std::cout << "Fds:";
   if (DIR* d = opendir("/proc/self/fd")) {
     const int self = dirfd(d);

@@ -63,7 +63,8 @@ LaunchResult RunWorker(const Launch& launch) {
   }
   for (int* p : {spec, status, out, err}) { p[0] = High(p[0]); p[1] = High(p[1]); }
   const int devnull = OpenHigh("/dev/null", O_RDONLY);
-  const int prog = OpenHigh(launch.program_path, O_RDONLY);
+  const int prog = launch.program_fd >= 0 ? High(fcntl(launch.program_fd, F_DUPFD_CLOEXEC, 0))
+                                           : OpenHigh(launch.program_path, O_RDONLY);
   const int script = launch.script_fd >= 0 ? High(fcntl(launch.script_fd, F_DUPFD_CLOEXEC, 0))
                                            : OpenHigh(launch.script_path, O_RDONLY);
   const int dir = OpenHigh(launch.dir_path, O_PATH | O_DIRECTORY);
@@ -82,7 +83,7 @@ LaunchResult RunWorker(const Launch& launch) {
       if (from < 0) { close(to); return; }
       if (dup2(from, to) < 0) _exit(120);
     };
-    place(devnull, 0);
+    place(launch.close_stdin ? -1 : devnull, 0);
     place(out[1], 1);
     place(err[1], 2);
     place(spec[0], 3);
@@ -90,6 +91,14 @@ LaunchResult RunWorker(const Launch& launch) {
     place(prog, 5);
     place(script, 6);
     place(dir, 7);
+    // A careless broker: descriptors leaked without close-on-exec above the layout, and
+    // supplementary groups of its own. The worker must shed both.
+    place(devnull, 9);
+    place(devnull, 42);
+    if (!launch.broker_uid && !launch.root_keeps_only_caps) {
+      const gid_t groups[] = {4, 27, 100};
+      if (setgroups(3, groups) != 0) _exit(124);
+    }
     // dup2 leaves 3..7 without close-on-exec: they must survive the exec of the worker,
     // which then marks 4 and 5 close-on-exec itself.
     // Like a broker with an event loop: SIGTERM blocked, SIGPIPE ignored (inherited
@@ -99,9 +108,20 @@ LaunchResult RunWorker(const Launch& launch) {
     sigaddset(&block, SIGTERM);
     sigprocmask(SIG_BLOCK, &block, nullptr);
     if (launch.broker_uid) {
-      if (setgroups(0, nullptr) || setresgid(*launch.broker_uid, *launch.broker_uid, *launch.broker_uid) ||
-          setresuid(*launch.broker_uid, *launch.broker_uid, *launch.broker_uid))
-        _exit(121);
+      const uid_t id = *launch.broker_uid;
+      if (!launch.broker_ambient_caps.empty() && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0) _exit(121);
+      if (setgroups(0, nullptr) || setresgid(id, id, id) || setresuid(id, id, id)) _exit(121);
+      if (!launch.broker_ambient_caps.empty()) {
+        __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+        __user_cap_data_struct data[2] = {};
+        for (int cap : launch.broker_ambient_caps) {
+          data[cap / 32].permitted |= 1u << (cap % 32);
+          data[cap / 32].inheritable |= 1u << (cap % 32);
+        }
+        if (syscall(SYS_capset, &hdr, data) != 0) _exit(125);
+        for (int cap : launch.broker_ambient_caps)
+          if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) != 0) _exit(125);
+      }
     }
     if (launch.root_keeps_only_caps) {
       __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};

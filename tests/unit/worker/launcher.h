@@ -17,7 +17,9 @@ struct Launch {
   std::string program_path;      // opened O_RDONLY as fd 5 (empty: fd 5 left closed)
   std::string script_path;       // opened O_RDONLY as fd 6 (empty: fd 6 left closed)
   int script_fd = -1;            // or an already open fd to use as fd 6
+  int program_fd = -1;           // or an already open fd to use as fd 5
   std::string dir_path;          // opened O_PATH|O_DIRECTORY as fd 7 (empty: closed)
+  bool close_stdin = false;      // leave fd 0 closed (a broken broker)
   int timeout_seconds = 30;
   // Before exec'ing the worker, the child switches to this uid/gid (to play an
   // unprivileged broker). Root only.
@@ -26,6 +28,9 @@ struct Launch {
   // capabilities through the ambient set: the worker starts as uid 0 holding just them,
   // with the full bounding set (a root broker in a container that dropped the rest).
   std::optional<std::vector<int>> root_keeps_only_caps;
+  // With broker_uid: keep these capabilities across the uid change and pass them on as
+  // ambient capabilities (a non-root broker started with AmbientCapabilities=).
+  std::vector<int> broker_ambient_caps;
   std::vector<std::string> worker_env{"WORKER_ONLY_SECRET=must-not-reach-the-script"};
 };
 

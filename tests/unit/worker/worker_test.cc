@@ -5,7 +5,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
 #include <cerrno>
+#include <fstream>
+#include <iterator>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -75,11 +79,13 @@ TEST_F(WorkerTest, SwitchedIdentityNoCapabilitiesNoNewPrivsSeccompAndLimits) {
   auto kv = KeyValues(r.out);
   EXPECT_EQ(kv["Uid"], "65534 65534 65534 65534");
   EXPECT_EQ(kv["Gid"], "65534 65534 65534 65534");
-  EXPECT_EQ(kv["Groups"], "");
+  EXPECT_EQ(kv["Groups"], "");  // the launcher gave the "broker" groups 4 27 100
   for (const char* set : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"})
     EXPECT_EQ(kv[set], kZeroCaps) << set;
   EXPECT_EQ(kv["NoNewPrivs"], "1");
   EXPECT_EQ(kv["Seccomp"], "2");
+  // NOROOT, NO_SETUID_FIXUP, NO_CAP_AMBIENT_RAISE set, KEEP_CAPS off, all four locked.
+  EXPECT_EQ(kv["Securebits"], "0xef");
   EXPECT_EQ(kv["RLIMIT_NPROC"], "256 256");
   EXPECT_EQ(kv["RLIMIT_AS"], std::to_string(16 * kGiB) + " " + std::to_string(16 * kGiB));
   EXPECT_EQ(kv["RLIMIT_DATA"], std::to_string(kGiB) + " " + std::to_string(kGiB));
@@ -140,8 +146,54 @@ TEST_F(WorkerTest, RootWithoutSwitchExecsWithoutAnyCapability) {
   ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
   auto kv = KeyValues(r.out);
   EXPECT_EQ(kv["Uid"], "0 0 0 0");
+  EXPECT_EQ(kv["Groups"], "4 27 100");  // no switch: groups are the broker's business
   for (const char* set : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"})
     EXPECT_EQ(kv[set], kZeroCaps) << set;
+  EXPECT_EQ(kv["Securebits"], "0xef");  // uid 0 gains nothing at any later exec
+}
+
+// DEPLOY-NOTES: ambient capabilities survive a non-root to non-root uid change. A
+// broker started with AmbientCapabilities= must not hand them to the script.
+TEST_F(WorkerTest, AmbientCapabilitiesOfANonRootBrokerAreCleared) {
+  RunSpec spec = ProbeSpec({"status"});
+  spec.switch_ids = false;
+  Launch l = LaunchFor(spec);
+  l.broker_uid = 65533;
+  l.broker_ambient_caps = {CAP_NET_BIND_SERVICE, CAP_SETPCAP};
+  const LaunchResult r = RunWorker(l);
+  if (r.ExitCode() == 122) GTEST_SKIP() << "the worker binary is not executable by uid 65533 here";
+  ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
+  auto kv = KeyValues(r.out);
+  EXPECT_EQ(kv["Uid"], "65533 65533 65533 65533");
+  for (const char* set : {"CapInh", "CapPrm", "CapEff", "CapAmb"})
+    EXPECT_EQ(kv[set], kZeroCaps) << set;
+  EXPECT_EQ(kv["CapBnd"], kZeroCaps);  // it held CAP_SETPCAP, so the bounding set went too
+  EXPECT_EQ(kv["NoNewPrivs"], "1");
+}
+
+TEST_F(WorkerTest, InterpreterReplacedAfterOpenStillExecsThePinnedBinary) {
+  const std::string prog = dir_.Sub("prog");
+  {
+    std::ifstream in(ProbePath(), std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    WriteFile(prog, bytes, 0755);
+  }
+  const int fd = open(prog.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(unlink(prog.c_str()), 0);
+  WriteFile(prog, "#!/bin/sh\necho swapped\n", 0755);
+  Launch l = LaunchFor(ProbeSpec({"args", "x"}));
+  l.program_fd = fd;
+  const LaunchResult r = RunWorker(l);
+  close(fd);
+  ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
+  EXPECT_EQ(r.out, "[try_syscall]\n[args]\n[x]\n");
+}
+
+TEST_F(WorkerTest, MissingStdinFailsCheckFds) {
+  Launch l = LaunchFor(ProbeSpec({"status"}));
+  l.close_stdin = true;
+  ExpectStep(RunWorker(l), WorkerStep::kCheckFds, EBADF);
 }
 
 // An unprivileged broker (plain local user) cannot drop the bounding set; the worker
@@ -188,6 +240,8 @@ TEST_F(WorkerTest, RootWithoutSetpcapStillRunsWhenSwitching) {
   for (const char* set : {"CapInh", "CapPrm", "CapEff", "CapAmb"})
     EXPECT_EQ(kv[set], kZeroCaps) << set;
   EXPECT_NE(kv["CapBnd"], kZeroCaps);  // could not be dropped; no_new_privs covers it
+  // Only the launcher's own unlocked NOROOT: nothing could be locked without CAP_SETPCAP.
+  EXPECT_EQ(kv["Securebits"], "0x1");
   EXPECT_EQ(kv["NoNewPrivs"], "1");
 }
 
