@@ -30,7 +30,8 @@ constexpr SyscallRule kKeyring[] = {{"add_key"}, {"keyctl"}, {"request_key"}};
 
 constexpr SyscallRule kMachine[] = {
     {"acct"}, {"ioperm"}, {"iopl"}, {"kexec_file_load"}, {"kexec_load"},
-    {"quotactl"}, {"quotactl_fd"}, {"reboot"}, {"swapoff"}, {"swapon"}, {"syslog"},
+    {"quotactl"}, {"quotactl_fd"}, {"reboot"}, {"setdomainname"}, {"sethostname"},
+    {"swapoff"}, {"swapon"}, {"syslog"},
 };
 
 constexpr SyscallRule kModules[] = {{"delete_module"}, {"finit_module"}, {"init_module"}};
@@ -83,8 +84,8 @@ constexpr SyscallGroup kGroups[] = {
      "secrets; EPERM, callers treat it as no keyring",
      Action::kErrnoEperm, kKeyring},
     {"@machine",
-     "whole-machine controls (reboot, kexec, swap, accounting, quotas, port I/O, the "
-     "kernel log); EPERM as without the capability",
+     "whole-machine controls (reboot, kexec, swap, accounting, quotas, port I/O, host "
+     "and domain names, the kernel log); EPERM as without the capability",
      Action::kErrnoEperm, kMachine},
     {"@modules",
      "loading or removing kernel modules; EPERM as without CAP_SYS_MODULE",

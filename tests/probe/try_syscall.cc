@@ -104,6 +104,8 @@ const Call kCalls[] = {
     {"reboot", [] { return S(SYS_reboot, 0, 0, 0, 0); }},
     {"request_key", [] { return S(SYS_request_key, B(), B(), B(), 0); }},
     {"setns", [] { return S(SYS_setns, -1, 0); }},
+    {"setdomainname", [] { return S(SYS_setdomainname, B(), 1); }},
+    {"sethostname", [] { return S(SYS_sethostname, B(), 1); }},
     {"settimeofday", [] { return S(SYS_settimeofday, B(), 0); }},
     {"swapoff", [] { return S(SYS_swapoff, B()); }},
     {"swapon", [] { return S(SYS_swapon, B(), 0); }},

@@ -78,6 +78,7 @@ const Row kRows[] = {
     {"init_module", "EPERM"}, {"finit_module", "EPERM"}, {"delete_module", "EPERM"},
     {"kexec_load", "EPERM"}, {"kexec_file_load", "EPERM"}, {"reboot", "EPERM"},
     {"swapon", "EPERM"}, {"swapoff", "EPERM"}, {"acct", "EPERM"},
+    {"sethostname", "EPERM"}, {"setdomainname", "EPERM"},
     {"settimeofday", "EPERM"}, {"clock_settime", "EPERM"}, {"clock_adjtime", "EPERM"},
     {"adjtimex", "EPERM"}, {"iopl", "EPERM"}, {"ioperm", "EPERM"}, {"quotactl", "EPERM"},
     {"quotactl_fd", "EPERM"}, {"syslog", "EPERM"}, {"open_by_handle_at", "EPERM"},
