@@ -20,9 +20,12 @@ using Ctx = std::unique_ptr<void, CtxRelease>;
 
 uint32_t ToScmp(Action action) {
   switch (action) {
-    case Action::kErrnoEnosys: return SCMP_ACT_ERRNO(ENOSYS);
-    case Action::kErrnoEperm: return SCMP_ACT_ERRNO(EPERM);
-    case Action::kKillProcess: return SCMP_ACT_KILL_PROCESS;
+    case Action::kErrnoEnosys:
+      return SCMP_ACT_ERRNO(ENOSYS);
+    case Action::kErrnoEperm:
+      return SCMP_ACT_ERRNO(EPERM);
+    case Action::kKillProcess:
+      return SCMP_ACT_KILL_PROCESS;
   }
   return SCMP_ACT_KILL_PROCESS;  // unreachable; fail closed
 }
@@ -31,8 +34,8 @@ uint32_t ToScmp(Action action) {
 // clone()'s flags 0x80 is part of the exit signal (CSIGNAL), and the kernel only
 // accepts CLONE_NEWTIME through unshare/clone3, both shut elsewhere.
 constexpr uint64_t kCloneNamespaceFlags[] = {
-    CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
-    CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
+    CLONE_NEWNS,   CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
+    CLONE_NEWUSER, CLONE_NEWPID,    CLONE_NEWNET,
 };
 
 int AddClone(scmp_filter_ctx ctx, int nr, uint32_t action) {
@@ -53,7 +56,8 @@ int AddPersonality(scmp_filter_ctx ctx, int nr, uint32_t action) {
   constexpr uint64_t kBit31 = 0x80000000u;
   for (int b = 0; b < 31; ++b) {
     const uint64_t bit = uint64_t{1} << b;
-    int rc = seccomp_rule_add(ctx, action, nr, 1, SCMP_A0_64(SCMP_CMP_MASKED_EQ, bit | kBit31, bit));
+    int rc =
+        seccomp_rule_add(ctx, action, nr, 1, SCMP_A0_64(SCMP_CMP_MASKED_EQ, bit | kBit31, bit));
     if (rc < 0) return rc;
     rc = seccomp_rule_add(ctx, action, nr, 1, SCMP_A0_64(SCMP_CMP_MASKED_EQ, bit | kBit31, kBit31));
     if (rc < 0) return rc;
@@ -65,7 +69,8 @@ int AddTerminalIoctl(scmp_filter_ctx ctx, int nr, uint32_t action) {
   // ioctl's request is an unsigned int in the kernel: compare the low 32 bits only,
   // or TIOCSTI with junk in the high half would slip past a 64-bit equality.
   for (uint64_t request : {uint64_t{TIOCSTI}, uint64_t{TIOCLINUX}}) {
-    int rc = seccomp_rule_add(ctx, action, nr, 1, SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xffffffffu, request));
+    int rc =
+        seccomp_rule_add(ctx, action, nr, 1, SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xffffffffu, request));
     if (rc < 0) return rc;
   }
   return 0;
@@ -76,10 +81,14 @@ int AddRule(scmp_filter_ctx ctx, const SyscallRule& rule, uint32_t action) {
   const int nr = seccomp_syscall_resolve_name(name.c_str());
   if (nr == __NR_SCMP_ERROR) return -ENOENT;  // a table name libseccomp does not know: fail closed
   switch (rule.filter) {
-    case ArgFilter::kAny: return seccomp_rule_add(ctx, action, nr, 0);
-    case ArgFilter::kCloneNamespaceFlags: return AddClone(ctx, nr, action);
-    case ArgFilter::kPersonalityChange: return AddPersonality(ctx, nr, action);
-    case ArgFilter::kTerminalInjectIoctl: return AddTerminalIoctl(ctx, nr, action);
+    case ArgFilter::kAny:
+      return seccomp_rule_add(ctx, action, nr, 0);
+    case ArgFilter::kCloneNamespaceFlags:
+      return AddClone(ctx, nr, action);
+    case ArgFilter::kPersonalityChange:
+      return AddPersonality(ctx, nr, action);
+    case ArgFilter::kTerminalInjectIoctl:
+      return AddTerminalIoctl(ctx, nr, action);
   }
   return -EINVAL;
 }

@@ -1,13 +1,16 @@
 // The syscall groups: data only. Every group says what it shuts and why its action.
-#include <cerrno>
-
 #include "seccomp/policy.h"
+
+#include <cerrno>
 
 namespace skillmcp::seccomp {
 namespace {
 
 constexpr SyscallRule kClock[] = {
-    {"adjtimex"}, {"clock_adjtime"}, {"clock_settime"}, {"settimeofday"},
+    {"adjtimex"},
+    {"clock_adjtime"},
+    {"clock_settime"},
+    {"settimeofday"},
 };
 
 constexpr SyscallRule kCloneFallback[] = {{"clone3"}};
@@ -19,35 +22,41 @@ constexpr SyscallRule kCrossProcess[] = {
 constexpr SyscallRule kFileHandles[] = {{"name_to_handle_at"}, {"open_by_handle_at"}};
 
 constexpr SyscallRule kIoUring[] = {
-    {"io_uring_enter"}, {"io_uring_register"}, {"io_uring_setup"},
+    {"io_uring_enter"},
+    {"io_uring_register"},
+    {"io_uring_setup"},
 };
 
 constexpr SyscallRule kKernelSurface[] = {
-    {"bpf"}, {"perf_event_open"}, {"userfaultfd"},
+    {"bpf"},
+    {"perf_event_open"},
+    {"userfaultfd"},
 };
 
 constexpr SyscallRule kKeyring[] = {{"add_key"}, {"keyctl"}, {"request_key"}};
 
 constexpr SyscallRule kMachine[] = {
-    {"acct"}, {"ioperm"}, {"iopl"}, {"kexec_file_load"}, {"kexec_load"},
-    {"quotactl"}, {"quotactl_fd"}, {"reboot"}, {"setdomainname"}, {"sethostname"},
-    {"swapoff"}, {"swapon"}, {"syslog"},
+    {"acct"},     {"ioperm"},      {"iopl"},   {"kexec_file_load"}, {"kexec_load"},
+    {"quotactl"}, {"quotactl_fd"}, {"reboot"}, {"setdomainname"},   {"sethostname"},
+    {"swapoff"},  {"swapon"},      {"syslog"},
 };
 
 constexpr SyscallRule kModules[] = {{"delete_module"}, {"finit_module"}, {"init_module"}};
 
 constexpr SyscallRule kMount[] = {
-    {"chroot"}, {"fsconfig"}, {"fsmount"}, {"fsopen"}, {"fspick"}, {"mount"},
+    {"chroot"},        {"fsconfig"},   {"fsmount"},   {"fsopen"},     {"fspick"},  {"mount"},
     {"mount_setattr"}, {"move_mount"}, {"open_tree"}, {"pivot_root"}, {"umount2"},
 };
 
 constexpr SyscallRule kNamespaces[] = {
-    {"clone", ArgFilter::kCloneNamespaceFlags}, {"setns"}, {"unshare"},
+    {"clone", ArgFilter::kCloneNamespaceFlags},
+    {"setns"},
+    {"unshare"},
 };
 
 constexpr SyscallRule kObsolete[] = {
-    {"_sysctl"}, {"lookup_dcookie"}, {"modify_ldt"}, {"nfsservctl"}, {"sysfs"},
-    {"uselib"}, {"ustat"}, {"vhangup"},
+    {"_sysctl"}, {"lookup_dcookie"}, {"modify_ldt"}, {"nfsservctl"},
+    {"sysfs"},   {"uselib"},         {"ustat"},      {"vhangup"},
 };
 
 constexpr SyscallRule kPersonality[] = {{"personality", ArgFilter::kPersonalityChange}};
@@ -87,8 +96,7 @@ constexpr SyscallGroup kGroups[] = {
      "whole-machine controls (reboot, kexec, swap, accounting, quotas, port I/O, host "
      "and domain names, the kernel log); EPERM as without the capability",
      Action::kErrnoEperm, kMachine},
-    {"@modules",
-     "loading or removing kernel modules; EPERM as without CAP_SYS_MODULE",
+    {"@modules", "loading or removing kernel modules; EPERM as without CAP_SYS_MODULE",
      Action::kErrnoEperm, kModules},
     {"@mount",
      "changing the filesystem view (old and new mount API, chroot, pivot_root); EPERM "
@@ -118,9 +126,12 @@ std::span<const SyscallGroup> WorkerPolicyGroups() { return kGroups; }
 
 int ActionErrno(Action action) {
   switch (action) {
-    case Action::kErrnoEnosys: return ENOSYS;
-    case Action::kErrnoEperm: return EPERM;
-    case Action::kKillProcess: return 0;
+    case Action::kErrnoEnosys:
+      return ENOSYS;
+    case Action::kErrnoEperm:
+      return EPERM;
+    case Action::kKillProcess:
+      return 0;
   }
   return 0;
 }

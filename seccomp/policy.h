@@ -31,9 +31,9 @@ enum class Action : uint8_t {
 // How a syscall's arguments narrow the rule (none = every call).
 enum class ArgFilter : uint8_t {
   kAny,
-  kCloneNamespaceFlags,    // clone(flags, ...) with any CLONE_NEW* bit
-  kPersonalityChange,      // personality(p) for anything but PER_LINUX or the 0xffffffff query
-  kTerminalInjectIoctl,    // ioctl(fd, TIOCSTI or TIOCLINUX, ...)
+  kCloneNamespaceFlags,  // clone(flags, ...) with any CLONE_NEW* bit
+  kPersonalityChange,    // personality(p) for anything but PER_LINUX or the 0xffffffff query
+  kTerminalInjectIoctl,  // ioctl(fd, TIOCSTI or TIOCLINUX, ...)
 };
 
 struct SyscallRule {

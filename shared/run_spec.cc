@@ -96,9 +96,7 @@ class Reader {
 
 bool HasNul(std::string_view s) { return s.find('\0') != std::string_view::npos; }
 
-bool IsEnvNameStart(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
-}
+bool IsEnvNameStart(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; }
 
 bool IsEnvNameChar(char c) { return IsEnvNameStart(c) || (c >= '0' && c <= '9'); }
 
@@ -175,8 +173,8 @@ std::optional<RunSpec> DecodeRunSpec(std::string_view bytes) {
   if (!r.U8(reserved) || reserved != 0) return std::nullopt;
   if (!r.U32(spec.uid) || !r.U32(spec.gid)) return std::nullopt;
   RunLimits& l = spec.limits;
-  if (!r.U64(l.nproc) || !r.U64(l.address_space) || !r.U64(l.data) ||
-      !r.U64(l.cpu_seconds) || !r.U64(l.fsize) || !r.U64(l.nofile))
+  if (!r.U64(l.nproc) || !r.U64(l.address_space) || !r.U64(l.data) || !r.U64(l.cpu_seconds) ||
+      !r.U64(l.fsize) || !r.U64(l.nofile))
     return std::nullopt;
   if (!r.String(spec.script_path)) return std::nullopt;
   size_t budget = kRunSpecMaxStrings;

@@ -59,15 +59,15 @@ enum class RunProgram : uint8_t {
 
 struct RunSpec {
   RunProgram program = RunProgram::kNodeScript;
-  std::string script_path;          // real absolute path of the script (for node's
-                                    // module identity: __filename, relative require)
-  std::vector<std::string> args;    // script arguments, verbatim
-  std::vector<std::string> envp;    // "NAME=value", exactly the allowlisted block
-  bool switch_ids = false;          // setgroups({}) + setresgid + setresuid
+  std::string script_path;        // real absolute path of the script (for node's
+                                  // module identity: __filename, relative require)
+  std::vector<std::string> args;  // script arguments, verbatim
+  std::vector<std::string> envp;  // "NAME=value", exactly the allowlisted block
+  bool switch_ids = false;        // setgroups({}) + setresgid + setresuid
   uint32_t uid = 0;
   uint32_t gid = 0;
   RunLimits limits;
-  bool seccomp = true;              // install the policy in seccomp/
+  bool seccomp = true;  // install the policy in seccomp/
 };
 
 // The wire format (little-endian, no padding; see shared/run_spec.cc):
@@ -88,8 +88,8 @@ std::optional<RunSpec> DecodeRunSpec(std::string_view bytes);
 
 // What a worker writes on the status fd when a setup step fails.
 struct WorkerFailure {
-  int32_t step = 0;   // a WorkerStep value (worker_steps.h); also the exit code
-  int32_t err = 0;    // errno of the failing call
+  int32_t step = 0;  // a WorkerStep value (worker_steps.h); also the exit code
+  int32_t err = 0;   // errno of the failing call
 };
 
 }  // namespace skillmcp

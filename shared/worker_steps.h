@@ -44,25 +44,44 @@ inline constexpr int32_t kWorkerStepLast = 230;  // reserved up to here
 // A phrase that completes "the worker could not ...".
 inline const char* DescribeWorkerStep(WorkerStep step) {
   switch (step) {
-    case WorkerStep::kReadSpec: return "read a valid run description from the broker";
-    case WorkerStep::kCheckFds: return "find the expected descriptors (status, node, script, skill dir)";
-    case WorkerStep::kSetsid: return "start its own session and process group with default signal handling";
-    case WorkerStep::kCloseFds: return "close the inherited descriptors";
-    case WorkerStep::kSetLimits: return "apply the resource limits";
-    case WorkerStep::kRefuseRootIds: return "accept the run-as identity (root, or the broker's own uid or gid, is refused)";
-    case WorkerStep::kSetGroups: return "drop the supplementary groups";
-    case WorkerStep::kSetGid: return "switch to the run-as gid";
-    case WorkerStep::kSetUid: return "switch to the run-as uid";
-    case WorkerStep::kVerifyIds: return "verify that the uid/gid switch cannot be undone";
-    case WorkerStep::kSecurebits: return "lock the securebits";
-    case WorkerStep::kDropAmbient: return "clear the ambient capabilities";
-    case WorkerStep::kDropBounding: return "drop the capability bounding set";
-    case WorkerStep::kDropCaps: return "clear the effective, permitted and inheritable capabilities";
-    case WorkerStep::kVerifyCaps: return "verify that no capability is left";
-    case WorkerStep::kNoNewPrivs: return "set no_new_privs";
-    case WorkerStep::kChdir: return "enter the skill directory";
-    case WorkerStep::kSeccomp: return "install the seccomp filter";
-    case WorkerStep::kExec: return "execute the interpreter";
+    case WorkerStep::kReadSpec:
+      return "read a valid run description from the broker";
+    case WorkerStep::kCheckFds:
+      return "find the expected descriptors (status, node, script, skill dir)";
+    case WorkerStep::kSetsid:
+      return "start its own session and process group with default signal handling";
+    case WorkerStep::kCloseFds:
+      return "close the inherited descriptors";
+    case WorkerStep::kSetLimits:
+      return "apply the resource limits";
+    case WorkerStep::kRefuseRootIds:
+      return "accept the run-as identity (root, or the broker's own uid or gid, is refused)";
+    case WorkerStep::kSetGroups:
+      return "drop the supplementary groups";
+    case WorkerStep::kSetGid:
+      return "switch to the run-as gid";
+    case WorkerStep::kSetUid:
+      return "switch to the run-as uid";
+    case WorkerStep::kVerifyIds:
+      return "verify that the uid/gid switch cannot be undone";
+    case WorkerStep::kSecurebits:
+      return "lock the securebits";
+    case WorkerStep::kDropAmbient:
+      return "clear the ambient capabilities";
+    case WorkerStep::kDropBounding:
+      return "drop the capability bounding set";
+    case WorkerStep::kDropCaps:
+      return "clear the effective, permitted and inheritable capabilities";
+    case WorkerStep::kVerifyCaps:
+      return "verify that no capability is left";
+    case WorkerStep::kNoNewPrivs:
+      return "set no_new_privs";
+    case WorkerStep::kChdir:
+      return "enter the skill directory";
+    case WorkerStep::kSeccomp:
+      return "install the seccomp filter";
+    case WorkerStep::kExec:
+      return "execute the interpreter";
   }
   return "complete an unknown setup step";
 }

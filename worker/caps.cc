@@ -43,11 +43,12 @@ StepResult LockSecurebits() {
   // DropBoundingSet, which refuses to go on unless root's bounding set is empty.
   if (!HaveEffective(CAP_SETPCAP)) return StepOk();
   const unsigned long bits =
-      SECBIT_NOROOT | SECBIT_NOROOT_LOCKED |                          // uid 0 gets no caps at exec
-      SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |        // uid changes never re-grant
-      SECBIT_KEEP_CAPS_LOCKED |                                       // keep-caps stays off
+      SECBIT_NOROOT | SECBIT_NOROOT_LOCKED |                    // uid 0 gets no caps at exec
+      SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |  // uid changes never re-grant
+      SECBIT_KEEP_CAPS_LOCKED |                                 // keep-caps stays off
       SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;  // no ambient ever again
-  if (prctl(PR_SET_SECUREBITS, bits, 0, 0, 0) != 0) return StepFailed(WorkerStep::kSecurebits, errno);
+  if (prctl(PR_SET_SECUREBITS, bits, 0, 0, 0) != 0)
+    return StepFailed(WorkerStep::kSecurebits, errno);
   return StepOk();
 }
 

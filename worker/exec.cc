@@ -30,8 +30,7 @@ std::vector<std::string> BuildArgv(const RunSpec& spec) {
   return argv;
 }
 
-ExecPlan::ExecPlan(const RunSpec& spec)
-    : argv_store_(BuildArgv(spec)), envp_store_(spec.envp) {
+ExecPlan::ExecPlan(const RunSpec& spec) : argv_store_(BuildArgv(spec)), envp_store_(spec.envp) {
   argv_ = CArray(argv_store_);
   envp_ = CArray(envp_store_);
 }

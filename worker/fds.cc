@@ -41,7 +41,8 @@ StepResult SetCloexec(int fd, bool on) {
 StepResult CloseFromLoop(int first) {
   struct rlimit rl;
   if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return StepFailed(WorkerStep::kCloseFds, errno);
-  const rlim_t top = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > (1u << 20) ? (1u << 20) : rl.rlim_max;
+  const rlim_t top =
+      rl.rlim_max == RLIM_INFINITY || rl.rlim_max > (1u << 20) ? (1u << 20) : rl.rlim_max;
   for (rlim_t fd = static_cast<rlim_t>(first); fd < top; ++fd) close(static_cast<int>(fd));
   return StepOk();
 }

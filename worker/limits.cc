@@ -13,14 +13,14 @@ std::vector<LimitSetting> PlanLimits(const RunLimits& limits) {
     const rlim_t hard = v + hard_extra < v ? RLIM_INFINITY : v + hard_extra;
     plan.push_back({resource, v, hard});
   };
-  add(RLIMIT_NPROC, limits.nproc);          // fork bombs (counts threads, per real uid)
-  add(RLIMIT_AS, limits.address_space);     // runaway address space
-  add(RLIMIT_DATA, limits.data);            // memory bombs (private writable memory)
+  add(RLIMIT_NPROC, limits.nproc);       // fork bombs (counts threads, per real uid)
+  add(RLIMIT_AS, limits.address_space);  // runaway address space
+  add(RLIMIT_DATA, limits.data);         // memory bombs (private writable memory)
   // CPU: the soft limit sends SIGXCPU, the hard one a second later SIGKILL, so a
   // script that ignores SIGXCPU still stops.
   add(RLIMIT_CPU, limits.cpu_seconds, 1);
-  add(RLIMIT_FSIZE, limits.fsize);          // disk fill: writes past it get SIGXFSZ/EFBIG
-  add(RLIMIT_NOFILE, limits.nofile);        // descriptor exhaustion
+  add(RLIMIT_FSIZE, limits.fsize);    // disk fill: writes past it get SIGXFSZ/EFBIG
+  add(RLIMIT_NOFILE, limits.nofile);  // descriptor exhaustion
   return plan;
 }
 
@@ -28,7 +28,9 @@ StepResult ApplyLimits(const RunLimits& limits) {
   for (const LimitSetting& s : PlanLimits(limits)) {
     struct rlimit current;
     if (getrlimit(s.resource, &current) != 0) return StepFailed(WorkerStep::kSetLimits, errno);
-    struct rlimit wanted{s.soft, s.hard};
+    struct rlimit wanted {
+      s.soft, s.hard
+    };
     if (current.rlim_max != RLIM_INFINITY) {
       if (wanted.rlim_max > current.rlim_max) wanted.rlim_max = current.rlim_max;
       if (wanted.rlim_cur > wanted.rlim_max) wanted.rlim_cur = wanted.rlim_max;

@@ -19,7 +19,8 @@ StepResult StartOwnSession() {
     struct sigaction sa {};
     sa.sa_handler = SIG_DFL;
     // EINVAL for the numbers glibc reserves (32, 33): nothing to reset there.
-    if (sigaction(sig, &sa, nullptr) != 0 && errno != EINVAL) return StepFailed(WorkerStep::kSetsid, errno);
+    if (sigaction(sig, &sa, nullptr) != 0 && errno != EINVAL)
+      return StepFailed(WorkerStep::kSetsid, errno);
   }
   sigset_t none;
   sigemptyset(&none);

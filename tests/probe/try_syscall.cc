@@ -15,6 +15,7 @@
 //   try_syscall write FILE MiB writes MiB MiB to FILE, prints "wrote N" or the errno
 //   try_syscall spin           burns CPU forever
 //   try_syscall setuid0        setresuid(0,0,0) and setresgid(0,0,0), prints the errnos
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <sched.h>
@@ -24,7 +25,6 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <dirent.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -122,20 +122,23 @@ const Call kCalls[] = {
     {"getpid", [] { return S(SYS_getpid); }},
     {"openat", [] { return S(SYS_openat, -1, B(), 0); }},
     {"read", [] { return S(SYS_read, -1, 0, 0); }},
-    {"clone_plain", [] {
+    {"clone_plain",
+     [] {
        // fork through clone() with no namespace flag: must work.
        long pid = S(SYS_clone, SIGCHLD, 0, 0, 0, 0);
        if (pid == 0) _exit(0);
        if (pid > 0) waitpid(static_cast<pid_t>(pid), nullptr, 0);
        return pid < 0 ? -1L : 0L;
      }},
-    {"clone_newuser", [] {
+    {"clone_newuser",
+     [] {
        long pid = S(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
        if (pid == 0) _exit(0);
        if (pid > 0) waitpid(static_cast<pid_t>(pid), nullptr, 0);
        return pid < 0 ? -1L : 0L;
      }},
-    {"clone_newns_newpid", [] {
+    {"clone_newns_newpid",
+     [] {
        long pid = S(SYS_clone, CLONE_NEWNS | CLONE_NEWPID | SIGCHLD, 0, 0, 0, 0);
        if (pid == 0) _exit(0);
        if (pid > 0) waitpid(static_cast<pid_t>(pid), nullptr, 0);
@@ -163,24 +166,30 @@ int CallByName(std::string_view name) {
 
 void PrintStatus() {
   {
-  std::ifstream in("/proc/self/status");  // closed before the descriptor listing below
-  std::string line;
-  const char* keys[] = {"Uid:", "Gid:", "Groups:", "CapInh:", "CapPrm:", "CapEff:",
-                        "CapBnd:", "CapAmb:", "NoNewPrivs:", "Seccomp:", "SigBlk:", "SigIgn:"};
-  while (std::getline(in, line))
-    for (const char* k : keys)
-      if (line.rfind(k, 0) == 0) std::cout << line << "\n";
+    std::ifstream in("/proc/self/status");  // closed before the descriptor listing below
+    std::string line;
+    const char* keys[] = {"Uid:",    "Gid:",    "Groups:",     "CapInh:",  "CapPrm:", "CapEff:",
+                          "CapBnd:", "CapAmb:", "NoNewPrivs:", "Seccomp:", "SigBlk:", "SigIgn:"};
+    while (std::getline(in, line))
+      for (const char* k : keys)
+        if (line.rfind(k, 0) == 0) std::cout << line << "\n";
   }
-  const struct { const char* name; int res; } limits[] = {
-      {"NPROC", RLIMIT_NPROC}, {"AS", RLIMIT_AS}, {"DATA", RLIMIT_DATA}, {"CPU", RLIMIT_CPU},
-      {"FSIZE", RLIMIT_FSIZE}, {"NOFILE", RLIMIT_NOFILE}, {"CORE", RLIMIT_CORE}};
+  const struct {
+    const char* name;
+    int res;
+  } limits[] = {{"NPROC", RLIMIT_NPROC}, {"AS", RLIMIT_AS},       {"DATA", RLIMIT_DATA},
+                {"CPU", RLIMIT_CPU},     {"FSIZE", RLIMIT_FSIZE}, {"NOFILE", RLIMIT_NOFILE},
+                {"CORE", RLIMIT_CORE}};
   for (const auto& l : limits) {
     struct rlimit r;
     getrlimit(l.res, &r);
-    auto v = [](rlim_t x) { return x == RLIM_INFINITY ? std::string("unlimited") : std::to_string(x); };
+    auto v = [](rlim_t x) {
+      return x == RLIM_INFINITY ? std::string("unlimited") : std::to_string(x);
+    };
     std::cout << "RLIMIT_" << l.name << ": " << v(r.rlim_cur) << " " << v(r.rlim_max) << "\n";
   }
-  std::cout << "Securebits: 0x" << std::hex << prctl(PR_GET_SECUREBITS, 0, 0, 0, 0) << std::dec << "\n";
+  std::cout << "Securebits: 0x" << std::hex << prctl(PR_GET_SECUREBITS, 0, 0, 0, 0) << std::dec
+            << "\n";
   std::cout << "Fds:";
   if (DIR* d = opendir("/proc/self/fd")) {
     const int self = dirfd(d);
@@ -247,7 +256,10 @@ int MemBomb(long mib) {
 
 int WriteFile(const char* path, long mib) {
   const int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) { std::printf("open %s\n", strerrorname_np(errno)); return 1; }
+  if (fd < 0) {
+    std::printf("open %s\n", strerrorname_np(errno));
+    return 1;
+  }
   static char block[1 << 20];
   long wrote = 0;
   for (; wrote < mib; ++wrote) {
@@ -265,7 +277,8 @@ int WriteFile(const char* path, long mib) {
 int SetUid0() {
   const int u = setresuid(0, 0, 0) == 0 ? 0 : errno;
   const int g = setresgid(0, 0, 0) == 0 ? 0 : errno;
-  std::printf("setresuid %s setresgid %s\n", u ? strerrorname_np(u) : "ok", g ? strerrorname_np(g) : "ok");
+  std::printf("setresuid %s setresgid %s\n", u ? strerrorname_np(u) : "ok",
+              g ? strerrorname_np(g) : "ok");
   return 0;
 }
 
@@ -279,7 +292,10 @@ int main(int argc, char** argv) {
     for (int i = 2; i < argc; ++i) rc |= CallByName(argv[i]);
     return rc;
   }
-  if (mode == "status") { PrintStatus(); return 0; }
+  if (mode == "status") {
+    PrintStatus();
+    return 0;
+  }
   if (mode == "env") {
     for (char** e = environ; *e; ++e) std::printf("%s\n", *e);
     return 0;

@@ -3,6 +3,7 @@
 // success, so an EPERM/ENOSYS/SIGSYS can only come from the filter.
 #include <fcntl.h>
 #include <grp.h>
+#include <gtest/gtest.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -12,8 +13,6 @@
 
 #include <cerrno>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "seccomp/policy.h"
 
@@ -55,7 +54,8 @@ ProbeRun RunProbe(const char* call, bool with_policy) {
 std::string Outcome(const ProbeRun& run, const char* call) {
   if (WIFSIGNALED(run.status)) return WTERMSIG(run.status) == SIGSYS ? "SIGSYS" : "signal";
   const std::string prefix = std::string(call) + " ";
-  if (run.out.rfind(prefix, 0) != 0) return "no output (exit " + std::to_string(WEXITSTATUS(run.status)) + ")";
+  if (run.out.rfind(prefix, 0) != 0)
+    return "no output (exit " + std::to_string(WEXITSTATUS(run.status)) + ")";
   return run.out.substr(prefix.size(), run.out.size() - prefix.size() - 1);
 }
 
@@ -65,34 +65,76 @@ struct Row {
 };
 
 const Row kRows[] = {
-    {"ptrace", "SIGSYS"}, {"process_vm_readv", "SIGSYS"}, {"process_vm_writev", "SIGSYS"},
-    {"pidfd_getfd", "SIGSYS"}, {"kcmp", "SIGSYS"},
-    {"perf_event_open", "EPERM"}, {"bpf", "EPERM"}, {"userfaultfd", "EPERM"},
-    {"keyctl", "EPERM"}, {"add_key", "EPERM"}, {"request_key", "EPERM"},
-    {"io_uring_setup", "ENOSYS"}, {"io_uring_enter", "ENOSYS"}, {"io_uring_register", "ENOSYS"},
-    {"unshare", "EPERM"}, {"setns", "EPERM"}, {"clone_newuser", "EPERM"},
-    {"clone_newns_newpid", "EPERM"}, {"clone3", "ENOSYS"},
-    {"mount", "EPERM"}, {"umount2", "EPERM"}, {"fsopen", "EPERM"}, {"fsconfig", "EPERM"},
-    {"fsmount", "EPERM"}, {"fspick", "EPERM"}, {"move_mount", "EPERM"}, {"open_tree", "EPERM"},
-    {"mount_setattr", "EPERM"}, {"pivot_root", "EPERM"}, {"chroot", "EPERM"},
-    {"init_module", "EPERM"}, {"finit_module", "EPERM"}, {"delete_module", "EPERM"},
-    {"kexec_load", "EPERM"}, {"kexec_file_load", "EPERM"}, {"reboot", "EPERM"},
-    {"swapon", "EPERM"}, {"swapoff", "EPERM"}, {"acct", "EPERM"},
-    {"sethostname", "EPERM"}, {"setdomainname", "EPERM"},
-    {"settimeofday", "EPERM"}, {"clock_settime", "EPERM"}, {"clock_adjtime", "EPERM"},
-    {"adjtimex", "EPERM"}, {"iopl", "EPERM"}, {"ioperm", "EPERM"}, {"quotactl", "EPERM"},
-    {"quotactl_fd", "EPERM"}, {"syslog", "EPERM"}, {"open_by_handle_at", "EPERM"},
-    {"name_to_handle_at", "EPERM"}, {"personality_no_aslr", "EPERM"},
-    {"personality_no_aslr_high", "EPERM"}, {"personality_bit31", "EPERM"},
-    {"ioctl_tiocsti", "EPERM"}, {"ioctl_tiocsti_high", "EPERM"}, {"ioctl_tioclinux", "EPERM"},
-    {"modify_ldt", "ENOSYS"}, {"ustat", "ENOSYS"}, {"sysfs", "ENOSYS"}, {"vhangup", "ENOSYS"},
+    {"ptrace", "SIGSYS"},
+    {"process_vm_readv", "SIGSYS"},
+    {"process_vm_writev", "SIGSYS"},
+    {"pidfd_getfd", "SIGSYS"},
+    {"kcmp", "SIGSYS"},
+    {"perf_event_open", "EPERM"},
+    {"bpf", "EPERM"},
+    {"userfaultfd", "EPERM"},
+    {"keyctl", "EPERM"},
+    {"add_key", "EPERM"},
+    {"request_key", "EPERM"},
+    {"io_uring_setup", "ENOSYS"},
+    {"io_uring_enter", "ENOSYS"},
+    {"io_uring_register", "ENOSYS"},
+    {"unshare", "EPERM"},
+    {"setns", "EPERM"},
+    {"clone_newuser", "EPERM"},
+    {"clone_newns_newpid", "EPERM"},
+    {"clone3", "ENOSYS"},
+    {"mount", "EPERM"},
+    {"umount2", "EPERM"},
+    {"fsopen", "EPERM"},
+    {"fsconfig", "EPERM"},
+    {"fsmount", "EPERM"},
+    {"fspick", "EPERM"},
+    {"move_mount", "EPERM"},
+    {"open_tree", "EPERM"},
+    {"mount_setattr", "EPERM"},
+    {"pivot_root", "EPERM"},
+    {"chroot", "EPERM"},
+    {"init_module", "EPERM"},
+    {"finit_module", "EPERM"},
+    {"delete_module", "EPERM"},
+    {"kexec_load", "EPERM"},
+    {"kexec_file_load", "EPERM"},
+    {"reboot", "EPERM"},
+    {"swapon", "EPERM"},
+    {"swapoff", "EPERM"},
+    {"acct", "EPERM"},
+    {"sethostname", "EPERM"},
+    {"setdomainname", "EPERM"},
+    {"settimeofday", "EPERM"},
+    {"clock_settime", "EPERM"},
+    {"clock_adjtime", "EPERM"},
+    {"adjtimex", "EPERM"},
+    {"iopl", "EPERM"},
+    {"ioperm", "EPERM"},
+    {"quotactl", "EPERM"},
+    {"quotactl_fd", "EPERM"},
+    {"syslog", "EPERM"},
+    {"open_by_handle_at", "EPERM"},
+    {"name_to_handle_at", "EPERM"},
+    {"personality_no_aslr", "EPERM"},
+    {"personality_no_aslr_high", "EPERM"},
+    {"personality_bit31", "EPERM"},
+    {"ioctl_tiocsti", "EPERM"},
+    {"ioctl_tiocsti_high", "EPERM"},
+    {"ioctl_tioclinux", "EPERM"},
+    {"modify_ldt", "ENOSYS"},
+    {"ustat", "ENOSYS"},
+    {"sysfs", "ENOSYS"},
+    {"vhangup", "ENOSYS"},
     {"uselib", "ENOSYS"},
 };
 
 class PolicyKernelTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root with capabilities, so only the filter can refuse";
+    if (geteuid() != 0)
+      GTEST_SKIP() << "needs root with capabilities, so only the filter can refuse";
   }
 };
 
@@ -115,10 +157,15 @@ TEST_F(PolicyKernelTest, EveryDeniedSyscallGetsTheFilterAnswer) {
 }
 
 TEST_F(PolicyKernelTest, OrdinaryCallsStayAllowed) {
-  const Row allowed[] = {{"getpid", "ok"}, {"read", "EBADF"}, {"openat", "EFAULT"},
-                         {"ioctl_tiocgwinsz", "EBADF"}, {"personality_query", "ok"},
-                         {"personality_linux", "ok"}, {"clone_plain", "ok"}};
-  for (const Row& row : allowed) EXPECT_EQ(Outcome(RunProbe(row.call, true), row.call), row.expected) << row.call;
+  const Row allowed[] = {{"getpid", "ok"},
+                         {"read", "EBADF"},
+                         {"openat", "EFAULT"},
+                         {"ioctl_tiocgwinsz", "EBADF"},
+                         {"personality_query", "ok"},
+                         {"personality_linux", "ok"},
+                         {"clone_plain", "ok"}};
+  for (const Row& row : allowed)
+    EXPECT_EQ(Outcome(RunProbe(row.call, true), row.call), row.expected) << row.call;
 }
 
 // The fixed prefix: a foreign ABI kills the process even though no group names it.
@@ -152,9 +199,13 @@ TEST_F(PolicyKernelTest, AKillInOneThreadEndsTheWholeProcess) {
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || InstallWorkerPolicy() != 0) _exit(90);
     // A second thread calls ptrace; the main thread would otherwise exit 0 later.
     static char stack[64 * 1024];
-    const int tid = clone([](void*) -> int { syscall(SYS_ptrace, 0x7fff, 0, 0, 0); return 0; },
-                          stack + sizeof(stack), CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND |
-                          CLONE_THREAD | CLONE_SYSVSEM, nullptr);
+    const int tid = clone(
+        [](void*) -> int {
+          syscall(SYS_ptrace, 0x7fff, 0, 0, 0);
+          return 0;
+        },
+        stack + sizeof(stack),
+        CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM, nullptr);
     if (tid < 0) _exit(91);
     sleep(2);
     _exit(0);

@@ -1,11 +1,10 @@
 // The group table: sorted, documented, free of duplicates, resolvable, complete.
+#include <gtest/gtest.h>
 #include <seccomp.h>
 
 #include <algorithm>
 #include <set>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "seccomp/policy.h"
 
@@ -50,14 +49,53 @@ TEST(PolicyTable, CoversEveryRequiredSyscall) {
   std::set<std::string_view> listed;
   for (const SyscallGroup& g : WorkerPolicyGroups())
     for (const SyscallRule& r : g.rules) listed.insert(r.name);
-  for (const char* must :
-       {"ptrace", "process_vm_readv", "process_vm_writev", "perf_event_open", "bpf", "userfaultfd",
-        "keyctl", "add_key", "request_key", "io_uring_setup", "io_uring_enter", "io_uring_register",
-        "unshare", "setns", "clone", "clone3", "mount", "umount2", "fsopen", "fsconfig", "fsmount",
-        "fspick", "move_mount", "open_tree", "mount_setattr", "pivot_root", "chroot", "init_module",
-        "finit_module", "delete_module", "kexec_load", "kexec_file_load", "reboot", "swapon",
-        "swapoff", "acct", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex", "iopl",
-        "ioperm", "quotactl", "syslog", "open_by_handle_at", "name_to_handle_at", "personality"})
+  for (const char* must : {"ptrace",
+                           "process_vm_readv",
+                           "process_vm_writev",
+                           "perf_event_open",
+                           "bpf",
+                           "userfaultfd",
+                           "keyctl",
+                           "add_key",
+                           "request_key",
+                           "io_uring_setup",
+                           "io_uring_enter",
+                           "io_uring_register",
+                           "unshare",
+                           "setns",
+                           "clone",
+                           "clone3",
+                           "mount",
+                           "umount2",
+                           "fsopen",
+                           "fsconfig",
+                           "fsmount",
+                           "fspick",
+                           "move_mount",
+                           "open_tree",
+                           "mount_setattr",
+                           "pivot_root",
+                           "chroot",
+                           "init_module",
+                           "finit_module",
+                           "delete_module",
+                           "kexec_load",
+                           "kexec_file_load",
+                           "reboot",
+                           "swapon",
+                           "swapoff",
+                           "acct",
+                           "settimeofday",
+                           "clock_settime",
+                           "clock_adjtime",
+                           "adjtimex",
+                           "iopl",
+                           "ioperm",
+                           "quotactl",
+                           "syslog",
+                           "open_by_handle_at",
+                           "name_to_handle_at",
+                           "personality"})
     EXPECT_TRUE(listed.count(must)) << must << " is not in the policy";
 }
 

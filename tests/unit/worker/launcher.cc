@@ -4,10 +4,10 @@
 #include <grp.h>
 #include <linux/capability.h>
 #include <linux/securebits.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,12 +43,16 @@ const char* WorkerPath() { return SKILL_MCP_TEST_WORKER; }
 const char* ProbePath() { return SKILL_MCP_TEST_PROBE; }
 
 bool LaunchResult::Exited() const { return WIFEXITED(wait_status); }
-int LaunchResult::ExitCode() const { return WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1; }
+int LaunchResult::ExitCode() const {
+  return WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
+}
 int LaunchResult::Signal() const { return WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : 0; }
 
 std::string LaunchResult::Describe() const {
   std::string s = "exit=" + std::to_string(ExitCode()) + " signal=" + std::to_string(Signal());
-  if (failure) s += " failure{step=" + std::to_string(failure->step) + " err=" + std::to_string(failure->err) + "}";
+  if (failure)
+    s += " failure{step=" + std::to_string(failure->step) + " err=" + std::to_string(failure->err) +
+         "}";
   if (timed_out) s += " TIMED OUT";
   s += "\n--- stdout ---\n" + out.substr(0, 4000) + "\n--- stderr ---\n" + err.substr(0, 4000);
   return s;
@@ -57,14 +61,18 @@ std::string LaunchResult::Describe() const {
 LaunchResult RunWorker(const Launch& launch) {
   LaunchResult result;
   int spec[2], status[2], out[2], err[2];
-  if (pipe2(spec, O_CLOEXEC) || pipe2(status, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) {
+  if (pipe2(spec, O_CLOEXEC) || pipe2(status, O_CLOEXEC) || pipe2(out, O_CLOEXEC) ||
+      pipe2(err, O_CLOEXEC)) {
     result.err = "pipe failed";
     return result;
   }
-  for (int* p : {spec, status, out, err}) { p[0] = High(p[0]); p[1] = High(p[1]); }
+  for (int* p : {spec, status, out, err}) {
+    p[0] = High(p[0]);
+    p[1] = High(p[1]);
+  }
   const int devnull = OpenHigh("/dev/null", O_RDONLY);
   const int prog = launch.program_fd >= 0 ? High(fcntl(launch.program_fd, F_DUPFD_CLOEXEC, 0))
-                                           : OpenHigh(launch.program_path, O_RDONLY);
+                                          : OpenHigh(launch.program_path, O_RDONLY);
   const int script = launch.script_fd >= 0 ? High(fcntl(launch.script_fd, F_DUPFD_CLOEXEC, 0))
                                            : OpenHigh(launch.script_path, O_RDONLY);
   const int dir = OpenHigh(launch.dir_path, O_PATH | O_DIRECTORY);
@@ -80,7 +88,10 @@ LaunchResult RunWorker(const Launch& launch) {
   if (pid == 0) {
     // Child: async-signal-safe calls only until exec.
     auto place = [](int from, int to) {
-      if (from < 0) { close(to); return; }
+      if (from < 0) {
+        close(to);
+        return;
+      }
       if (dup2(from, to) < 0) _exit(120);
     };
     place(launch.close_stdin ? -1 : devnull, 0);
@@ -109,7 +120,8 @@ LaunchResult RunWorker(const Launch& launch) {
     sigprocmask(SIG_BLOCK, &block, nullptr);
     if (launch.broker_uid) {
       const uid_t id = *launch.broker_uid;
-      if (!launch.broker_ambient_caps.empty() && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0) _exit(121);
+      if (!launch.broker_ambient_caps.empty() && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0)
+        _exit(121);
       if (setgroups(0, nullptr) || setresgid(id, id, id) || setresuid(id, id, id)) _exit(121);
       if (!launch.broker_ambient_caps.empty()) {
         __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
@@ -148,7 +160,10 @@ LaunchResult RunWorker(const Launch& launch) {
   fcntl(spec[1], F_SETFL, O_NONBLOCK);
   size_t spec_off = 0;
   int spec_fd = spec[1];
-  if (launch.spec_bytes.empty()) { close(spec_fd); spec_fd = -1; }
+  if (launch.spec_bytes.empty()) {
+    close(spec_fd);
+    spec_fd = -1;
+  }
   int out_fd = out[0], err_fd = err[0], status_fd = status[0];
   std::string status_bytes;
   bool reaped = false;
@@ -171,7 +186,10 @@ LaunchResult RunWorker(const Launch& launch) {
       result.timed_out = true;
       kill(-pid, SIGKILL);
       kill(pid, SIGKILL);
-      if (!reaped) { waitpid(pid, &result.wait_status, 0); reaped = true; }
+      if (!reaped) {
+        waitpid(pid, &result.wait_status, 0);
+        reaped = true;
+      }
       break;
     }
     pollfd pfds[4];
@@ -184,10 +202,14 @@ LaunchResult RunWorker(const Launch& launch) {
       const int fd = pfds[i].fd;
       if (!pfds[i].revents) continue;
       if (fd == spec_fd) {
-        const ssize_t w = write(fd, launch.spec_bytes.data() + spec_off, launch.spec_bytes.size() - spec_off);
+        const ssize_t w =
+            write(fd, launch.spec_bytes.data() + spec_off, launch.spec_bytes.size() - spec_off);
         if (w > 0) spec_off += static_cast<size_t>(w);
         if (w < 0 && errno != EAGAIN) spec_off = launch.spec_bytes.size();  // EPIPE: worker gone
-        if (spec_off >= launch.spec_bytes.size()) { close(spec_fd); spec_fd = -1; }
+        if (spec_off >= launch.spec_bytes.size()) {
+          close(spec_fd);
+          spec_fd = -1;
+        }
         continue;
       }
       char buf[65536];

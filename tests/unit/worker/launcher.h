@@ -13,13 +13,13 @@
 namespace skillmcp::testing {
 
 struct Launch {
-  std::string spec_bytes;        // written to fd 3, then EOF
-  std::string program_path;      // opened O_RDONLY as fd 5 (empty: fd 5 left closed)
-  std::string script_path;       // opened O_RDONLY as fd 6 (empty: fd 6 left closed)
-  int script_fd = -1;            // or an already open fd to use as fd 6
-  int program_fd = -1;           // or an already open fd to use as fd 5
-  std::string dir_path;          // opened O_PATH|O_DIRECTORY as fd 7 (empty: closed)
-  bool close_stdin = false;      // leave fd 0 closed (a broken broker)
+  std::string spec_bytes;    // written to fd 3, then EOF
+  std::string program_path;  // opened O_RDONLY as fd 5 (empty: fd 5 left closed)
+  std::string script_path;   // opened O_RDONLY as fd 6 (empty: fd 6 left closed)
+  int script_fd = -1;        // or an already open fd to use as fd 6
+  int program_fd = -1;       // or an already open fd to use as fd 5
+  std::string dir_path;      // opened O_PATH|O_DIRECTORY as fd 7 (empty: closed)
+  bool close_stdin = false;  // leave fd 0 closed (a broken broker)
   int timeout_seconds = 30;
   // Before exec'ing the worker, the child switches to this uid/gid (to play an
   // unprivileged broker). Root only.
@@ -35,7 +35,7 @@ struct Launch {
 };
 
 struct LaunchResult {
-  int wait_status = 0;           // raw waitpid status of the worker process
+  int wait_status = 0;  // raw waitpid status of the worker process
   std::string out, err;
   std::optional<WorkerFailure> failure;  // what the worker wrote on fd 4, if anything
   bool timed_out = false;

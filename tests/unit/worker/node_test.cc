@@ -1,12 +1,11 @@
 // node through the real worker: the script comes from the open fd, never a path.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "shared/run_limits_default.h"
 #include "shared/run_spec.h"
@@ -48,7 +47,10 @@ class NodeWorkerTest : public ::testing::Test {
     Launch l;
     l.spec_bytes = EncodeRunSpec(spec);
     l.program_path = kNode;
-    if (script_fd >= 0) l.script_fd = script_fd; else l.script_path = spec.script_path;
+    if (script_fd >= 0)
+      l.script_fd = script_fd;
+    else
+      l.script_path = spec.script_path;
     l.dir_path = skill_.path();
     l.timeout_seconds = timeout;
     return RunWorker(l);
@@ -148,12 +150,14 @@ TEST_F(NodeWorkerTest, MjsScriptIsRefusedWithAClearMessage) {
   const LaunchResult r = Run(Spec("scripts/mod.mjs"));
   EXPECT_EQ(r.ExitCode(), 1) << r.Describe();
   EXPECT_EQ(r.out, "");
-  EXPECT_NE(r.err.find("ES module scripts (.mjs) are not supported"), std::string::npos) << r.Describe();
+  EXPECT_NE(r.err.find("ES module scripts (.mjs) are not supported"), std::string::npos)
+      << r.Describe();
 }
 
 TEST_F(NodeWorkerTest, DynamicImportFromACommonJsScriptWorks) {
   WriteFile(skill_.Sub("lib/esm.mjs"), "export const v = 'from esm';\n");
-  WriteFile(skill_.Sub("scripts/dyn.js"), "import('../lib/esm.mjs').then((m) => console.log(m.v));\n");
+  WriteFile(skill_.Sub("scripts/dyn.js"),
+            "import('../lib/esm.mjs').then((m) => console.log(m.v));\n");
   const LaunchResult r = Run(Spec("scripts/dyn.js"));
   EXPECT_EQ(r.ExitCode(), 0) << r.Describe();
   EXPECT_EQ(r.out, "from esm\n");

@@ -1,8 +1,9 @@
 // RunSpec encoding: roundtrip, and every kind of malformed input refused.
+#include "shared/run_spec.h"
+
 #include <gtest/gtest.h>
 
 #include "shared/run_limits_default.h"
-#include "shared/run_spec.h"
 
 namespace skillmcp {
 namespace {

@@ -19,8 +19,9 @@ TempDir::TempDir() {
 }
 
 TempDir::~TempDir() {
-  nftw(path_.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return remove(p); }, 16,
-       FTW_DEPTH | FTW_PHYS);
+  nftw(
+      path_.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return remove(p); },
+      16, FTW_DEPTH | FTW_PHYS);
 }
 
 void WriteFile(const std::string& path, const std::string& content, int mode) {

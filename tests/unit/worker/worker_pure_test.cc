@@ -1,7 +1,6 @@
 // The worker's pure helpers: argv building and the limit plan.
-#include <sys/resource.h>
-
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include "shared/run_limits_default.h"
 #include "worker/exec.h"
