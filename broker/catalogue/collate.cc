@@ -55,8 +55,10 @@ int CollateCompare(std::string_view a, std::string_view b) {
     UErrorCode status = U_ZERO_ERROR;
     UCollationResult r = ucol_strcollUTF8(c, a.data(), ToInt32Len(a.size()), b.data(),
                                           ToInt32Len(b.size()), &status);
-    if (U_SUCCESS(status)) primary = r == UCOL_LESS ? -1 : (r == UCOL_GREATER ? 1 : 0);
-    else primary = FoldedCompare(a, b);
+    if (U_SUCCESS(status))
+      primary = r == UCOL_LESS ? -1 : (r == UCOL_GREATER ? 1 : 0);
+    else
+      primary = FoldedCompare(a, b);
   } else {
     primary = FoldedCompare(a, b);
   }

@@ -14,9 +14,7 @@ namespace skillmcp {
 // Not thread-safe (the collator is made once, on first use; the server is single-threaded).
 int CollateCompare(std::string_view a, std::string_view b);
 
-inline bool CollateLess(std::string_view a, std::string_view b) {
-  return CollateCompare(a, b) < 0;
-}
+inline bool CollateLess(std::string_view a, std::string_view b) { return CollateCompare(a, b) < 0; }
 
 // Sorts `items` by CollateCompare of key(item); stable.
 template <typename T, typename KeyFn>
@@ -30,7 +28,6 @@ void CollateSortStrings(std::vector<std::string>& items);
 
 template <typename T, typename KeyFn>
 void skillmcp::CollateSort(std::vector<T>& items, KeyFn key) {
-  std::stable_sort(items.begin(), items.end(), [&key](const T& x, const T& y) {
-    return CollateCompare(key(x), key(y)) < 0;
-  });
+  std::stable_sort(items.begin(), items.end(),
+                   [&key](const T& x, const T& y) { return CollateCompare(key(x), key(y)) < 0; });
 }

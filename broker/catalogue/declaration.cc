@@ -13,11 +13,18 @@ namespace {
 constexpr std::string_view kReserved[] = {
     // The server's own configuration and the host's markers: a skill asking for these
     // could read where the other skills live, the owner's grants, or the host's secrets.
-    "MCP_SKILLS_PATH", "MCP_SKILL_RUN", "SKILLS_DIR", "MCP_HOST_METER_FILE",
-    "MCP_BLOB_BASE_URL", "MCP_BLOB_SIGNING_KEY",
+    "MCP_SKILLS_PATH",
+    "MCP_SKILL_RUN",
+    "SKILLS_DIR",
+    "MCP_HOST_METER_FILE",
+    "MCP_BLOB_BASE_URL",
+    "MCP_BLOB_SIGNING_KEY",
     // Interpreter and loader hooks: any of these would run code of the skill's choosing
     // inside node before the declared script, or swap the libraries it loads.
-    "NODE_OPTIONS", "LD_PRELOAD", "LD_LIBRARY_PATH", "NODE_REPL_EXTERNAL_MODULE",
+    "NODE_OPTIONS",
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "NODE_REPL_EXTERNAL_MODULE",
 };
 // Why: MCP_CONFIRM_SECRET signs confirmation tokens; a script holding it (or any other
 // confirmation setting) could mint or shape its own approvals.
@@ -148,9 +155,10 @@ void ReadRuns(const YAML::Node& run, int line_offset, Declaration* d,
                     unknown);
     const YAML::Node script = entry["script"];
     if (!IsString(script)) {
-      d->issues.push_back(where + LineOf(entry, line_offset) + ": `script` must be a string "
-                          "path inside the skill, but is " + CoreTypeName(ResolveCore(script)) +
-                          "; the entry was dropped");
+      d->issues.push_back(where + LineOf(entry, line_offset) +
+                          ": `script` must be a string "
+                          "path inside the skill, but is " +
+                          CoreTypeName(ResolveCore(script)) + "; the entry was dropped");
       continue;
     }
     // Why: a declared path is later opened beneath the skill directory; refusing
@@ -267,9 +275,11 @@ Declaration InterpretDeclaration(const YAML::Node& block, int line_offset) {
   Declaration d;
   CoreType type = ResolveCore(block);
   if (type != CoreType::kMap) {
-    d.issues.push_back("the mcp-host block was refused: it must be a mapping with `version` "
-                       "and `run`, but it is " + std::string(CoreTypeName(type)) +
-                       LineOf(block, line_offset) + "; no script from this skill can run");
+    d.issues.push_back(
+        "the mcp-host block was refused: it must be a mapping with `version` "
+        "and `run`, but it is " +
+        std::string(CoreTypeName(type)) + LineOf(block, line_offset) +
+        "; no script from this skill can run");
     return d;
   }
   // Why: an unknown major version may change what a key means; guessing could run
@@ -289,8 +299,10 @@ Declaration InterpretDeclaration(const YAML::Node& block, int line_offset) {
     for (const auto& u : unknown) list += (list.empty() ? "" : ", ") + u;
     d.issues.insert(d.issues.begin(),
                     "the mcp-host block has keys this server does not know, which were "
-                    "ignored: " + list + " (known: version, run[script, interpreter, env, "
-                    "timeout], env[name, secret, description], egress)");
+                    "ignored: " +
+                        list +
+                        " (known: version, run[script, interpreter, env, "
+                        "timeout], env[name, secret, description], egress)");
   }
   d.ok = true;
   return d;

@@ -50,8 +50,8 @@ std::optional<LineSpan> FindDeclarationLines(std::string_view fm) {
     pos = eol + 1;
     ++line_no;
     if (span && span->last == 0) {
-      bool top_level = !line.empty() && line[0] != ' ' && line[0] != '\t' &&
-                       line[0] != '#' && line[0] != '\r' && line[0] != '-';
+      bool top_level = !line.empty() && line[0] != ' ' && line[0] != '\t' && line[0] != '#' &&
+                       line[0] != '\r' && line[0] != '-';
       if (top_level) span->last = line_no - 1;
     } else if (!span && IsDeclarationKeyLine(line)) {
       span = LineSpan{line_no, 0};
@@ -143,10 +143,12 @@ ParsedSkillMd ParseSkillMd(std::string_view text, bool truncated) {
   ParsedSkillMd out;
   SkillMdSplit split = SplitSkillMd(text);
   switch (split.status) {
-    case SkillMdSplit::Status::kOk: break;
+    case SkillMdSplit::Status::kOk:
+      break;
     case SkillMdSplit::Status::kNoOpeningFence:
-      Malformed(&out, "SKILL.md does not start with a `---` line; it must open with YAML "
-                      "frontmatter (name, description) between two `---` lines");
+      Malformed(&out,
+                "SKILL.md does not start with a `---` line; it must open with YAML "
+                "frontmatter (name, description) between two `---` lines");
       return out;
     case SkillMdSplit::Status::kUnterminated:
       Malformed(&out, "the frontmatter is never closed: add a `---` line after it");
@@ -183,7 +185,8 @@ ParsedSkillMd ParseSkillMd(std::string_view text, bool truncated) {
   CoreType root_type = ResolveCore(root);
   if (root_type != CoreType::kMap && root_type != CoreType::kNull) {
     Malformed(&out, std::string("the frontmatter must be a mapping of keys (name, "
-                                "description, ...) but is ") + CoreTypeName(root_type));
+                                "description, ...) but is ") +
+                        CoreTypeName(root_type));
     return out;
   }
   if (root_type == CoreType::kMap) {
@@ -196,10 +199,10 @@ ParsedSkillMd ParseSkillMd(std::string_view text, bool truncated) {
   out.servable = true;
   if (declaration_error) {
     out.declaration_present = true;
-    out.issues.push_back({reason::kDeclaration,
-                          "the mcp-host block was refused: " + *declaration_error +
-                              "; no script from this skill can run, its instructions are "
-                              "still served"});
+    out.issues.push_back(
+        {reason::kDeclaration, "the mcp-host block was refused: " + *declaration_error +
+                                   "; no script from this skill can run, its instructions are "
+                                   "still served"});
   } else if (root_type == CoreType::kMap && root[kDeclarationKey].IsDefined()) {
     out.declaration_present = true;
     out.declaration = InterpretDeclaration(root[kDeclarationKey], line_offset);

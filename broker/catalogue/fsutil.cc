@@ -4,8 +4,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
-#include <sys/syscall.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -77,7 +77,8 @@ std::optional<std::string> RealPathOfFd(int fd, const std::string& fallback) {
   if (real == nullptr) return std::nullopt;
   std::string path(real);
   free(real);
-  struct stat a {}, b {};
+  struct stat a {
+  }, b{};
   if (fstat(fd, &a) != 0 || stat(path.c_str(), &b) != 0) return std::nullopt;
   if (a.st_dev != b.st_dev || a.st_ino != b.st_ino) return std::nullopt;
   return path;

@@ -26,12 +26,12 @@ std::optional<std::string> ReadSkillMd(const Candidate& c, bool* truncated,
                            "SKILL.md is a symlink leading out of the skill's directory; the "
                            "skill is not served. Put the real file in the skill"});
     } else {
-      problems->push_back(
-          {at, reason::kUnreadableSkillMd,
-           errno == EINVAL ? std::string("SKILL.md is not a regular file; the skill is not "
-                                         "served until it is one")
-                           : std::string("SKILL.md cannot be opened (") + std::strerror(errno) +
-                                 "); the skill is not served"});
+      problems->push_back({at, reason::kUnreadableSkillMd,
+                           errno == EINVAL
+                               ? std::string("SKILL.md is not a regular file; the skill is not "
+                                             "served until it is one")
+                               : std::string("SKILL.md cannot be opened (") + std::strerror(errno) +
+                                     "); the skill is not served"});
     }
     return std::nullopt;
   }

@@ -53,8 +53,9 @@ class Walker {
 
   void Limit(const std::string& what) {
     Report("", reason::kFileLimit,
-           "the skill has more than " + what + "; the walk stopped there and the manifest "
-           "lists only what was walked. Split the bundle or remove files");
+           "the skill has more than " + what +
+               "; the walk stopped there and the manifest "
+               "lists only what was walked. Split the bundle or remove files");
     stopped_ = true;
   }
 
@@ -63,8 +64,7 @@ class Walker {
     if (!frame.listed) {
       frame.listed = true;
       bool more = false;
-      if (!ReadDirNames(frame.fd, kMaxFilesPerSkill + kMaxDirsPerSkill + 1, &frame.names,
-                        &more)) {
+      if (!ReadDirNames(frame.fd, kMaxFilesPerSkill + kMaxDirsPerSkill + 1, &frame.names, &more)) {
         Report(frame.rel, reason::kUnusablePath,
                std::string("the directory could not be read (") + std::strerror(errno) +
                    "); its files are left out of the manifest");
@@ -100,7 +100,8 @@ class Walker {
     if (fstatat(parent.fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return;  // raced
     if (S_ISREG(st.st_mode)) return AddFile(rel, st);
     if (S_ISDIR(st.st_mode)) {
-      UniqueFd child(openat(parent.fd, name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      UniqueFd child(
+          openat(parent.fd, name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (child) Descend(parent, std::move(child), st, rel);
       return;
     }
@@ -172,9 +173,12 @@ std::string DisplaySafe(std::string_view s) {
     // Take the longest valid run starting here, one character at a time.
     size_t len = 1;
     auto b = static_cast<unsigned char>(s[i]);
-    if (b >= 0xC2 && b <= 0xDF) len = 2;
-    else if (b >= 0xE0 && b <= 0xEF) len = 3;
-    else if (b >= 0xF0 && b <= 0xF4) len = 4;
+    if (b >= 0xC2 && b <= 0xDF)
+      len = 2;
+    else if (b >= 0xE0 && b <= 0xEF)
+      len = 3;
+    else if (b >= 0xF0 && b <= 0xF4)
+      len = 4;
     if (i + len <= s.size() && IsValidUtf8(s.substr(i, len))) {
       out.append(s.substr(i, len));
       i += len - 1;

@@ -46,9 +46,10 @@ void AddCandidate(const RootContext& ctx, UniqueFd dir, const std::string& path,
   }
   if (!IsUsableSkillName(name)) {
     ctx.Report(path, reason::kUnusableName,
-               "the directory name '" + DisplaySafe(name) + "' cannot be used as a skill name "
-               "(letters, digits, '.', '_' and '-', starting with a letter or digit, at "
-               "most 64); rename the directory to serve it");
+               "the directory name '" + DisplaySafe(name) +
+                   "' cannot be used as a skill name "
+                   "(letters, digits, '.', '_' and '-', starting with a letter or digit, at "
+                   "most 64); rename the directory to serve it");
     return;
   }
   struct stat st {};
@@ -74,8 +75,7 @@ void AddCandidate(const RootContext& ctx, UniqueFd dir, const std::string& path,
 void Examine(const RootContext& ctx, int parent, const std::string& parent_path,
              const std::string& entry, bool subdirs);
 
-void ExamineChildren(const RootContext& ctx, int dirfd, const std::string& dir_path,
-                     bool subdirs) {
+void ExamineChildren(const RootContext& ctx, int dirfd, const std::string& dir_path, bool subdirs) {
   std::vector<std::string> names;
   bool more = false;
   if (!ReadDirNames(dirfd, kMaxRootEntries, &names, &more)) {
@@ -89,7 +89,16 @@ void ExamineChildren(const RootContext& ctx, int dirfd, const std::string& dir_p
                "the directory has more than " + std::to_string(kMaxRootEntries) +
                    " entries; only the first ones read were examined");
   }
-  for (const auto& name : names) Examine(ctx, dirfd, dir_path, name, subdirs);
+  for (const auto& name : names) {
+    if (ctx.candidates->size() >= kMaxCandidates) {
+      ctx.Report(dir_path, reason::kSkillLimit,
+                 "more than " + std::to_string(kMaxCandidates) +
+                     " skill directories were "
+                     "found; the remaining entries of this directory were not examined");
+      return;
+    }
+    Examine(ctx, dirfd, dir_path, name, subdirs);
+  }
 }
 
 void Examine(const RootContext& ctx, int parent, const std::string& parent_path,
@@ -101,12 +110,17 @@ void Examine(const RootContext& ctx, int parent, const std::string& parent_path,
   if (!is_link && !S_ISDIR(lst.st_mode)) return;  // plain files are not candidates
   UniqueFd dir(openat(parent, entry.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!dir) {
+    if (errno == ENOTDIR) return;  // a link to a file is not a candidate
     if (is_link && errno == ENOENT) {
       ctx.Report(path, reason::kNoSkillMd,
                  "this symlink points to something that does not exist, so no SKILL.md "
                  "can be found through it; fix or remove the link");
+    } else {
+      ctx.Report(path, reason::kUnreadableSkillMd,
+                 std::string("this directory cannot be opened (") + std::strerror(errno) +
+                     "), so its SKILL.md cannot be read");
     }
-    return;  // a link to a file is not a candidate
+    return;
   }
   if (entry[0] == '.') {
     // Dot entries (.git, .github) are tooling, not skills: skipped unless they hold one.
@@ -123,7 +137,8 @@ void Examine(const RootContext& ctx, int parent, const std::string& parent_path,
   if (!IsSameOrInside(*real, ctx.real)) {
     ctx.Report(path, reason::kSymlinkEscape,
                "this symlink leads to " + DisplaySafe(*real) + ", outside the skills root " +
-                   DisplaySafe(ctx.real) + "; it is not served. Move the skill inside the root "
+                   DisplaySafe(ctx.real) +
+                   "; it is not served. Move the skill inside the root "
                    "or add its directory as a root");
     return;
   }

@@ -25,10 +25,10 @@
 namespace skillmcp {
 
 struct Candidate {
-  std::string name;     // the real directory's name: the name it is served under
-  std::string path;     // as reached (root + entry names), for problems
-  std::string source;   // real absolute path
-  UniqueFd dir;         // O_PATH|O_DIRECTORY|O_CLOEXEC on `source`
+  std::string name;    // the real directory's name: the name it is served under
+  std::string path;    // as reached (root + entry names), for problems
+  std::string source;  // real absolute path
+  UniqueFd dir;        // O_PATH|O_DIRECTORY|O_CLOEXEC on `source`
   dev_t dev = 0;
   ino_t ino = 0;
 };
@@ -39,5 +39,9 @@ void FindCandidates(const std::string& root, std::vector<Candidate>* candidates,
                     std::vector<Problem>* problems);
 
 inline constexpr size_t kMaxRootEntries = 4096;
+// Each candidate holds a descriptor until it is loaded; past this many (over all roots)
+// further directories are reported `skill-limit` and not opened, so discovery can never
+// run the process out of descriptors.
+inline constexpr size_t kMaxCandidates = 512;
 
 }  // namespace skillmcp

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "broker/catalogue/collate.h"
@@ -47,6 +48,16 @@ std::vector<Candidate> RefuseDuplicates(std::vector<Candidate> all,
   return out;
 }
 
+// A root listed twice (or overlapping roots) meets the same fault twice: say it once.
+void DropRepeatedProblems(std::vector<Problem>* problems) {
+  std::set<std::tuple<std::string, std::string, std::string>> seen;
+  std::vector<Problem> out;
+  for (auto& p : *problems) {
+    if (seen.insert({p.path, p.reason, p.detail}).second) out.push_back(std::move(p));
+  }
+  *problems = std::move(out);
+}
+
 }  // namespace
 
 Catalogue ScanCatalogue(const std::vector<std::string>& roots, std::string roots_from) {
@@ -75,6 +86,7 @@ Catalogue ScanCatalogue(const std::vector<std::string>& roots, std::string roots
     // Allocation failure is the only way here; serve what was found so far.
     LOG_ERROR("skill discovery stopped early: %s", e.what());
   }
+  DropRepeatedProblems(&cat.problems);
   return cat;
 }
 

@@ -1,7 +1,7 @@
 #include "broker/catalogue/yaml_strict.h"
 
-#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/anchor.h>
+#include <yaml-cpp/eventhandler.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -26,7 +26,9 @@ YamlError FromMark(const YAML::Mark& mark, std::string message) {
 // True when the rest of `line` from `i` is a block-scalar header tail: indentation and
 // chomping indicators, then blanks or a comment.
 bool IsBlockScalarHeaderTail(std::string_view line, size_t i) {
-  while (i < line.size() && (line[i] == '+' || line[i] == '-' || (line[i] >= '1' && line[i] <= '9'))) ++i;
+  while (i < line.size() &&
+         (line[i] == '+' || line[i] == '-' || (line[i] >= '1' && line[i] <= '9')))
+    ++i;
   while (i < line.size() && IsBlank(line[i])) ++i;
   return i == line.size() || line[i] == '#';
 }
@@ -109,9 +111,9 @@ std::optional<YamlError> CheckNestingDepth(std::string_view text, int max_depth)
       } else if (c == '[' || c == '{') {
         ++flow;
         if (base + flow > max_depth) {
-          return ErrorAt(line_no, static_cast<int>(i) + 1,
-                         "the YAML is nested more than " + std::to_string(max_depth) +
-                             " levels deep");
+          return ErrorAt(
+              line_no, static_cast<int>(i) + 1,
+              "the YAML is nested more than " + std::to_string(max_depth) + " levels deep");
         }
         boundary = true;
       } else if (c == ']' || c == '}') {
@@ -180,16 +182,17 @@ class StrictnessCheck : public YAML::EventHandler {
     if (!stack_.empty()) stack_.pop_back();
   }
 
-  void Node(const YAML::Mark& mark, YAML::anchor_t anchor, const std::string& tag,
-            NodeKind kind, const std::string& value) {
+  void Node(const YAML::Mark& mark, YAML::anchor_t anchor, const std::string& tag, NodeKind kind,
+            const std::string& value) {
     if (anchor != YAML::NullAnchor) {
       // Why: anchors only exist to be aliased; refusing both keeps the text literal.
       Fail(mark, "an anchor (&name) is not accepted; write each value out in full");
     }
     // "?" marks a plain node, "!" a quoted scalar, "" an empty node: nothing else.
     if (!tag.empty() && tag != "?" && tag != "!") {
-      Fail(mark, "the explicit tag '" + tag + "' is not accepted; values are read with the "
-                 "YAML 1.2 core schema only");
+      Fail(mark, "the explicit tag '" + tag +
+                     "' is not accepted; values are read with the "
+                     "YAML 1.2 core schema only");
     }
     if (stack_.empty() || !stack_.back().is_map) return;
     Frame& frame = stack_.back();
@@ -292,17 +295,21 @@ StrictYaml LoadStrictYaml(std::string_view text) {
 CoreType ResolveCore(const YAML::Node& node) {
   if (!node.IsDefined()) return CoreType::kUndefined;
   switch (node.Type()) {
-    case YAML::NodeType::Undefined: return CoreType::kUndefined;
-    case YAML::NodeType::Null: return CoreType::kNull;
-    case YAML::NodeType::Sequence: return CoreType::kSequence;
-    case YAML::NodeType::Map: return CoreType::kMap;
-    case YAML::NodeType::Scalar: break;
+    case YAML::NodeType::Undefined:
+      return CoreType::kUndefined;
+    case YAML::NodeType::Null:
+      return CoreType::kNull;
+    case YAML::NodeType::Sequence:
+      return CoreType::kSequence;
+    case YAML::NodeType::Map:
+      return CoreType::kMap;
+    case YAML::NodeType::Scalar:
+      break;
   }
   if (node.Tag() != "?") return CoreType::kString;  // quoted or block scalar
   const std::string& s = node.Scalar();
   if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return CoreType::kNull;
-  if (s == "true" || s == "True" || s == "TRUE" || s == "false" || s == "False" ||
-      s == "FALSE") {
+  if (s == "true" || s == "True" || s == "TRUE" || s == "false" || s == "False" || s == "FALSE") {
     return CoreType::kBool;
   }
   if (IsCoreInt(s)) return CoreType::kInt;
@@ -312,14 +319,22 @@ CoreType ResolveCore(const YAML::Node& node) {
 
 const char* CoreTypeName(CoreType type) {
   switch (type) {
-    case CoreType::kNull: return "empty (null)";
-    case CoreType::kBool: return "a boolean";
-    case CoreType::kInt: return "an integer";
-    case CoreType::kFloat: return "a number";
-    case CoreType::kString: return "a string";
-    case CoreType::kSequence: return "a list";
-    case CoreType::kMap: return "a mapping";
-    case CoreType::kUndefined: return "missing";
+    case CoreType::kNull:
+      return "empty (null)";
+    case CoreType::kBool:
+      return "a boolean";
+    case CoreType::kInt:
+      return "an integer";
+    case CoreType::kFloat:
+      return "a number";
+    case CoreType::kString:
+      return "a string";
+    case CoreType::kSequence:
+      return "a list";
+    case CoreType::kMap:
+      return "a mapping";
+    case CoreType::kUndefined:
+      return "missing";
   }
   return "unknown";
 }
@@ -330,7 +345,8 @@ std::optional<double> CoreNumber(const YAML::Node& node) {
   std::string s = node.Scalar();
   if (type == CoreType::kInt) {
     if (s.rfind("0o", 0) == 0) return static_cast<double>(std::strtoull(s.c_str() + 2, nullptr, 8));
-    if (s.rfind("0x", 0) == 0) return static_cast<double>(std::strtoull(s.c_str() + 2, nullptr, 16));
+    if (s.rfind("0x", 0) == 0)
+      return static_cast<double>(std::strtoull(s.c_str() + 2, nullptr, 16));
     return std::strtod(s.c_str(), nullptr);
   }
   std::string_view v = s;

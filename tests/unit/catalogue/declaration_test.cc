@@ -69,8 +69,10 @@ TEST(Declaration, TimeoutClampedAndReported) {
 
 TEST(Declaration, BadTimeoutFallsBackToDefaultAndIsReported) {
   for (std::string t : {"-5", "0", "'30'", "[1]", ".nan"}) {
-    ParsedSkillMd p = WithBlock("  version: 1\n  run:\n    - {script: a.js, interpreter: node, "
-                                "timeout: " + t + "}\n");
+    ParsedSkillMd p = WithBlock(
+        "  version: 1\n  run:\n    - {script: a.js, interpreter: node, "
+        "timeout: " +
+        t + "}\n");
     ASSERT_EQ(p.declaration.runs.size(), 1u) << t;
     EXPECT_EQ(p.declaration.runs[0].timeout_ms, kDefaultTimeoutMs) << t;
     EXPECT_TRUE(HasDeclIssue(p, "`timeout`")) << t << Issues(p);
@@ -143,10 +145,10 @@ TEST(Declaration, NonStringScriptDropped) {
 }
 
 TEST(Declaration, UncontainedScriptPathDropped) {
-  for (std::string s : {"../x.js", "/etc/passwd", "a/./b.js", "a\\\\b.js", "a%2e.js",
-                        "a//b.js", "' '"}) {
-    ParsedSkillMd p = WithBlock("  version: 1\n  run:\n    - {script: " + s +
-                                ", interpreter: node}\n");
+  for (std::string s :
+       {"../x.js", "/etc/passwd", "a/./b.js", "a\\\\b.js", "a%2e.js", "a//b.js", "' '"}) {
+    ParsedSkillMd p =
+        WithBlock("  version: 1\n  run:\n    - {script: " + s + ", interpreter: node}\n");
     EXPECT_TRUE(p.declaration.ok) << s;
     EXPECT_TRUE(p.declaration.runs.empty()) << s << Issues(p);
     EXPECT_TRUE(HasDeclIssue(p, "is refused")) << s << Issues(p);
@@ -175,15 +177,19 @@ TEST(Declaration, DuplicateScriptKeepsFirst) {
 }
 
 TEST(Declaration, ReservedVariablesDroppedAndReported) {
-  const std::vector<std::string> reserved = {
-      "MCP_SKILLS_PATH", "MCP_SKILL_RUN", "SKILLS_DIR", "MCP_HOST_METER_FILE",
-      "MCP_BLOB_BASE_URL", "MCP_BLOB_SIGNING_KEY", "NODE_OPTIONS", "LD_PRELOAD",
-      "LD_LIBRARY_PATH", "NODE_REPL_EXTERNAL_MODULE", "MCP_CONFIRM_SECRET",
-      "MCP_CONFIRM_MODE", "MCP_CONFIRM_ANYTHING"};
+  const std::vector<std::string> reserved = {"MCP_SKILLS_PATH",     "MCP_SKILL_RUN",
+                                             "SKILLS_DIR",          "MCP_HOST_METER_FILE",
+                                             "MCP_BLOB_BASE_URL",   "MCP_BLOB_SIGNING_KEY",
+                                             "NODE_OPTIONS",        "LD_PRELOAD",
+                                             "LD_LIBRARY_PATH",     "NODE_REPL_EXTERNAL_MODULE",
+                                             "MCP_CONFIRM_SECRET",  "MCP_CONFIRM_MODE",
+                                             "MCP_CONFIRM_ANYTHING"};
   std::string list = "OK_VAR";
   for (const auto& r : reserved) list += ", " + r;
-  ParsedSkillMd p = WithBlock("  version: 1\n  run:\n    - {script: a.js, interpreter: node, "
-                              "env: [" + list + "]}\n");
+  ParsedSkillMd p = WithBlock(
+      "  version: 1\n  run:\n    - {script: a.js, interpreter: node, "
+      "env: [" +
+      list + "]}\n");
   ASSERT_EQ(p.declaration.runs.size(), 1u) << Issues(p);
   EXPECT_EQ(p.declaration.runs[0].env, std::vector<std::string>{"OK_VAR"});
   for (const auto& r : reserved) {
@@ -205,8 +211,9 @@ TEST(Declaration, ReservedVariableDroppedFromServerEnvProposal) {
 }
 
 TEST(Declaration, BadVariableNamesDropped) {
-  ParsedSkillMd p = WithBlock("  version: 1\n  run:\n    - {script: a.js, interpreter: node, "
-                              "env: ['A=B', 1X, 7, GOOD]}\n");
+  ParsedSkillMd p = WithBlock(
+      "  version: 1\n  run:\n    - {script: a.js, interpreter: node, "
+      "env: ['A=B', 1X, 7, GOOD]}\n");
   ASSERT_EQ(p.declaration.runs.size(), 1u);
   EXPECT_EQ(p.declaration.runs[0].env, std::vector<std::string>{"GOOD"});
 }
@@ -234,8 +241,9 @@ TEST(Declaration, ParserPositionInDetail) {
 }
 
 TEST(Declaration, DuplicateKeyInsideBlockRefused) {
-  ParsedSkillMd p = WithBlock("  version: 1\n  run: []\n  run:\n    - {script: a.js, "
-                              "interpreter: node}\n");
+  ParsedSkillMd p = WithBlock(
+      "  version: 1\n  run: []\n  run:\n    - {script: a.js, "
+      "interpreter: node}\n");
   ASSERT_TRUE(p.servable);
   EXPECT_FALSE(p.declaration.ok);
   EXPECT_TRUE(HasDeclIssue(p, "'run' appears twice"));

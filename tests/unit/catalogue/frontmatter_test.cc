@@ -26,8 +26,9 @@ std::string AllIssues(const ParsedSkillMd& p) {
 }
 
 TEST(Frontmatter, ReadsFieldsAndBodyVerbatim) {
-  std::string md = "---\nname: w\ndescription: Forecasts.\nwhen-to-use: When it rains.\n"
-                   "license: MIT\n---\n# Title\n\n  indented \r\nlast";
+  std::string md =
+      "---\nname: w\ndescription: Forecasts.\nwhen-to-use: When it rains.\n"
+      "license: MIT\n---\n# Title\n\n  indented \r\nlast";
   ParsedSkillMd p = ParseSkillMd(md, false);
   ASSERT_TRUE(p.servable) << AllIssues(p);
   EXPECT_EQ(p.name, "w");
@@ -79,8 +80,8 @@ TEST(Frontmatter, OverCapIsMalformed) {
   EXPECT_FALSE(p.servable);
   EXPECT_TRUE(HasIssue(p, reason::kMalformedFrontmatter, std::to_string(kFrontmatterCap)));
   // Just under the cap is fine.
-  std::string ok = "---\ndescription: d\nx: '" + std::string(kFrontmatterCap - 100, 'a') +
-                   "'\n---\n";
+  std::string ok =
+      "---\ndescription: d\nx: '" + std::string(kFrontmatterCap - 100, 'a') + "'\n---\n";
   EXPECT_TRUE(ParseSkillMd(ok, false).servable);
 }
 
@@ -151,8 +152,9 @@ TEST(Frontmatter, MergeKeyInsideDeclarationRefused) {
 }
 
 TEST(Frontmatter, DeepNestingInsideDeclarationRefusedWithoutCrash) {
-  std::string md = "---\ndescription: d\nmcp-host:\n  version: 1\n  egress: " +
-                   std::string(5000, '[') + "\n---\n";
+  std::string md =
+      "---\ndescription: d\nmcp-host:\n  version: 1\n  egress: " + std::string(5000, '[') +
+      "\n---\n";
   ParsedSkillMd p = ParseSkillMd(md, false);
   ASSERT_TRUE(p.servable) << AllIssues(p);
   EXPECT_FALSE(p.declaration.ok);
@@ -161,7 +163,7 @@ TEST(Frontmatter, DeepNestingInsideDeclarationRefusedWithoutCrash) {
 
 TEST(Frontmatter, TruncatedBodyIsFlaggedAndCutOnACharacterBoundary) {
   std::string md = "---\ndescription: d\n---\nab\xC3\xA9";  // é is two bytes
-  std::string cut = md.substr(0, md.size() - 1);           // read cap fell inside é
+  std::string cut = md.substr(0, md.size() - 1);            // read cap fell inside é
   ParsedSkillMd p = ParseSkillMd(cut, true);
   ASSERT_TRUE(p.servable);
   EXPECT_TRUE(p.body_truncated);

@@ -1,9 +1,8 @@
 #include "broker/catalogue/manifest.h"
 
 #include <fcntl.h>
-#include <unistd.h>
-
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "broker/catalogue/reasons.h"
 #include "broker/catalogue/scan.h"
@@ -146,7 +145,8 @@ TEST(Manifest, ExactlyAtFileLimitIsFine) {
 TEST(Manifest, DirectoryLimit) {
   TempTree t;
   t.Write("s/SKILL.md", "x");
-  for (size_t i = 0; i <= kMaxDirsPerSkill; ++i) ASSERT_EQ(mkdir(t.Path("s/d" + std::to_string(i)).c_str(), 0755), 0);
+  for (size_t i = 0; i <= kMaxDirsPerSkill; ++i)
+    ASSERT_EQ(mkdir(t.Path("s/d" + std::to_string(i)).c_str(), 0755), 0);
   ManifestResult m = Walk(t.Path("s"));
   EXPECT_TRUE(Has(m, reason::kFileLimit, t.Path("s"))) << Dump(m);
 }
@@ -165,7 +165,8 @@ TEST(Manifest, ScanCarriesManifestAndProblems) {
   EXPECT_EQ(s.files[1].path, "SKILL.md");
   EXPECT_EQ(s.bytes, s.files[0].size + s.files[1].size);
   bool escape = false;
-  for (const auto& p : cat.problems) escape |= p.reason == reason::kSymlinkEscape && p.path == t.Path("root/s/leak.txt");
+  for (const auto& p : cat.problems)
+    escape |= p.reason == reason::kSymlinkEscape && p.path == t.Path("root/s/leak.txt");
   EXPECT_TRUE(escape);
 }
 

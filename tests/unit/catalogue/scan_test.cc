@@ -1,12 +1,12 @@
 #include "broker/catalogue/scan.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
 #include "broker/catalogue/reasons.h"
+#include "broker/catalogue/roots.h"
 #include "tests/unit/catalogue/temp_tree.h"
 
 namespace skillmcp {
@@ -155,6 +155,8 @@ TEST(Scan, SameDirectoryReachedTwiceIsOneSkill) {
   EXPECT_EQ(SkillNames(cat), std::vector<std::string>{"alpha"});
   EXPECT_TRUE(ProblemsWith(cat, reason::kDuplicateName).empty()) << DumpProblems(cat);
   EXPECT_TRUE(HasProblem(cat, reason::kNameMismatch, t.Path("beta")));
+  // The root was listed twice; its one fault is reported once.
+  EXPECT_EQ(ProblemsWith(cat, reason::kNameMismatch).size(), 1u) << DumpProblems(cat);
 }
 
 TEST(Scan, DuplicateNameAcrossRootsRefusesBoth) {
@@ -295,7 +297,8 @@ TEST(Scan, DeclaredScriptMissing) {
 TEST(Scan, DeclaredScriptLinkLeavingSkillIsMissing) {
   TempTree t;
   t.Write("outside.js", "x");
-  t.Skill("root/s", "s", "mcp-host:\n  version: 1\n  run:\n    - {script: run.js, interpreter: node}\n");
+  t.Skill("root/s", "s",
+          "mcp-host:\n  version: 1\n  run:\n    - {script: run.js, interpreter: node}\n");
   t.Symlink(t.Path("outside.js"), "root/s/run.js");
   Catalogue cat = Scan(t.Path("root"));
   const Skill* s = FindSkill(cat, "s");
@@ -354,7 +357,8 @@ TEST(Scan, DirDescriptorIsTheRealDirectory) {
   const Skill* s = FindSkill(cat, "real");
   ASSERT_NE(s, nullptr);
   ASSERT_TRUE(s->dir.valid());
-  struct stat a {}, b {};
+  struct stat a {
+  }, b{};
   ASSERT_EQ(fstat(s->dir.get(), &a), 0);
   ASSERT_EQ(stat(t.Path("real").c_str(), &b), 0);
   EXPECT_EQ(a.st_ino, b.st_ino);
@@ -368,6 +372,23 @@ TEST(Scan, DanglingSkillLinkReported) {
   t.Symlink("nowhere", "ghost");
   Catalogue cat = Scan(t.root());
   EXPECT_TRUE(HasProblem(cat, reason::kNoSkillMd, t.Path("ghost"))) << DumpProblems(cat);
+}
+
+}  // namespace
+}  // namespace skillmcp
+
+namespace skillmcp {
+namespace {
+
+TEST(Scan, CandidateCapBoundsOpenDescriptors) {
+  testing::TempTree t;
+  for (size_t i = 0; i < kMaxCandidates + 5; ++i) t.Skill("d" + std::to_string(i), "x");
+  Catalogue cat = ScanCatalogue({t.root()}, "SKILLS_DIR");
+  EXPECT_EQ(cat.skills.size(), kMaxSkills);
+  auto limits = testing::ProblemsWith(cat, reason::kSkillLimit);
+  // One problem for the unexamined rest, plus one per examined skill over kMaxSkills.
+  EXPECT_EQ(limits.size(), 1 + kMaxCandidates - kMaxSkills);
+  EXPECT_TRUE(testing::HasProblem(cat, reason::kSkillLimit, t.root()));
 }
 
 }  // namespace

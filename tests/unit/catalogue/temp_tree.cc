@@ -54,8 +54,8 @@ void TempTree::Fifo(const std::string& rel) const {
 void TempTree::Skill(const std::string& dir, const std::string& name, const std::string& extra,
                      const std::string& body) const {
   std::string rel = dir.empty() ? "SKILL.md" : dir + "/SKILL.md";
-  Write(rel, "---\nname: " + name + "\ndescription: The " + name + " skill.\n" + extra +
-                 "---" + body);
+  Write(rel,
+        "---\nname: " + name + "\ndescription: The " + name + " skill.\n" + extra + "---" + body);
 }
 
 std::vector<Problem> ProblemsWith(const Catalogue& cat, const std::string& reason) {

@@ -50,13 +50,9 @@ TEST(YamlStrict, RefusesDuplicateKeys) {
   EXPECT_EQ(y.error.line, 3);
 }
 
-TEST(YamlStrict, RefusesComplexKeys) {
-  EXPECT_FALSE(LoadStrictYaml("? [a, b]\n: 1\n").ok);
-}
+TEST(YamlStrict, RefusesComplexKeys) { EXPECT_FALSE(LoadStrictYaml("? [a, b]\n: 1\n").ok); }
 
-TEST(YamlStrict, RefusesSecondDocument) {
-  EXPECT_FALSE(LoadStrictYaml("a: 1\n--- \nb: 2\n").ok);
-}
+TEST(YamlStrict, RefusesSecondDocument) { EXPECT_FALSE(LoadStrictYaml("a: 1\n--- \nb: 2\n").ok); }
 
 TEST(YamlStrict, DeepFlowNestingRefusedBeforeParsing) {
   std::string deep(100000, '[');
@@ -81,8 +77,8 @@ TEST(YamlStrict, DeepBlockNestingRefused) {
 
 TEST(YamlStrict, BracketsInQuotesCommentsAndBlockScalarsDoNotCount) {
   std::string many(500, '[');
-  std::string text = "a: '" + many + "'\nb: \"" + many + "\"\n# " + many + "\nc: |\n  " +
-                     many + "\n    " + many + "\nd: x\n";
+  std::string text = "a: '" + many + "'\nb: \"" + many + "\"\n# " + many + "\nc: |\n  " + many +
+                     "\n    " + many + "\nd: x\n";
   StrictYaml y = LoadStrictYaml(text);
   ASSERT_TRUE(y.ok) << y.error.message;
   EXPECT_EQ(y.root["d"].as<std::string>(), "x");
