@@ -1,5 +1,6 @@
 #include <cstdio>
 
+#include "broker/cli/connect.h"
 #include "broker/cli/options.h"
 #include "broker/cli/serve.h"
 #include "config.h"
@@ -18,9 +19,10 @@ int main(int argc, char** argv) {
       fprintf(stderr, "skill-mcp: %s\n", opts.error.c_str());
       return 2;
     case CliOptions::Command::kDoctor:
-    case CliOptions::Command::kConnect:
       fprintf(stderr, "skill-mcp: this command is not available in this build yet\n");
       return 2;
+    case CliOptions::Command::kConnect:
+      return skillmcp::RunConnect(opts.socket_path);
     case CliOptions::Command::kServe:
       break;
   }
