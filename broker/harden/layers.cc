@@ -1,0 +1,162 @@
+#include "broker/harden/layers.h"
+
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "shared/unique_fd.h"
+
+namespace skillmcp {
+namespace {
+
+// A "Name:" line of /proc/self/status, or "" when the kernel does not report it.
+std::string StatusField(const char* name) {
+  UniqueFd fd(open("/proc/self/status", O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return "";
+  std::string text;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd.get(), buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+  std::string key = std::string("\n") + name + ":";
+  size_t at = text.find(key);
+  if (at == std::string::npos) return "";
+  size_t start = text.find_first_not_of(" \t", at + key.size());
+  size_t end = text.find('\n', start);
+  return text.substr(start, end - start);
+}
+
+Layer Make(const char* name, bool on, bool demanded, std::string reason, std::string enable) {
+  Layer l;
+  l.name = name;
+  l.on = on;
+  l.demanded = demanded;
+  l.reason = std::move(reason);
+  if (!on) l.enable = std::move(enable);
+  return l;
+}
+
+}  // namespace
+
+std::vector<Layer> ComputeLayers(const IsolationFacts& f) {
+  std::vector<Layer> out;
+  const PrivilegeState& p = f.privileges;
+
+  // Re-read now rather than trusting the boot result: a uid change resets the flag.
+  bool dumpable_off = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0;
+  out.push_back(Make("broker-non-dumpable", dumpable_off, true,
+                     dumpable_off ? "PR_GET_DUMPABLE is 0: same-uid processes cannot read "
+                                    "/proc/<pid>/mem or environ, nor ptrace the broker"
+                                  : "the broker is dumpable" + (f.process.detail.empty() ? std::string() : " (" + f.process.detail + ")"),
+                     "report this: prctl(PR_SET_DUMPABLE, 0) should never fail"));
+
+  rlimit core{};
+  bool core_off = getrlimit(RLIMIT_CORE, &core) == 0 && core.rlim_cur == 0 && core.rlim_max == 0;
+  out.push_back(Make("core-dumps-off", core_off, true,
+                     core_off ? "RLIMIT_CORE is 0" : "RLIMIT_CORE is not 0",
+                     "report this: setrlimit(RLIMIT_CORE, 0) should never fail"));
+
+  bool env_demanded = f.hosted && !f.allow_unscrubbed;
+  std::string env_reason = !f.scrub_attempted ? "the environ block was not scrubbed" : f.scrub.detail;
+  if (!f.scrub.ok && f.hosted && f.allow_unscrubbed)
+    env_reason += " (hosted; MCP_SKILL_ALLOW_UNSCRUBBED=1 lets scripts run anyway)";
+  else if (!f.scrub.ok && f.hosted)
+    env_reason += " (hosted: no script runs)";
+  out.push_back(Make("environ-wiped", f.scrub_attempted && f.scrub.ok, env_demanded, env_reason,
+                     "make /proc/self/mem writable for the broker (no read-only /proc overlay), "
+                     "or set MCP_SKILL_ALLOW_UNSCRUBBED=1 to accept the risk"));
+
+  out.push_back(Make("secrets-guarded", true, true,
+                     "variable values live in libsodium guarded pages, no-access outside use "
+                     "and wiped on release",
+                     ""));
+
+  std::string uid_reason;
+  if (p.worker_switch) {
+    uid_reason = "workers switch to " + p.run_as.how;
+  } else {
+    uid_reason = p.detail.empty() ? "workers run under the broker's uid" : p.detail;
+  }
+  out.push_back(Make("uid-switch", p.worker_switch, p.switch_demanded, uid_reason,
+                     "start the broker as root or with AmbientCapabilities=CAP_SETUID CAP_SETGID "
+                     "CAP_KILL, and create the run-as user (SKILL_MCP_RUN_AS)"));
+
+  std::string caps_reason;
+  if (p.started_as_root && p.broker_switched)
+    caps_reason = "the broker left root for " + p.service.how + "; capabilities now: " + p.caps_text;
+  else if (p.started_as_root)
+    caps_reason = "the broker is still root: " + p.detail;
+  else
+    caps_reason = "the broker runs as uid " + std::to_string(p.uid) + "; capabilities: " + p.caps_text;
+  bool caps_on = p.caps_reduced && (!p.started_as_root || p.broker_switched);
+  out.push_back(Make("capabilities-dropped", caps_on, p.switch_demanded, caps_reason,
+                     "create the service user (SKILL_MCP_USER) or let the fallback uid be used"));
+
+  std::string nnp = StatusField("NoNewPrivs");
+  out.push_back(Make("no-new-privs", !nnp.empty(), false,
+                     !nnp.empty() ? "each worker sets no_new_privs before exec (a failure stops the run)"
+                                  : "this kernel does not report NoNewPrivs",
+                     "a kernel with PR_SET_NO_NEW_PRIVS (3.5 or later)"));
+
+  std::string sec = StatusField("Seccomp");
+  bool seccomp_on = f.worker.seccomp_configured && !sec.empty();
+  out.push_back(Make("seccomp", seccomp_on, false,
+                     seccomp_on ? "each worker installs the seccomp filter last before exec"
+                     : !f.worker.seccomp_configured ? "the seccomp filter is turned off in the configuration"
+                                                    : "this kernel has no seccomp",
+                     "a kernel with CONFIG_SECCOMP_FILTER, and the filter enabled"));
+
+  out.push_back(Make("prlimits", f.worker.limits_configured, false,
+                     f.worker.limits_configured ? "each worker applies " + f.worker.limits_text
+                                                : "no resource limits are configured",
+                     "set the SKILL_MCP_LIMIT_* options to positive values"));
+
+  out.push_back(Make("runs", f.worker.runs_possible, false,
+                     f.worker.runs_possible ? "the worker and the pinned node are open" : f.worker.runs_reason,
+                     "install node (or set SKILL_MCP_NODE) and the worker (or set SKILL_MCP_WORKER)"));
+  return out;
+}
+
+std::string LayersOneLine(const std::vector<Layer>& layers) {
+  std::string on, off;
+  for (const Layer& l : layers) {
+    if (l.on) {
+      on += (on.empty() ? "" : ", ") + l.name;
+    } else {
+      off += (off.empty() ? "" : ", ") + l.name + " (" + l.reason + ")";
+    }
+  }
+  return "isolation: on [" + on + "]; off [" + off + "]";
+}
+
+std::string FormatDoctorReport(const std::vector<Layer>& layers) {
+  std::string out = "skill-mcp isolation report\n";
+  for (const Layer& l : layers) {
+    out += "\n  " + l.name + ": " + (l.on ? "on" : "off");
+    if (!l.on && l.demanded) out += "  << required by this configuration";
+    out += "\n    " + l.reason + "\n";
+    if (!l.on && !l.enable.empty()) out += "    to turn on: " + l.enable + "\n";
+  }
+  int code = DoctorExitCode(layers);
+  out += code == 0 ? "\nall layers this configuration requires are on\n"
+                   : "\na layer this configuration requires is off (exit 1)\n";
+  return out;
+}
+
+int DoctorExitCode(const std::vector<Layer>& layers) {
+  for (const Layer& l : layers)
+    if (l.demanded && !l.on) return 1;
+  return 0;
+}
+
+int RunDoctor(const IsolationFacts& facts, FILE* out) {
+  std::vector<Layer> layers = ComputeLayers(facts);
+  std::string text = FormatDoctorReport(layers);
+  fwrite(text.data(), 1, text.size(), out);
+  fflush(out);
+  return DoctorExitCode(layers);
+}
+
+}  // namespace skillmcp

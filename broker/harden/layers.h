@@ -1,0 +1,57 @@
+// The isolation report: each layer on or off, why, and what would turn it on. Built
+// from what really happened at boot (results of the hardening calls, re-read kernel
+// state), never from what was intended.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "broker/harden/environ_scrub.h"
+#include "broker/harden/privileges.h"
+#include "broker/harden/process_harden.h"
+
+namespace skillmcp {
+
+struct Layer {
+  std::string name;      // stable id: "broker-non-dumpable", "environ-wiped", ...
+  bool on = false;
+  bool demanded = false; // the configuration requires it (doctor fails when off)
+  std::string reason;    // what holds, or why it is off
+  std::string enable;    // what would turn it on (empty when on)
+};
+
+// Worker-side facts come from the run area's launch configuration.
+struct WorkerLayerFacts {
+  bool seccomp_configured = true;
+  bool limits_configured = false;
+  std::string limits_text;   // e.g. "nproc 64, as 4096 MiB, cpu 300 s, fsize 64 MiB, nofile 256"
+  bool runs_possible = false;
+  std::string runs_reason;   // why runs are refused (missing node/worker), when they are
+};
+
+struct IsolationFacts {
+  ProcessHardening process;
+  ScrubResult scrub;
+  bool scrub_attempted = false;
+  PrivilegeState privileges;
+  bool hosted = false;
+  bool allow_unscrubbed = false;   // MCP_SKILL_ALLOW_UNSCRUBBED=1
+  WorkerLayerFacts worker;
+};
+
+std::vector<Layer> ComputeLayers(const IsolationFacts& facts);
+
+// "isolation: on [a, b]; off [c (why), d (why)]" for the boot banner (stderr).
+std::string LayersOneLine(const std::vector<Layer>& layers);
+
+// One block per layer for `skill-mcp doctor`.
+std::string FormatDoctorReport(const std::vector<Layer>& layers);
+
+// 0 when every demanded layer is on, 1 otherwise.
+int DoctorExitCode(const std::vector<Layer>& layers);
+
+// Prints FormatDoctorReport to `out` and returns DoctorExitCode.
+int RunDoctor(const IsolationFacts& facts, FILE* out);
+
+}  // namespace skillmcp

@@ -1,0 +1,116 @@
+#include "broker/harden/layers.h"
+
+#include <sys/prctl.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+#include "tests/unit/harden/child.h"
+
+namespace skillmcp {
+namespace {
+
+using testing::InChild;
+
+const Layer* Find(const std::vector<Layer>& layers, const std::string& name) {
+  for (const Layer& l : layers)
+    if (l.name == name) return &l;
+  return nullptr;
+}
+
+IsolationFacts GoodFacts() {
+  IsolationFacts f;
+  f.process = HardenProcess();
+  f.scrub_attempted = true;
+  f.scrub.ok = true;
+  f.scrub.detail = "zeroed";
+  f.privileges.uid = 4242;
+  f.privileges.caps_reduced = true;
+  f.worker.limits_configured = true;
+  f.worker.limits_text = "nproc 64";
+  f.worker.runs_possible = true;
+  return f;
+}
+
+// Each case runs in a child: ComputeLayers re-reads the real dumpable flag and
+// RLIMIT_CORE, which HardenProcess sets there.
+TEST(Layers, AllDemandedOnGivesExitZero) {
+  EXPECT_EQ(InChild([] {
+              auto layers = ComputeLayers(GoodFacts());
+              return DoctorExitCode(layers) == 0 && Find(layers, "broker-non-dumpable")->on ? 0 : 1;
+            }),
+            0);
+}
+
+TEST(Layers, DumpableIsReadFromTheKernelNotAssumed) {
+  EXPECT_EQ(InChild([] {
+              IsolationFacts f = GoodFacts();
+              prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);  // undo behind the report's back
+              auto layers = ComputeLayers(f);
+              return !Find(layers, "broker-non-dumpable")->on && DoctorExitCode(layers) == 1 ? 0 : 1;
+            }),
+            0);
+}
+
+TEST(Layers, HostedWithoutScrubFailsUnlessAllowed) {
+  EXPECT_EQ(InChild([] {
+              IsolationFacts f = GoodFacts();
+              f.hosted = true;
+              f.scrub.ok = false;
+              f.scrub.detail = "cannot zero";
+              auto layers = ComputeLayers(f);
+              if (DoctorExitCode(layers) != 1 || !Find(layers, "environ-wiped")->demanded) return 1;
+              if (FormatDoctorReport(layers).find("required by this configuration") == std::string::npos) return 2;
+              f.allow_unscrubbed = true;
+              if (DoctorExitCode(ComputeLayers(f)) != 0) return 3;
+              f.hosted = false;  // standalone: a warning, not a failure
+              f.allow_unscrubbed = false;
+              return DoctorExitCode(ComputeLayers(f)) == 0 ? 0 : 4;
+            }),
+            0);
+}
+
+TEST(Layers, RootThatCouldNotSwitchFails) {
+  EXPECT_EQ(InChild([] {
+              IsolationFacts f = GoodFacts();
+              f.privileges.started_as_root = true;
+              f.privileges.switch_demanded = true;
+              f.privileges.broker_switched = false;
+              f.privileges.detail = "service identity: root is refused";
+              auto layers = ComputeLayers(f);
+              if (DoctorExitCode(layers) != 1) return 1;
+              if (Find(layers, "capabilities-dropped")->on) return 2;
+              return LayersOneLine(layers).find("capabilities-dropped (the broker is still root") !=
+                             std::string::npos
+                         ? 0
+                         : 3;
+            }),
+            0);
+}
+
+TEST(Layers, OneLineAndReportNameEveryLayer) {
+  EXPECT_EQ(InChild([] {
+              IsolationFacts f = GoodFacts();
+              f.worker.seccomp_configured = false;
+              auto layers = ComputeLayers(f);
+              std::string line = LayersOneLine(layers);
+              std::string report = FormatDoctorReport(layers);
+              for (const Layer& l : layers) {
+                if (line.find(l.name) == std::string::npos) return 1;
+                if (report.find(l.name + ": ") == std::string::npos) return 2;
+              }
+              if (Find(layers, "seccomp")->on) return 3;
+              if (line.find("seccomp (the seccomp filter is turned off") == std::string::npos) return 4;
+              FILE* out = tmpfile();
+              int code = RunDoctor(f, out);
+              long size = ftell(out);
+              fclose(out);
+              return code == 0 && size > 0 ? 0 : 5;
+            }),
+            0);
+}
+
+}  // namespace
+}  // namespace skillmcp
