@@ -26,7 +26,8 @@ UniqueFd WalkNoFollow(int dirfd, const std::string& rel, int flags) {
     }
     bool last = slash == std::string::npos;
     int f = last ? flags : (O_PATH | O_DIRECTORY);
-    UniqueFd next(openat(cur.get(), seg.c_str(), f | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY));
+    int extra = (f & O_PATH) ? 0 : O_NOCTTY;
+    UniqueFd next(openat(cur.get(), seg.c_str(), f | extra | O_NOFOLLOW | O_CLOEXEC));
     if (!next) return {};
     cur = std::move(next);
     if (last) return cur;
@@ -43,7 +44,10 @@ UniqueFd OpenBeneath(int dirfd, std::string_view rel, int flags) {
     return {};
   }
   open_how how{};
-  how.flags = static_cast<uint64_t>(flags | O_CLOEXEC | O_NOCTTY);
+  // openat2 refuses O_NOCTTY together with O_PATH (EINVAL); it only matters for
+  // descriptors that can become a controlling terminal, which O_PATH ones cannot.
+  int extra = (flags & O_PATH) ? O_CLOEXEC : (O_CLOEXEC | O_NOCTTY);
+  how.flags = static_cast<uint64_t>(flags | extra);
   // Why: RESOLVE_BENEATH makes escape impossible at open time (no check-then-use race);
   // NO_MAGICLINKS stops /proc/self/fd-style links from jumping out.
   how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <cstring>
 #include <fstream>
 #include <string>
 
@@ -49,6 +50,11 @@ TEST_F(OpenBeneathTest, FollowsASymlinkThatStaysInside) {
   UniqueFd fd = OpenRegularBeneath(dir_.get(), "link.txt");
   ASSERT_TRUE(fd.valid());
   EXPECT_EQ(ReadAll(fd.get()), "inside");
+}
+
+TEST_F(OpenBeneathTest, OpensPathOnlyDescriptors) {
+  UniqueFd fd = OpenBeneath(dir_.get(), "sub", O_PATH | O_DIRECTORY);
+  EXPECT_TRUE(fd.valid()) << strerror(errno);
 }
 
 TEST_F(OpenBeneathTest, RefusesASymlinkLeadingOut) {
