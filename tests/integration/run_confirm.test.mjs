@@ -520,6 +520,29 @@ describe('a client with the elicitation capability', () => {
     });
   }
 
+  test('accept with the approval field left false: nothing runs', async () => {
+    const seen = [];
+    const onElicit = async (request) => {
+      seen.push(request.params);
+      const content = {};
+      for (const [key, schema] of Object.entries(request.params.requestedSchema?.properties ?? {})) {
+        if (schema.type === 'boolean') content[key] = false;
+      }
+      return { action: 'accept', content };
+    };
+    const conn = await connect({ env: runEnv(), onElicit });
+    try {
+      const m = marker();
+      const r = await run(conn.client, { args: [m, '0'] });
+      assert.equal(seen.length, 1);
+      assert.ok(Object.values(seen[0].requestedSchema?.properties ?? {}).some((p) => p.type === 'boolean'), 'the prompt asks a yes/no question');
+      assert.equal(r.json?.confirmed, false, r.text);
+      assert.equal(runs(m), 0);
+    } finally {
+      await conn.close();
+    }
+  });
+
   test('MCP_CONFIRM_ELICITATION=off: no prompt, two steps', async () => {
     const e = elicitingClient('accept', runEnv({ MCP_CONFIRM_ELICITATION: 'off' }));
     const conn = await connect({ env: e.env, onElicit: e.onElicit });
