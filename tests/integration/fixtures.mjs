@@ -61,6 +61,26 @@ process.stderr.write('mark.js wrote to stderr\\n');
 process.exit(code === undefined ? 0 : Number(code));
 `;
 
+// Node script that tries to read the server it was started by: the parent's
+// /proc environ block and its memory. Prints what it managed as JSON.
+export const PROBE_JS = `'use strict';
+const fs = require('node:fs');
+const out = { ppid: process.ppid };
+try {
+  out.environ = fs.readFileSync('/proc/' + process.ppid + '/environ').toString('latin1');
+} catch (e) {
+  out.environError = e.code;
+}
+try {
+  const fd = fs.openSync('/proc/' + process.ppid + '/mem', 'r');
+  out.mem = 'opened';
+  fs.closeSync(fd);
+} catch (e) {
+  out.mem = e.code;
+}
+process.stdout.write(JSON.stringify(out) + '\\n');
+`;
+
 /**
  * The discovery tree. Returns the absolute paths the tests assert against.
  *   rootA: the good skill, one skill per problem kind, the symlink cases
@@ -302,6 +322,9 @@ export function buildRunTree() {
       '    - script: scripts/other.js',
       '      interpreter: node',
       '      timeout: 5',
+      '    - script: scripts/probe.js',
+      '      interpreter: node',
+      '      timeout: 5',
       '    - script: scripts/slow.js',
       '      interpreter: node',
       '      timeout: 2',
@@ -315,6 +338,7 @@ export function buildRunTree() {
     write(join(dir, 'scripts', 'other.js'), MARK_JS);
     write(join(dir, 'scripts', 'undeclared.js'), MARK_JS);
     write(join(dir, 'scripts', 'tool.py'), 'print(1)\n');
+    write(join(dir, 'scripts', 'probe.js'), PROBE_JS);
     // Writes its marker, then outlives its 2 s budget.
     write(join(dir, 'scripts', 'slow.js'), `require('node:fs').appendFileSync(process.argv[2], 'ran\\n'); setTimeout(() => {}, 60000);\n`);
   }

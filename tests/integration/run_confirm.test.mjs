@@ -148,6 +148,8 @@ describe('two-step confirmation (client without elicitation, mode ask-user)', ()
     assert.deepEqual(seen.argv, [m, '0'], 'argv passed verbatim');
     assert.equal(seen.cwd, tree.marker, 'runs in the skill directory');
     assert.deepEqual(seen.envNames, receipt.env, 'the script got exactly the listed names');
+    const allowed = new Set(['PATH', 'HOME', 'LANG', 'TZ', 'TMPDIR', 'MCP_DATA_DIR', 'HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy', 'NO_PROXY', 'no_proxy', 'NODE_USE_ENV_PROXY', 'MARK_VAR']);
+    for (const n of seen.envNames) assert.ok(allowed.has(n), `${n} is on the allowlist or declared and granted`);
     assert.equal(seen.markVar, 'set', 'the declared variable reached the script');
     assert.ok(!r.text.includes(SERVER_ONLY_VALUE));
 
@@ -263,6 +265,18 @@ describe('the fence, before the gate', () => {
     conn = await connect({ env: runEnv() });
   });
   after(async () => conn?.close());
+
+  test("a script reads neither the server's environ block nor its memory", async () => {
+    const p = await preview(conn.client, { script: 'scripts/probe.js' });
+    const receipt = assertReceipt(await run(conn.client, { script: 'scripts/probe.js', confirmToken: p.confirmToken }));
+    assert.equal(receipt.exitCode, 0, receipt.stderr);
+    const seen = JSON.parse(receipt.stdout);
+    if (seen.environ !== undefined) {
+      assert.ok(!seen.environ.includes(SERVER_ONLY_VALUE), 'the environ block was wiped');
+      assert.ok(!seen.environ.includes(SECRET_VALUE));
+    }
+    assert.notEqual(seen.mem, 'opened', 'the server is not dumpable: /proc/<pid>/mem does not open');
+  });
 
   test('an undeclared script is refused, naming the declared ones', async () => {
     const m = marker();
