@@ -1,0 +1,191 @@
+#include "broker/run/launch_config.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+#include "config.h"
+#include "shared/run_limits_default.h"
+
+namespace skillmcp {
+namespace {
+
+constexpr char kDefaultPath[] = "/usr/local/bin:/usr/bin:/bin";
+
+bool IsExecutableFile(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
+}
+
+std::string RealPath(const std::string& path) {
+  char buf[PATH_MAX];
+  return realpath(path.c_str(), buf) != nullptr ? std::string(buf) : std::string();
+}
+
+// Opens an executable by absolute path and checks the open descriptor, so what is
+// checked is what runs. Returns "" or why not.
+std::string OpenExecutable(const std::string& path, UniqueFd* out) {
+  // why: O_CLOEXEC so no other child ever inherits it; the worker gets it by dup2 only.
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  if (!fd.valid()) return path + ": " + std::strerror(errno);
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0) return path + ": " + std::strerror(errno);
+  if (!S_ISREG(st.st_mode)) return path + " is not a regular file";
+  if ((st.st_mode & 0111) == 0) return path + " is not executable";
+  *out = std::move(fd);
+  return "";
+}
+
+std::string SelfDir() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "";
+  std::string exe(buf, static_cast<size_t>(n));
+  size_t slash = exe.rfind('/');
+  return slash == std::string::npos ? "" : exe.substr(0, slash);
+}
+
+struct LimitOption {
+  const char* name;
+  uint64_t RunLimits::*field;
+  uint64_t unit;
+};
+
+constexpr LimitOption kLimitOptions[] = {
+    {"SKILL_MCP_LIMIT_NPROC", &RunLimits::nproc, 1},
+    {"SKILL_MCP_LIMIT_AS_MB", &RunLimits::address_space, kMiB},
+    {"SKILL_MCP_LIMIT_DATA_MB", &RunLimits::data, kMiB},
+    {"SKILL_MCP_LIMIT_CPU_SECONDS", &RunLimits::cpu_seconds, 1},
+    {"SKILL_MCP_LIMIT_FSIZE_MB", &RunLimits::fsize, kMiB},
+    {"SKILL_MCP_LIMIT_NOFILE", &RunLimits::nofile, 1},
+};
+
+std::string MiB(uint64_t bytes) { return std::to_string(bytes / kMiB) + " MiB"; }
+
+}  // namespace
+
+std::optional<uint64_t> ParsePositive(std::string_view text) {
+  if (text.empty() || text[0] == '0') return std::nullopt;
+  uint64_t v = 0;
+  auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (r.ec != std::errc() || r.ptr != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+std::string SearchPath(std::string_view path_value, std::string_view name) {
+  size_t at = 0;
+  while (at <= path_value.size()) {
+    size_t colon = path_value.find(':', at);
+    if (colon == std::string_view::npos) colon = path_value.size();
+    std::string dir(path_value.substr(at, colon - at));
+    at = colon + 1;
+    // why: an empty or relative entry means "the cwd", which nobody pinned.
+    if (dir.empty() || dir[0] != '/') continue;
+    std::string candidate = dir + "/" + std::string(name);
+    if (IsExecutableFile(candidate)) return candidate;
+  }
+  return "";
+}
+
+LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState& privileges) {
+  LaunchConfigResult result;
+  LaunchConfig c;
+
+  c.limits = kDefaultRunLimits;
+  for (const LimitOption& o : kLimitOptions) {
+    std::optional<std::string> text = env.GetConfig(o.name);
+    if (!text) continue;
+    std::optional<uint64_t> v = ParsePositive(*text);
+    // why: a mistyped limit must stop the boot, never silently fall back to another value.
+    if (!v || *v > UINT64_MAX / o.unit) {
+      result.error = std::string(o.name) + "=\"" + *text +
+                     "\" is not a positive whole number; set it to a value like 256, or unset it "
+                     "for the default";
+      return result;
+    }
+    c.limits.*(o.field) = *v * o.unit;
+  }
+
+  std::optional<std::string> sec = env.GetConfig("SKILL_MCP_SECCOMP");
+  if (sec) {
+    if (*sec == "on" || *sec == "1") {
+      c.seccomp = true;
+    } else if (*sec == "off" || *sec == "0") {
+      c.seccomp = false;
+    } else {
+      result.error = "SKILL_MCP_SECCOMP=\"" + *sec + "\" is neither on nor off";
+      return result;
+    }
+  }
+
+  c.switch_ids = privileges.worker_switch;
+  if (c.switch_ids) {
+    c.uid = privileges.run_as.uid;
+    c.gid = privileges.run_as.gid;
+    c.run_as = privileges.run_as.how;
+  }
+
+  std::string why_not;
+  // The worker: explicit option, else the build tree beside this executable, else the
+  // installed libexec copy.
+  std::optional<std::string> worker = env.GetConfig("SKILL_MCP_WORKER");
+  if (worker) {
+    c.worker_path = *worker;
+  } else {
+    std::string built = SelfDir() + "/../worker/skill-mcp-worker";
+    c.worker_path = IsExecutableFile(built) ? RealPath(built)
+                                            : std::string(SKILL_MCP_LIBEXECDIR) + "/skill-mcp-worker";
+  }
+  if (c.worker_path.empty() || c.worker_path[0] != '/') {
+    why_not = "the worker path \"" + c.worker_path + "\" is not absolute (SKILL_MCP_WORKER)";
+  } else if (std::string e = OpenExecutable(c.worker_path, &c.worker); !e.empty()) {
+    why_not = "the worker binary cannot be used (" + e + "); install skill-mcp-worker or set SKILL_MCP_WORKER";
+  }
+
+  // The pinned node: resolved once, here, to an absolute path without symlinks.
+  std::optional<std::string> node = env.GetConfig("SKILL_MCP_NODE");
+  std::string node_path;
+  if (node) {
+    node_path = *node;
+  } else {
+    node_path = SearchPath(env.GetConfig("PATH").value_or(kDefaultPath), "node");
+  }
+  std::string node_why;
+  if (node_path.empty()) {
+    node_why = "no node was found on the broker's PATH; install nodejs or set SKILL_MCP_NODE";
+  } else if (node_path[0] != '/') {
+    node_why = "SKILL_MCP_NODE=\"" + node_path + "\" is not an absolute path";
+  } else {
+    c.node_path = RealPath(node_path);
+    if (c.node_path.empty()) {
+      node_why = "node at " + node_path + " cannot be resolved: " + std::strerror(errno);
+    } else if (std::string e = OpenExecutable(c.node_path, &c.node); !e.empty()) {
+      node_why = "node cannot be used (" + e + ")";
+    }
+  }
+  if (!node_why.empty()) why_not += (why_not.empty() ? "" : "; ") + node_why;
+  c.refusal = why_not;
+  result.config = std::move(c);
+  return result;
+}
+
+WorkerLayerFacts LayerFacts(const LaunchConfig& c) {
+  WorkerLayerFacts f;
+  f.seccomp_configured = c.seccomp;
+  const RunLimits& l = c.limits;
+  f.limits_configured = l.nproc || l.address_space || l.data || l.cpu_seconds || l.fsize || l.nofile;
+  f.limits_text = "nproc " + std::to_string(l.nproc) + ", as " + MiB(l.address_space) + ", data " +
+                  MiB(l.data) + ", cpu " + std::to_string(l.cpu_seconds) + " s, fsize " + MiB(l.fsize) +
+                  ", nofile " + std::to_string(l.nofile) + ", core 0";
+  f.runs_possible = c.ready();
+  f.runs_reason = c.refusal;
+  return f;
+}
+
+}  // namespace skillmcp

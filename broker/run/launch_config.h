@@ -1,0 +1,54 @@
+// What every run needs, resolved once at boot: the worker binary and the pinned node,
+// both held open by descriptor (so a later swap of either path changes nothing), the
+// run-as identity, the resource limits and whether seccomp is on.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "broker/harden/env_store.h"
+#include "broker/harden/layers.h"
+#include "broker/harden/privileges.h"
+#include "shared/run_spec.h"
+#include "shared/unique_fd.h"
+
+namespace skillmcp {
+
+struct LaunchConfig {
+  UniqueFd worker;            // O_RDONLY|O_CLOEXEC; exec'd with execveat(AT_EMPTY_PATH)
+  std::string worker_path;
+  UniqueFd node;              // O_RDONLY|O_CLOEXEC; handed to the worker as fd 5
+  std::string node_path;      // absolute, symlinks resolved
+  bool switch_ids = false;    // workers switch to uid/gid below
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  std::string run_as;         // how the identity was resolved, for reports
+  RunLimits limits;
+  bool seccomp = true;
+  std::string refusal;        // non-empty: why runs are refused (missing node or worker)
+
+  bool ready() const { return refusal.empty() && worker.valid() && node.valid(); }
+};
+
+struct LaunchConfigResult {
+  std::optional<LaunchConfig> config;
+  std::string error;   // a bad option: the broker should not start (say it on stderr)
+};
+
+// Options: SKILL_MCP_WORKER, SKILL_MCP_NODE, SKILL_MCP_SECCOMP (on|off),
+// SKILL_MCP_LIMIT_{NPROC,AS_MB,DATA_MB,CPU_SECONDS,FSIZE_MB,NOFILE} (strict positive
+// integers). The run-as identity comes from what DropPrivileges resolved.
+LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState& privileges);
+
+// Pure: a strict positive decimal integer ("1".."18446744073709551615"), no sign,
+// no spaces, no leading zero. nullopt otherwise.
+std::optional<uint64_t> ParsePositive(std::string_view text);
+
+// Pure: the first absolute directory of a PATH value holding an executable regular
+// `name`; relative entries are skipped (they would depend on the cwd). "" when none.
+std::string SearchPath(std::string_view path_value, std::string_view name);
+
+// What the isolation report needs from this configuration.
+WorkerLayerFacts LayerFacts(const LaunchConfig& config);
+
+}  // namespace skillmcp

@@ -1,0 +1,171 @@
+#include "broker/run/launch_config.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "shared/run_limits_default.h"
+
+namespace skillmcp {
+namespace {
+
+TEST(ParsePositive, StrictDecimal) {
+  EXPECT_EQ(ParsePositive("1"), 1u);
+  EXPECT_EQ(ParsePositive("256"), 256u);
+  EXPECT_EQ(ParsePositive("18446744073709551615"), UINT64_MAX);
+  for (const char* bad : {"", "0", "-1", "+5", " 5", "5 ", "05", "1e3", "0x10", "12abc",
+                          "18446744073709551616"}) {
+    EXPECT_EQ(ParsePositive(bad), std::nullopt) << bad;
+  }
+}
+
+class TempDir : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/skillmcp-launch-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string MakeFile(const std::string& rel, mode_t mode, const std::string& content = "#!/bin/true\n") {
+    std::string p = dir_ + "/" + rel;
+    std::filesystem::create_directories(std::filesystem::path(p).parent_path());
+    std::ofstream(p) << content;
+    chmod(p.c_str(), mode);
+    return p;
+  }
+  std::string dir_;
+};
+
+using SearchPathTest = TempDir;
+
+TEST_F(SearchPathTest, FirstAbsoluteExecutableWins) {
+  MakeFile("a/node", 0644);  // not executable: skipped
+  std::string b = MakeFile("b/node", 0755);
+  MakeFile("c/node", 0755);
+  std::string path = dir_ + "/a:" + dir_ + "/b:" + dir_ + "/c";
+  EXPECT_EQ(SearchPath(path, "node"), b);
+  EXPECT_EQ(SearchPath(dir_ + "/a", "node"), "");
+}
+
+TEST_F(SearchPathTest, RelativeAndEmptyEntriesAreSkipped) {
+  MakeFile("rel/node", 0755);
+  ASSERT_EQ(chdir(dir_.c_str()), 0);
+  // "rel" and "" (the cwd) would find it; both must be ignored.
+  EXPECT_EQ(SearchPath("rel::.", "node"), "");
+  ASSERT_EQ(chdir("/"), 0);
+}
+
+EnvStore WorkingEnv() {
+  EnvStore env;
+  env.Set("SKILL_MCP_WORKER", SKILL_MCP_TEST_WORKER);
+  env.Set("SKILL_MCP_NODE", "/usr/bin/node");
+  return env;
+}
+
+TEST(ResolveLaunchConfig, OpensWorkerAndNodeByDescriptor) {
+  EnvStore env = WorkingEnv();
+  LaunchConfigResult r = ResolveLaunchConfig(env, PrivilegeState{});
+  ASSERT_TRUE(r.config) << r.error;
+  const LaunchConfig& c = *r.config;
+  EXPECT_TRUE(c.ready()) << c.refusal;
+  EXPECT_EQ(c.node_path, std::filesystem::canonical("/usr/bin/node").string());
+  EXPECT_GE(fcntl(c.node.get(), F_GETFD) & FD_CLOEXEC, 1);
+  EXPECT_GE(fcntl(c.worker.get(), F_GETFD) & FD_CLOEXEC, 1);
+  EXPECT_EQ(c.limits.nproc, kDefaultRunLimits.nproc);
+  EXPECT_EQ(c.limits.data, kDefaultRunLimits.data);
+  EXPECT_TRUE(c.seccomp);
+  EXPECT_FALSE(c.switch_ids);
+  WorkerLayerFacts f = LayerFacts(c);
+  EXPECT_TRUE(f.runs_possible);
+  EXPECT_TRUE(f.limits_configured);
+}
+
+TEST(ResolveLaunchConfig, NodeFoundOnTheBrokerPath) {
+  EnvStore env;
+  env.Set("SKILL_MCP_WORKER", SKILL_MCP_TEST_WORKER);
+  env.Set("PATH", "relative/bin:/usr/bin");
+  LaunchConfigResult r = ResolveLaunchConfig(env, PrivilegeState{});
+  ASSERT_TRUE(r.config);
+  EXPECT_TRUE(r.config->ready()) << r.config->refusal;
+  EXPECT_EQ(r.config->node_path, std::filesystem::canonical("/usr/bin/node").string());
+}
+
+TEST(ResolveLaunchConfig, LimitOverridesAndRunAs) {
+  EnvStore env = WorkingEnv();
+  env.Set("SKILL_MCP_LIMIT_NPROC", "64");
+  env.Set("SKILL_MCP_LIMIT_AS_MB", "8192");
+  env.Set("SKILL_MCP_LIMIT_CPU_SECONDS", "30");
+  env.Set("SKILL_MCP_LIMIT_FSIZE_MB", "1");
+  env.Set("SKILL_MCP_LIMIT_NOFILE", "128");
+  env.Set("SKILL_MCP_LIMIT_DATA_MB", " ");  // blank counts as unset: the default stays
+  env.Set("SKILL_MCP_SECCOMP", "off");
+  PrivilegeState p;
+  p.worker_switch = true;
+  p.run_as.ok = true;
+  p.run_as.uid = 64000;
+  p.run_as.gid = 64005;
+  LaunchConfigResult r = ResolveLaunchConfig(env, p);
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->limits.nproc, 64u);
+  EXPECT_EQ(r.config->limits.address_space, 8192ull << 20);
+  EXPECT_EQ(r.config->limits.cpu_seconds, 30u);
+  EXPECT_EQ(r.config->limits.fsize, 1u << 20);
+  EXPECT_EQ(r.config->limits.nofile, 128u);
+  EXPECT_EQ(r.config->limits.data, kDefaultRunLimits.data);
+  EXPECT_FALSE(r.config->seccomp);
+  EXPECT_TRUE(r.config->switch_ids);
+  EXPECT_EQ(r.config->uid, 64000u);
+  EXPECT_EQ(r.config->gid, 64005u);
+}
+
+TEST(ResolveLaunchConfig, BadLimitIsABootError) {
+  for (const char* bad : {"abc", "0", "-5", "12MB", "99999999999999999999"}) {
+    EnvStore env = WorkingEnv();
+    env.Set("SKILL_MCP_LIMIT_AS_MB", bad);
+    LaunchConfigResult r = ResolveLaunchConfig(env, PrivilegeState{});
+    EXPECT_FALSE(r.config) << bad;
+    EXPECT_NE(r.error.find("SKILL_MCP_LIMIT_AS_MB"), std::string::npos) << r.error;
+  }
+  EnvStore env = WorkingEnv();
+  env.Set("SKILL_MCP_LIMIT_AS_MB", "18446744073709551615");  // overflows once in bytes
+  EXPECT_FALSE(ResolveLaunchConfig(env, PrivilegeState{}).config);
+  env = WorkingEnv();
+  env.Set("SKILL_MCP_SECCOMP", "maybe");
+  EXPECT_FALSE(ResolveLaunchConfig(env, PrivilegeState{}).config);
+}
+
+TEST(ResolveLaunchConfig, MissingNodeOrWorkerRefusesRunsWithTheReason) {
+  EnvStore env = WorkingEnv();
+  env.Set("SKILL_MCP_NODE", "/nonexistent/node");
+  LaunchConfigResult r = ResolveLaunchConfig(env, PrivilegeState{});
+  ASSERT_TRUE(r.config);
+  EXPECT_FALSE(r.config->ready());
+  EXPECT_NE(r.config->refusal.find("/nonexistent/node"), std::string::npos) << r.config->refusal;
+  EXPECT_FALSE(LayerFacts(*r.config).runs_possible);
+
+  env = WorkingEnv();
+  env.Set("SKILL_MCP_NODE", "node");  // relative: never pinned
+  r = ResolveLaunchConfig(env, PrivilegeState{});
+  EXPECT_NE(r.config->refusal.find("not an absolute path"), std::string::npos) << r.config->refusal;
+
+  EnvStore no_node;
+  no_node.Set("SKILL_MCP_WORKER", SKILL_MCP_TEST_WORKER);
+  no_node.Set("PATH", "/nonexistent");
+  r = ResolveLaunchConfig(no_node, PrivilegeState{});
+  EXPECT_NE(r.config->refusal.find("no node was found"), std::string::npos) << r.config->refusal;
+
+  env = WorkingEnv();
+  env.Set("SKILL_MCP_WORKER", "/nonexistent/skill-mcp-worker");
+  r = ResolveLaunchConfig(env, PrivilegeState{});
+  EXPECT_FALSE(r.config->ready());
+  EXPECT_NE(r.config->refusal.find("worker binary cannot be used"), std::string::npos) << r.config->refusal;
+}
+
+}  // namespace
+}  // namespace skillmcp
