@@ -19,8 +19,7 @@ int main(int argc, char** argv) {
       fprintf(stderr, "skill-mcp: %s\n", opts.error.c_str());
       return 2;
     case CliOptions::Command::kDoctor:
-      fprintf(stderr, "skill-mcp: this command is not available in this build yet\n");
-      return 2;
+      return skillmcp::RunDoctorCommand();
     case CliOptions::Command::kConnect:
       return skillmcp::RunConnect(opts.socket_path);
     case CliOptions::Command::kServe:

@@ -5,23 +5,17 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include <set>
+#include <cstdio>
 #include <string>
 
-#include "broker/catalogue/scan.h"
-#include "broker/cli/roots.h"
-#include "broker/grants/grants.h"
-#include "broker/harden/credentials.h"
-#include "broker/harden/env_store.h"
-#include "broker/harden/environ_scrub.h"
-#include "broker/harden/process_harden.h"
+#include "broker/cli/boot.h"
 #include "broker/loop/event_loop.h"
 #include "broker/mcp/server.h"
 #include "broker/mcp/session.h"
+#include "broker/run/supervisor.h"
+#include "broker/tools/skill_run.h"
 #include "config.h"
 #include "shared/log.h"
-
-extern char** environ;
 
 namespace skillmcp {
 namespace {
@@ -46,35 +40,35 @@ std::string Join(const std::vector<std::string>& v, const char* sep) {
 }  // namespace
 
 int RunServe() {
-  ProcessHardening hardening = HardenProcess();
-  if (!hardening.detail.empty()) LOG_WARN("process hardening: %s", hardening.detail.c_str());
-
-  EnvStore env = EnvStore::Capture(environ);
-  ScrubResult scrub = ScrubEnviron();
-  if (auto dir = env.GetConfig("CREDENTIALS_DIRECTORY")) {
-    CredentialsResult creds = LoadCredentials(*dir, env);
-    for (const auto& r : creds.refused) LOG_WARN("credential refused: %s", r.c_str());
-    if (!creds.detail.empty()) LOG_WARN("credentials: %s", creds.detail.c_str());
+  std::unique_ptr<Boot> b = BootBroker();
+  if (!b->fatal.empty()) {
+    LOG_ERROR("%s", b->fatal.c_str());
+    return 1;
   }
-  std::set<std::string> present;
-  for (const auto& n : env.Names()) present.insert(n);
-  auto is_present = [&present](std::string_view n) { return present.count(std::string(n)) > 0; };
-  bool hosted = IsHosted(is_present);
-  if (!scrub.ok && !hosted) {
+  if (!b->facts.scrub.ok && !b->facts.hosted) {
     LOG_WARN("the exec-time environment block could not be wiped (%s); a same-uid process "
              "may read /proc/%d/environ",
-             scrub.detail.c_str(), getpid());
+             b->facts.scrub.detail.c_str(), getpid());
   }
-
-  Roots roots = ResolveRoots(env);
-  Catalogue catalogue = ScanCatalogue(roots.paths, roots.from);
-  GrantDecision grants = DecideGrants(
-      catalogue, [&env](std::string_view n) { return env.GetConfig(n); }, is_present);
 
   EventLoop loop;
   Session session(loop, STDIN_FILENO, STDOUT_FILENO);
-  CatalogueView view{&catalogue, &grants};
-  McpServer server(session, view, SKILL_MCP_VERSION, nullptr);
+  RunSupervisor supervisor(loop, *b->launch, b->env);
+  SkillRunDeps deps;
+  deps.view = CatalogueView{&b->catalogue, &b->grants};
+  deps.is_set = [env = &b->env](std::string_view n) { return env->IsSet(n); };
+  deps.gate = b->gate;
+  deps.tokens = b->tokens.get();
+  deps.supervisor = &supervisor;
+  deps.runs_blocked = b->runs_blocked;
+  deps.elicit = [&session](OrderedJson params, int64_t timeout_ms,
+                           std::function<void(const Json*, const Json*)> handler) {
+    session.SendRequest("elicitation/create", std::move(params), timeout_ms,
+                        std::move(handler));
+  };
+  SkillRunTool run_tool(std::move(deps));
+  McpServer server(session, CatalogueView{&b->catalogue, &b->grants}, SKILL_MCP_VERSION,
+                   &run_tool);
   server.Register();
   session.OnClosed([&loop] { loop.Stop(); });
   UniqueFd sigfd = BlockTerminationSignals();
@@ -90,13 +84,25 @@ int RunServe() {
     return 1;
   }
   LOG_INFO("skill-mcp %s serving %zu skill(s) from %s (%s); %zu problem(s)%s",
-           SKILL_MCP_VERSION, catalogue.skills.size(), Join(roots.paths, ":").c_str(),
-           roots.from.c_str(), catalogue.problems.size() + grants.problems.size(),
+           SKILL_MCP_VERSION, b->catalogue.skills.size(), Join(b->roots.paths, ":").c_str(),
+           b->roots.from.c_str(), b->catalogue.problems.size() + b->grants.problems.size(),
            isatty(STDIN_FILENO) ? "; this is a stdio MCP server: start it from an MCP client "
                                   "(e.g. an mcpServers entry with command \"skill-mcp\")"
                                 : "");
+  LOG_INFO("%s", LayersOneLine(ComputeLayers(b->facts)).c_str());
   loop.Run();
+  // Why: no worker outlives its client; the group is killed and reaped before exit.
+  supervisor.KillAndReapNow();
   return 0;
+}
+
+int RunDoctorCommand() {
+  std::unique_ptr<Boot> b = BootBroker();
+  if (!b->fatal.empty()) {
+    printf("skill-mcp cannot start with this configuration: %s\n", b->fatal.c_str());
+    return 1;
+  }
+  return RunDoctor(b->facts, stdout);
 }
 
 }  // namespace skillmcp

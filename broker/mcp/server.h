@@ -14,17 +14,6 @@ inline constexpr const char* kServerName = "skill-mcp";
 inline constexpr const char* kProtocolVersions[] = {"2024-11-05", "2025-03-26", "2025-06-18",
                                                     "2025-11-25"};
 
-// The asynchronous skill_run tool, when the run side is available.
-class RunToolHandler {
- public:
-  virtual ~RunToolHandler() = default;
-  // `client_elicits`: the client declared the elicitation capability.
-  virtual void Call(const Json& args, const Json& request_id, bool client_elicits,
-                    ToolDone done) = 0;
-  // notifications/cancelled for a request this handler is serving.
-  virtual void Cancel(const Json& request_id) = 0;
-};
-
 class McpServer {
  public:
   McpServer(Session& session, CatalogueView view, std::string version, RunToolHandler* run);

@@ -39,6 +39,17 @@ struct CatalogueView {
   const Skill* FindSkill(std::string_view name) const;
 };
 
+// The asynchronous skill_run tool, when the run side is available.
+class RunToolHandler {
+ public:
+  virtual ~RunToolHandler() = default;
+  // `client_elicits`: the client declared the elicitation capability.
+  virtual void Call(const Json& args, const Json& request_id, bool client_elicits,
+                    ToolDone done) = 0;
+  // notifications/cancelled for a request this handler is serving.
+  virtual void Cancel(const Json& request_id) = 0;
+};
+
 // A refusal for a skill name the catalogue does not serve.
 ToolResult UnknownSkill(const CatalogueView& view, std::string_view name);
 

@@ -1,0 +1,97 @@
+#include "broker/cli/boot.h"
+
+#include <unistd.h>
+
+#include <set>
+
+#include "broker/catalogue/reasons.h"
+#include "broker/catalogue/scan.h"
+#include "broker/harden/credentials.h"
+#include "broker/harden/environ_scrub.h"
+#include "broker/harden/privileges.h"
+#include "broker/harden/process_harden.h"
+#include "shared/log.h"
+
+extern char** environ;
+
+namespace skillmcp {
+
+std::unique_ptr<Boot> BootBroker() {
+  auto b = std::make_unique<Boot>();
+  // 1. Before reading any configuration: no dumping, no core, fds 0-2 present.
+  b->facts.process = HardenProcess();
+  if (!b->facts.process.detail.empty()) {
+    LOG_WARN("process hardening: %s", b->facts.process.detail.c_str());
+  }
+  // 2. Move the environment into guarded memory, then wipe the exec-time block so
+  //    /proc/<pid>/environ reads empty.
+  b->env = EnvStore::Capture(environ);
+  b->facts.scrub = ScrubEnviron();
+  b->facts.scrub_attempted = true;
+  if (auto dir = b->env.GetConfig("CREDENTIALS_DIRECTORY")) {
+    CredentialsResult creds = LoadCredentials(*dir, b->env);
+    for (const auto& r : creds.refused) LOG_WARN("credential refused: %s", r.c_str());
+    if (!creds.detail.empty()) LOG_WARN("credentials: %s", creds.detail.c_str());
+  }
+  std::set<std::string> present;
+  for (const auto& n : b->env.Names()) present.insert(n);
+  auto is_present = [present](std::string_view n) { return present.count(std::string(n)) > 0; };
+  b->facts.hosted = IsHosted(is_present);
+  b->facts.allow_unscrubbed = b->env.GetConfig("MCP_SKILL_ALLOW_UNSCRUBBED") == "1";
+
+  // 3. Stop being root before touching any skill: parsing untrusted SKILL.md files and
+  //    reading bundles happens with the service identity only.
+  b->facts.privileges = DropPrivileges(PrivilegeOptionsFrom(b->env));
+  if (!b->facts.privileges.ok()) {
+    b->fatal = "started as root but could not switch to the service user (" +
+               b->facts.privileges.detail +
+               "); refusing to serve as root. Set SKILL_MCP_USER to an existing "
+               "unprivileged user, or start skill-mcp as one.";
+    return b;
+  }
+  // 4. The pinned node and the worker, opened by descriptor now.
+  LaunchConfigResult launch = ResolveLaunchConfig(b->env, b->facts.privileges);
+  if (!launch.config) {
+    b->fatal = launch.error;
+    return b;
+  }
+  b->launch = std::move(launch.config);
+  b->facts.worker = LayerFacts(*b->launch);
+
+  // 5. The catalogue, scanned once.
+  b->roots = ResolveRoots(b->env);
+  b->catalogue = ScanCatalogue(b->roots.paths, b->roots.from);
+  b->grants = DecideGrants(
+      b->catalogue, [env = &b->env](std::string_view n) { return env->GetConfig(n); },
+      is_present);
+
+  // 6. Whether anything may run at all.
+  if (b->facts.hosted && !b->facts.scrub.ok && !b->facts.allow_unscrubbed) {
+    // Why: hosted, one environment holds every credential of the registration; if a
+    // same-uid script could read it from /proc, no script may run.
+    b->runs_blocked =
+        "no script runs on this host: the exec-time environment block could not be wiped (" +
+        b->facts.scrub.detail +
+        "), so a script could read every credential from /proc. The owner can set "
+        "MCP_SKILL_ALLOW_UNSCRUBBED=1 to accept that.";
+    b->catalogue.problems.push_back(
+        Problem{"/proc/" + std::to_string(getpid()) + "/environ", std::string(reason::kEnvironUnscrubbed),
+                *b->runs_blocked});
+  } else if (!b->launch->ready()) {
+    b->runs_blocked = "no script can run here: " + b->launch->refusal;
+  }
+
+  // 7. The confirmation gate and its signing key.
+  b->gate = ParseGateConfig([env = &b->env](std::string_view n) { return env->GetConfig(n); });
+  for (const auto& w : b->gate.warnings) LOG_WARN("%s", w.c_str());
+  if (b->env.IsSet("MCP_CONFIRM_SECRET")) {
+    b->env.WithValue("MCP_CONFIRM_SECRET", [&b](std::string_view secret) {
+      b->tokens = ConfirmTokens::CreateFromSecret(secret);
+    });
+  } else {
+    b->tokens = ConfirmTokens::CreateRandom();
+  }
+  return b;
+}
+
+}  // namespace skillmcp

@@ -1,0 +1,37 @@
+// The broker's boot sequence, shared by `serve` and `doctor` so the report describes
+// exactly what serving would have in force. Order matters and is commented in boot.cc.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "broker/catalogue/skill.h"
+#include "broker/cli/roots.h"
+#include "broker/confirm/gate_config.h"
+#include "broker/confirm/tokens.h"
+#include "broker/grants/grants.h"
+#include "broker/harden/env_store.h"
+#include "broker/harden/layers.h"
+#include "broker/run/launch_config.h"
+
+namespace skillmcp {
+
+struct Boot {
+  EnvStore env;
+  IsolationFacts facts;
+  std::optional<LaunchConfig> launch;
+  Roots roots;
+  Catalogue catalogue;
+  GrantDecision grants;
+  GateConfig gate;
+  std::unique_ptr<ConfirmTokens> tokens;
+  std::optional<std::string> runs_blocked;  // why no script may run on this host
+  std::string fatal;                        // non-empty: refuse to start, say this
+};
+
+// Hardens the process, captures and wipes the environment, drops privileges, resolves
+// the launch configuration, scans the catalogue once, decides grants and the gate.
+std::unique_ptr<Boot> BootBroker();
+
+}  // namespace skillmcp

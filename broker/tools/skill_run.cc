@@ -1,0 +1,223 @@
+#include "broker/tools/skill_run.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "broker/confirm/payloads.h"
+#include "broker/grants/script_env.h"
+#include "broker/tools/file_reader.h"
+#include "broker/tools/tool_args.h"
+#include "shared/relpath.h"
+
+namespace skillmcp {
+namespace {
+
+ToolResult Gate(OrderedJson payload, bool is_error) {
+  ToolResult r;
+  r.payload = std::move(payload);
+  r.is_error = is_error;
+  r.indented = true;  // confirmation payloads are 2-space indented (WIRE.md)
+  return r;
+}
+
+// Content checks on args that come after the gate, in WIRE.md order.
+std::optional<ToolResult> CheckArgContent(const std::vector<std::string>& args) {
+  size_t total = 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    // Why: argv is handed to execve, where a NUL would silently cut the argument.
+    if (args[i].find('\0') != std::string::npos) {
+      return ArgumentError("args", "\"args[" + std::to_string(i) + "]\" contains a NUL byte");
+    }
+    total += args[i].size();
+  }
+  if (total > kMaxRunArgBytes) {
+    return ArgumentError("args", "the arguments add up to " + std::to_string(total) +
+                                     " bytes, over the 8192-byte limit");
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+SkillRunTool::SkillRunTool(SkillRunDeps deps) : deps_(std::move(deps)) {}
+
+int64_t SkillRunTool::Now() const {
+  if (deps_.now) return deps_.now();
+  return static_cast<int64_t>(time(nullptr));
+}
+
+std::optional<ToolResult> SkillRunTool::Prepare(const Json& args, Prepared* out) {
+  std::string name, script;
+  std::optional<std::string> token;
+  if (auto err = RequireString(args, "name", &name)) return err;
+  if (auto err = RequireString(args, "script", &script)) return err;
+  if (auto err = StringArray(args, "args", false, 0, kMaxRunArgs, &out->args)) return err;
+  if (auto err = OptionalString(args, "confirmToken", &token)) return err;
+
+  // 1. unknown skill
+  out->skill = deps_.view.FindSkill(name);
+  if (out->skill == nullptr) return UnknownSkill(deps_.view, name);
+  // 2. runs blocked on this host
+  if (deps_.runs_blocked) return Refusal("RUNS_BLOCKED", *deps_.runs_blocked);
+  // 3-4. undeclared or ungranted, then interpreter not runnable (declaration lookup first)
+  ScriptLookup lookup = deps_.view.grants->Lookup(name, script);
+  switch (lookup.refusal) {
+    case ScriptRefusal::kNone: break;
+    case ScriptRefusal::kUnknownSkill: return UnknownSkill(deps_.view, name);
+    case ScriptRefusal::kUndeclared: return Refusal("SCRIPT_NOT_DECLARED", lookup.message);
+    case ScriptRefusal::kUngranted: return Refusal("SCRIPT_NOT_GRANTED", lookup.message);
+    case ScriptRefusal::kInterpreterUnavailable:
+      return Refusal("INTERPRETER_UNAVAILABLE", lookup.message);
+  }
+  out->script = *lookup.script;
+  // 5. the path: string check, then resolved beneath the skill directory, a regular file.
+  // Why: both layers, because each misses shapes the other catches.
+  if (PathRefusal r = CheckRelativePath(script); r != PathRefusal::kNone) {
+    return Refusal("PATH_REFUSED", std::string("script path refused: ") + DescribePathRefusal(r));
+  }
+  OpenedFile opened = OpenBundleFile(out->skill->dir.get(), script);
+  if (!opened.fd) return Refusal("PATH_REFUSED", "script \"" + script + "\": " + opened.error);
+  // node's module identity (__filename, relative require) is the real path of the file
+  // that was checked, read back from its descriptor.
+  char link[64], real[4096];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", opened.fd.get());
+  ssize_t n = readlink(link, real, sizeof real - 1);
+  if (n <= 0) return Refusal("PATH_REFUSED", "script \"" + script + "\": cannot resolve its path");
+  out->script_real_path.assign(real, static_cast<size_t>(n));
+
+  ScriptEnv env = ComputeScriptEnv(out->script.env, deps_.is_set, deps_.view.grants->from);
+  WillRun& w = out->will_run;
+  w.skill = out->skill->name;
+  w.interpreter = out->script.interpreter;
+  w.argv.push_back(script);
+  w.argv.insert(w.argv.end(), out->args.begin(), out->args.end());
+  w.cwd = out->skill->source;
+  w.timeout_ms = out->script.timeout_ms;
+  w.env_names = env.names;
+  w.env_not_set = env.not_set;
+  w.env_warning = env.warning;
+  return std::nullopt;
+}
+
+void SkillRunTool::Call(const Json& args, const Json& request_id, bool client_elicits,
+                        ToolDone done) {
+  auto p = std::make_shared<Prepared>();
+  if (auto refusal = Prepare(args, p.get())) return done(*refusal);
+
+  // 6. the gate: one decision function says what happens (broker/confirm/gate_config.h).
+  if (deps_.tokens == nullptr) {
+    return done(Gate(RefusedPayload("Confirmation tokens cannot be signed on this host "
+                                    "(libsodium guarded memory is unavailable), so nothing "
+                                    "can be confirmed and nothing ran."),
+                     true));
+  }
+  std::optional<std::string> token;
+  OptionalString(args, "confirmToken", &token);
+  switch (NextGateStep(deps_.gate, client_elicits && deps_.gate.elicitation, token.has_value())) {
+    case GateStep::kRefuse:
+      return done(Gate(RefusedPayload(deps_.gate.refusal.value_or("")), true));
+    case GateStep::kElicit:
+      return Elicit(p, request_id, done);
+    case GateStep::kIssueToken: {
+      std::optional<IssuedToken> issued =
+          deps_.tokens->Issue(p->will_run, Now(), deps_.gate.ttl_seconds);
+      if (!issued) {
+        return done(Refusal("NOT_CONFIRMABLE",
+                            "this run cannot be shown faithfully for confirmation (an argument "
+                            "is not valid UTF-8), so it cannot be confirmed; pass UTF-8 "
+                            "arguments"));
+      }
+      return done(Gate(ConfirmationRequiredPayload(p->will_run, *issued, deps_.gate.mode), false));
+    }
+    case GateStep::kCheckToken:
+      break;
+  }
+  if (deps_.supervisor->Busy()) {
+    // Checked before the token is spent, so a busy refusal never burns an approval.
+    return done(Refusal("RUN_IN_PROGRESS",
+                        "another skill_run is still running (one at a time); your token is "
+                        "still valid, call again when it has finished"));
+  }
+  TokenVerdict v = deps_.tokens->CheckAndSpend(*token, p->will_run, Now());
+  if (v == TokenVerdict::kDraftChanged) {
+    std::optional<IssuedToken> fresh =
+        deps_.tokens->Issue(p->will_run, Now(), deps_.gate.ttl_seconds);
+    if (!fresh) return done(Gate(RejectionPayload(TokenVerdict::kInvalid), true));
+    return done(Gate(DraftChangedPayload(p->will_run, *fresh, deps_.gate.mode), true));
+  }
+  if (v != TokenVerdict::kValid) return done(Gate(RejectionPayload(v), true));
+  Dispatch(*p, request_id, done);
+}
+
+void SkillRunTool::Elicit(std::shared_ptr<Prepared> p, const Json& request_id, ToolDone done) {
+  if (pending_prompt_) {
+    return done(Refusal("CONFIRMATION_PENDING",
+                        "another run is waiting for the user's confirmation; answer that "
+                        "prompt first"));
+  }
+  pending_prompt_ = request_id.dump();
+  prompt_cancelled_ = false;
+  deps_.elicit(
+      ElicitationRequestParams(p->will_run), kElicitationTimeoutMs,
+      [this, p, request_id, done](const Json* result, const Json* error) {
+        bool cancelled = prompt_cancelled_;
+        pending_prompt_.reset();
+        prompt_cancelled_ = false;
+        if (cancelled) return;  // the client cancelled the tools/call: no answer, no run
+        bool approved = false;
+        bool declined = false;
+        if (error == nullptr && result != nullptr && result->is_object()) {
+          std::string action = result->value("action", "");
+          const Json content = result->value("content", Json::object());
+          // Why: only an explicit accept carrying approve == true authorises the run.
+          approved = action == "accept" && content.is_object() &&
+                     content.value(std::string(kApproveProperty), false) == true;
+          declined = action == "decline" || (action == "accept" && !approved);
+        }
+        if (!approved) {
+          return done(Gate(ElicitationCancelledPayload(declined ? ElicitationOutcome::kDeclined
+                                                                : ElicitationOutcome::kCancelled),
+                           false));
+        }
+        if (deps_.supervisor->Busy()) {
+          return done(Refusal("RUN_IN_PROGRESS",
+                              "another skill_run started while the prompt was open (one at a "
+                              "time); nothing ran, ask again when it has finished"));
+        }
+        Dispatch(*p, request_id, done);
+      });
+}
+
+void SkillRunTool::Dispatch(const Prepared& p, const Json& request_id, ToolDone done) {
+  // 7. argument checks, after the gate (WIRE.md order).
+  if (auto err = CheckArgContent(p.args)) return done(*err);
+  RunRequest req;
+  req.skill = p.skill->name;
+  req.skill_dir_fd = p.skill->dir.get();
+  req.script = p.script.script;
+  req.script_real_path = p.script_real_path;
+  req.args = p.args;
+  req.env_names = p.will_run.env_names;
+  req.timeout_ms = p.script.timeout_ms;
+  req.network_note = NetworkNote(deps_.is_set);
+  running_ = request_id.dump();
+  std::string started = deps_.supervisor->Start(req, [this, done](RunOutcome outcome) {
+    running_.reset();
+    if (!outcome.ran) return done(Refusal("RUN_SETUP_FAILED", outcome.error));
+    done(ToolResult{std::move(outcome.receipt)});
+  });
+  if (!started.empty()) {
+    running_.reset();
+    done(Refusal("RUN_NOT_STARTED", started));
+  }
+}
+
+void SkillRunTool::Cancel(const Json& request_id) {
+  std::string key = request_id.dump();
+  if (pending_prompt_ && *pending_prompt_ == key) prompt_cancelled_ = true;
+  if (running_ && *running_ == key) deps_.supervisor->Cancel();
+}
+
+}  // namespace skillmcp

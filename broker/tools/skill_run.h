@@ -1,0 +1,70 @@
+// skill_run: the refusals that do not depend on the user (in WIRE.md order), then the
+// confirmation gate (token or elicitation), then one supervised run.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "broker/confirm/gate_config.h"
+#include "broker/confirm/tokens.h"
+#include "broker/confirm/will_run.h"
+#include "broker/grants/env_lookup.h"
+#include "broker/run/supervisor.h"
+#include "broker/tools/tool.h"
+
+namespace skillmcp {
+
+inline constexpr size_t kMaxRunArgs = 64;
+inline constexpr size_t kMaxRunArgBytes = 8192;
+// How long a confirmation prompt may stay unanswered before the call ends with nothing
+// run (documented in the README).
+inline constexpr int64_t kElicitationTimeoutMs = 300000;
+
+struct SkillRunDeps {
+  CatalogueView view;
+  IsSetFn is_set;                    // EnvStore::IsSet
+  GateConfig gate;
+  ConfirmTokens* tokens = nullptr;   // nullptr: tokens unavailable, the gate refuses
+  RunSupervisor* supervisor = nullptr;
+  // Sends elicitation/create to the client; the handler gets its answer, or an error
+  // (also on timeout). Session::SendRequest in the server.
+  std::function<void(OrderedJson params, int64_t timeout_ms,
+                     std::function<void(const Json* result, const Json* error)> handler)>
+      elicit;
+  // Set when no script may run at all on this host (hosted and the environ block could
+  // not be wiped; no worker or node): the sentence skill_run refuses with.
+  std::optional<std::string> runs_blocked;
+  std::function<int64_t()> now = nullptr;  // unix seconds; defaults to the real clock
+};
+
+class SkillRunTool : public RunToolHandler {
+ public:
+  explicit SkillRunTool(SkillRunDeps deps);
+  void Call(const Json& args, const Json& request_id, bool client_elicits,
+            ToolDone done) override;
+  void Cancel(const Json& request_id) override;
+
+ private:
+  struct Prepared {
+    const Skill* skill = nullptr;
+    GrantedScript script;
+    std::string script_real_path;
+    std::vector<std::string> args;
+    WillRun will_run;
+  };
+  // Everything before the gate; returns a refusal or fills `out`.
+  std::optional<ToolResult> Prepare(const Json& args, Prepared* out);
+  void Elicit(std::shared_ptr<Prepared> p, const Json& request_id, ToolDone done);
+  void Dispatch(const Prepared& p, const Json& request_id, ToolDone done);
+  int64_t Now() const;
+
+  SkillRunDeps deps_;
+  // The request whose prompt is pending or whose run is in flight (for cancellation).
+  std::optional<std::string> pending_prompt_;
+  std::optional<std::string> running_;
+  bool prompt_cancelled_ = false;
+};
+
+}  // namespace skillmcp
