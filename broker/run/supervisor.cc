@@ -85,8 +85,9 @@ std::string DescribeFailure(const WorkerFailure& f, const LaunchConfig& c) {
       hint = "; the broker needs root or CAP_SETUID/CAP_SETGID for this (see skill-mcp doctor)";
       break;
     case WorkerStep::kSetGid:
-    case WorkerStep::kSetGroups:
       what += " (gid " + std::to_string(c.gid) + ")";
+      [[fallthrough]];
+    case WorkerStep::kSetGroups:
       hint = "; the broker needs root or CAP_SETUID/CAP_SETGID for this (see skill-mcp doctor)";
       break;
     case WorkerStep::kChdir:

@@ -1,1 +1,436 @@
-int placeholder_supervisor_test;
+#include "broker/run/supervisor.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "shared/worker_steps.h"
+
+namespace skillmcp {
+namespace {
+
+// Real worker, real node, real kernel. As root the worker switches to the fallback
+// run-as uid, so the skill directory is made world-searchable.
+class SupervisorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/skillmcp-run-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    skill_ = root_ + "/skill";
+    std::filesystem::create_directories(skill_ + "/scripts");
+    chmod(root_.c_str(), 0755);
+    chmod(skill_.c_str(), 0755);
+    chmod((skill_ + "/scripts").c_str(), 0755);
+    dir_fd_.reset(open(skill_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    ASSERT_TRUE(dir_fd_.valid());
+    env_.Set("SKILL_MCP_WORKER", SKILL_MCP_TEST_WORKER);
+    env_.Set("SKILL_MCP_NODE", "/usr/bin/node");
+    env_.Set("PATH", "/usr/bin:/bin");
+    PrivilegeState p;
+    if (getuid() == 0) {
+      p.worker_switch = true;
+      p.run_as.ok = true;
+      p.run_as.uid = 64000;
+      p.run_as.gid = 64000;
+    }
+    LaunchConfigResult r = ResolveLaunchConfig(env_, p);
+    ASSERT_TRUE(r.config) << r.error;
+    config_ = std::move(*r.config);
+    ASSERT_TRUE(config_.ready()) << config_.refusal;
+    sup_ = std::make_unique<RunSupervisor>(loop_, config_, env_);
+  }
+  void TearDown() override {
+    sup_.reset();
+    std::filesystem::remove_all(root_);
+  }
+
+  void Script(const std::string& rel, const std::string& js) {
+    std::ofstream(skill_ + "/" + rel) << js;
+    chmod((skill_ + "/" + rel).c_str(), 0644);
+  }
+
+  RunRequest Request(const std::string& rel, int64_t timeout_ms = 20000) {
+    RunRequest r;
+    r.skill = "skill";
+    r.script = rel;
+    r.skill_dir_fd = dir_fd_.get();
+    r.script_real_path = skill_ + "/" + rel;
+    r.env_names = {"PATH"};
+    r.timeout_ms = timeout_ms;
+    return r;
+  }
+
+  // Runs the loop until the outcome arrives or `max_ms` passes.
+  std::optional<RunOutcome> Wait(int64_t max_ms) {
+    int64_t end = EventLoop::NowMs() + max_ms;
+    while (!outcome_ && EventLoop::NowMs() < end) loop_.RunOnce(50);
+    return std::move(outcome_);
+  }
+
+  std::optional<RunOutcome> RunToEnd(RunRequest req, int64_t max_ms = 30000) {
+    std::string refused = sup_->Start(std::move(req), [this](RunOutcome o) { outcome_ = std::move(o); });
+    EXPECT_EQ(refused, "");
+    if (!refused.empty()) return std::nullopt;
+    return Wait(max_ms);
+  }
+
+  std::string root_, skill_;
+  UniqueFd dir_fd_;
+  EnvStore env_;
+  LaunchConfig config_;
+  EventLoop loop_;
+  std::unique_ptr<RunSupervisor> sup_;
+  std::optional<RunOutcome> outcome_;
+};
+
+bool Gone(pid_t pid) {
+  // Dead or a zombie waiting for init: either way, not running.
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return true;
+  std::string text((std::istreambuf_iterator<char>(stat)), {});
+  size_t paren = text.rfind(')');
+  return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'Z';
+}
+
+bool WaitGone(pid_t pid, int64_t max_ms) {
+  int64_t end = EventLoop::NowMs() + max_ms;
+  while (EventLoop::NowMs() < end) {
+    if (Gone(pid)) return true;
+    usleep(20000);
+  }
+  return Gone(pid);
+}
+
+TEST_F(SupervisorTest, ExitZeroReceipt) {
+  Script("scripts/ok.js", "console.log('hello', process.argv.slice(2).join('|')); console.error('warn');");
+  RunRequest req = Request("scripts/ok.js");
+  req.args = {"a b", "--flag", "$(x)"};
+  auto o = RunToEnd(req);
+  ASSERT_TRUE(o);
+  ASSERT_TRUE(o->ran) << o->error;
+  const auto& j = o->receipt;
+  std::vector<std::string> keys;
+  for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"skill", "script", "interpreter", "exitCode", "signal", "stdout",
+                                            "stderr", "truncated", "timedOut", "timeoutMs", "durationMs", "env"}));
+  EXPECT_EQ(j["exitCode"], 0);
+  EXPECT_TRUE(j["signal"].is_null());
+  EXPECT_EQ(j["stdout"], "hello a b|--flag|$(x)\n");  // argv verbatim, no shell
+  EXPECT_EQ(j["stderr"], "warn\n");
+  EXPECT_EQ(j["truncated"]["stdout"], false);
+  EXPECT_EQ(j["timedOut"], false);
+  EXPECT_EQ(j["timeoutMs"], 20000);
+  EXPECT_EQ(j["env"], nlohmann::ordered_json({"PATH"}));
+  EXPECT_EQ(j["interpreter"], "node");
+  EXPECT_FALSE(sup_->Busy());
+}
+
+TEST_F(SupervisorTest, NonZeroExitIsANormalReceipt) {
+  Script("scripts/fail.js", "process.stdout.write('partial'); process.exitCode = 3;");
+  auto o = RunToEnd(Request("scripts/fail.js"));
+  ASSERT_TRUE(o && o->ran) << (o ? o->error : "no outcome");
+  EXPECT_EQ(o->receipt["exitCode"], 3);
+  EXPECT_EQ(o->receipt["stdout"], "partial");
+}
+
+TEST_F(SupervisorTest, DeathBySignalIsNamed) {
+  Script("scripts/die.js", "process.kill(process.pid, 'SIGKILL');");
+  auto o = RunToEnd(Request("scripts/die.js"));
+  ASSERT_TRUE(o && o->ran) << (o ? o->error : "no outcome");
+  EXPECT_TRUE(o->receipt["exitCode"].is_null());
+  EXPECT_EQ(o->receipt["signal"], "SIGKILL");
+}
+
+TEST_F(SupervisorTest, TimeoutIgnoringSigtermIsKilled) {
+  Script("scripts/stubborn.js",
+         "process.on('SIGTERM', () => console.log('got SIGTERM, staying')); console.log('up');"
+         "setInterval(() => {}, 1000);");
+  int64_t t0 = EventLoop::NowMs();
+  auto o = RunToEnd(Request("scripts/stubborn.js", 1500));
+  int64_t took = EventLoop::NowMs() - t0;
+  ASSERT_TRUE(o && o->ran) << (o ? o->error : "no outcome");
+  EXPECT_EQ(o->receipt["timedOut"], true);
+  EXPECT_EQ(o->receipt["signal"], "SIGKILL");
+  EXPECT_NE(o->receipt["stdout"].get<std::string>().find("got SIGTERM"), std::string::npos)
+      << "SIGTERM must come first";
+  int64_t d = o->receipt["durationMs"];
+  EXPECT_GE(d, 1500 + kKillGraceMs - 100);
+  EXPECT_LE(d, 1500 + kHardDeadlineExtraMs);
+  EXPECT_LE(took, 1500 + kHardDeadlineExtraMs + 500);
+}
+
+TEST_F(SupervisorTest, DetachedGrandchildHoldingThePipesDoesNotHang) {
+  Script("scripts/detach.js",
+         "const c = require('child_process').spawn('/bin/sleep', ['30'], {detached: true, stdio: 'inherit'});"
+         "console.log(c.pid); c.unref();");
+  int64_t t0 = EventLoop::NowMs();
+  auto o = RunToEnd(Request("scripts/detach.js", 10000), 20000);
+  int64_t took = EventLoop::NowMs() - t0;
+  ASSERT_TRUE(o && o->ran) << (o ? o->error : "no outcome");
+  EXPECT_EQ(o->receipt["exitCode"], 0);
+  EXPECT_EQ(o->receipt["timedOut"], false);
+  // Settled on exit plus the drain, far before the 10 s timeout.
+  EXPECT_LT(took, 5000);
+  pid_t grandchild = std::atoi(o->receipt["stdout"].get<std::string>().c_str());
+  ASSERT_GT(grandchild, 1);
+  kill(grandchild, SIGKILL);
+}
+
+TEST_F(SupervisorTest, FloodOnBothStreamsIsCappedWithoutDeadlock) {
+  Script("scripts/flood.js",
+         "const b = Buffer.alloc(1 << 20, 'x');"
+         "for (let i = 0; i < 50; i++) { process.stdout.write(b); process.stderr.write(b); }");
+  auto o = RunToEnd(Request("scripts/flood.js", 60000), 90000);
+  ASSERT_TRUE(o && o->ran) << (o ? o->error : "no outcome");
+  EXPECT_EQ(o->receipt["exitCode"], 0);
+  EXPECT_EQ(o->receipt["timedOut"], false);
+  EXPECT_EQ(o->receipt["stdout"].get<std::string>().size(), kStreamCaptureBytes);
+  EXPECT_EQ(o->receipt["stderr"].get<std::string>().size(), kStreamCaptureBytes);
+  EXPECT_EQ(o->receipt["truncated"]["stdout"], true);
+  EXPECT_EQ(o->receipt["truncated"]["stderr"], true);
+}
+
+TEST_F(SupervisorTest, NonUtf8OutputStillGivesValidJson) {
+  Script("scripts/bytes.js", "process.stdout.write(Buffer.from([0x66, 0xff, 0xfe, 0xc3, 0x28]));");
+  auto o = RunToEnd(Request("scripts/bytes.js"));
+  ASSERT_TRUE(o && o->ran) << (o ? o->error : "no outcome");
+  std::string text = o->receipt.dump();  // throws on invalid UTF-8
+  EXPECT_EQ(nlohmann::json::parse(text)["stdout"], "f\uFFFD\uFFFD\uFFFD(");
+}
+
+TEST_F(SupervisorTest, EnvBlockIsExactlyTheNamesPassed) {
+  env_.Set("SECRET_X", "s3cr3t");
+  env_.Set("BLANK_Z", "   ");
+  env_.Set("NOT_PASSED", "leak");
+  Script("scripts/env.js",
+         "console.log(JSON.stringify(Object.keys(process.env).sort()) + ' ' + process.env.SECRET_X);");
+  RunRequest req = Request("scripts/env.js");
+  req.env_names = {"BLANK_Z", "PATH", "SECRET_X", "UNSET_Y"};
+  auto o = RunToEnd(req);
+  ASSERT_TRUE(o && o->ran) << (o ? o->error : "no outcome");
+  EXPECT_EQ(o->receipt["stdout"], "[\"PATH\",\"SECRET_X\"] s3cr3t\n");
+}
+
+TEST_F(SupervisorTest, BusyRefusesASecondRunAndCancelKillsTheGroup) {
+  Script("scripts/group.js",
+         "const c = require('child_process').spawn('/bin/sleep', ['30'], {stdio: 'ignore'});"
+         "console.log(c.pid); setInterval(() => {}, 1000);");
+  std::string refused = sup_->Start(Request("scripts/group.js"), [this](RunOutcome o) { outcome_ = std::move(o); });
+  ASSERT_EQ(refused, "");
+  EXPECT_TRUE(sup_->Busy());
+  std::string second = sup_->Start(Request("scripts/group.js"), [](RunOutcome) { ADD_FAILURE() << "second run"; });
+  EXPECT_NE(second.find("already running"), std::string::npos) << second;
+  // Let node start and spawn its child, then cancel.
+  int64_t until = EventLoop::NowMs() + 1500;
+  while (EventLoop::NowMs() < until) loop_.RunOnce(50);
+  sup_->Cancel();
+  auto o = Wait(5000);
+  ASSERT_TRUE(o && o->ran) << (o ? o->error : "no outcome");
+  EXPECT_EQ(o->receipt["signal"], "SIGKILL");
+  pid_t child = std::atoi(o->receipt["stdout"].get<std::string>().c_str());
+  ASSERT_GT(child, 1) << o->receipt.dump();
+  EXPECT_TRUE(WaitGone(child, 2000)) << "the script's child survived Cancel";
+  EXPECT_FALSE(sup_->Busy());
+}
+
+TEST_F(SupervisorTest, KillAndReapNowLeavesNoWorker) {
+  Script("scripts/sleep.js", "setInterval(() => {}, 1000);");
+  bool called = false;
+  ASSERT_EQ(sup_->Start(Request("scripts/sleep.js"), [&](RunOutcome) { called = true; }), "");
+  pid_t pid = sup_->pid();
+  int64_t until = EventLoop::NowMs() + 500;
+  while (EventLoop::NowMs() < until) loop_.RunOnce(50);
+  sup_->KillAndReapNow();
+  EXPECT_FALSE(sup_->Busy());
+  EXPECT_FALSE(called);
+  EXPECT_EQ(waitpid(pid, nullptr, WNOHANG), -1);  // already reaped: ECHILD
+  EXPECT_EQ(errno, ECHILD);
+  EXPECT_TRUE(Gone(pid));
+}
+
+TEST_F(SupervisorTest, ScriptSwappedForAnEscapingSymlinkIsRefused) {
+  Script("scripts/run.js", "console.log('original');");
+  std::ofstream(root_ + "/evil.js") << "console.log('evil');";
+  // After the catalogue scan (dir fd already open): swap the script for a link out.
+  std::filesystem::remove(skill_ + "/scripts/run.js");
+  std::filesystem::create_symlink("../../evil.js", skill_ + "/scripts/run.js");
+  bool called = false;
+  std::string refused = sup_->Start(Request("scripts/run.js"), [&](RunOutcome) { called = true; });
+  EXPECT_NE(refused.find("resolved path check"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("outside the skill directory"), std::string::npos) << refused;
+  EXPECT_FALSE(sup_->Busy());
+  EXPECT_FALSE(called);
+}
+
+TEST_F(SupervisorTest, ScriptSwappedAfterStartRunsTheOriginal) {
+  Script("scripts/run.js", "console.log('original');");
+  std::ofstream(root_ + "/evil.js") << "console.log('evil');";
+  ASSERT_EQ(sup_->Start(Request("scripts/run.js"), [this](RunOutcome o) { outcome_ = std::move(o); }), "");
+  // The broker holds the open descriptor; replacing the path now changes nothing.
+  std::filesystem::remove(skill_ + "/scripts/run.js");
+  std::filesystem::create_symlink("../../evil.js", skill_ + "/scripts/run.js");
+  auto o = Wait(20000);
+  ASSERT_TRUE(o && o->ran) << (o ? o->error : "no outcome");
+  EXPECT_EQ(o->receipt["stdout"], "original\n");
+}
+
+TEST_F(SupervisorTest, MissingNodeRefusesRunsWithTheReason) {
+  EnvStore env;
+  env.Set("SKILL_MCP_WORKER", SKILL_MCP_TEST_WORKER);
+  env.Set("SKILL_MCP_NODE", "/nonexistent/node");
+  LaunchConfig c = std::move(*ResolveLaunchConfig(env, PrivilegeState{}).config);
+  RunSupervisor sup(loop_, c, env);
+  Script("scripts/ok.js", "");
+  std::string refused = sup.Start(Request("scripts/ok.js"), [](RunOutcome) {});
+  EXPECT_NE(refused.find("cannot run on this server"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("/nonexistent/node"), std::string::npos) << refused;
+}
+
+TEST_F(SupervisorTest, WorkerThatCannotStartIsAClearError) {
+  // Executable bits, but not a program: exec of the worker fails in the child.
+  std::string bogus = root_ + "/bogus-worker";
+  std::ofstream(bogus) << "not an ELF file";
+  chmod(bogus.c_str(), 0755);
+  EnvStore env;
+  env.Set("SKILL_MCP_WORKER", bogus);
+  env.Set("SKILL_MCP_NODE", "/usr/bin/node");
+  LaunchConfig c = std::move(*ResolveLaunchConfig(env, PrivilegeState{}).config);
+  ASSERT_TRUE(c.ready()) << c.refusal;
+  RunSupervisor sup(loop_, c, env);
+  Script("scripts/ok.js", "");
+  ASSERT_EQ(sup.Start(Request("scripts/ok.js"), [this](RunOutcome o) { outcome_ = std::move(o); }), "");
+  auto o = Wait(10000);
+  ASSERT_TRUE(o);
+  EXPECT_FALSE(o->ran);
+  EXPECT_NE(o->error.find("could not start the worker"), std::string::npos) << o->error;
+  EXPECT_NE(o->error.find("Exec format error"), std::string::npos) << o->error;
+}
+
+// As an ordinary uid without capabilities the uid switch is impossible: the worker
+// stops at its identity steps and the broker names the step and the errno.
+TEST_F(SupervisorTest, ImpossibleUidSwitchIsAClearSetupError) {
+  if (getuid() != 0) GTEST_SKIP() << "needs root to become an ordinary uid in a child";
+  Script("scripts/ok.js", "console.log('must not run');");
+  int pipefd[2];
+  ASSERT_EQ(pipe(pipefd), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(pipefd[0]);
+    if (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0) _exit(2);
+    // config_ still says switch_ids with uid 64000, as resolved by a privileged broker.
+    EventLoop loop;
+    RunSupervisor sup(loop, config_, env_);
+    std::optional<RunOutcome> out;
+    if (!sup.Start(Request("scripts/ok.js"), [&](RunOutcome o) { out = std::move(o); }).empty()) _exit(3);
+    int64_t end = EventLoop::NowMs() + 10000;
+    while (!out && EventLoop::NowMs() < end) loop.RunOnce(50);
+    if (!out) _exit(4);
+    fprintf(stderr, "setup error: %s\n", out->error.c_str());
+    std::string report = (out->ran ? "RAN " : "FAILED ") + std::to_string(out->failed_step.value_or(-1)) +
+                         " " + out->error;
+    (void)!write(pipefd[1], report.data(), report.size());
+    _exit(0);
+  }
+  close(pipefd[1]);
+  std::string report;
+  char buf[1024];
+  ssize_t n;
+  while ((n = read(pipefd[0], buf, sizeof buf)) > 0) report.append(buf, n);
+  close(pipefd[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(report.rfind("FAILED ", 0), 0u) << report;
+  int step = std::atoi(report.c_str() + 7);
+  EXPECT_TRUE(step == static_cast<int>(WorkerStep::kSetGroups) || step == static_cast<int>(WorkerStep::kSetGid) ||
+              step == static_cast<int>(WorkerStep::kSetUid))
+      << report;
+  EXPECT_NE(report.find("Operation not permitted"), std::string::npos) << report;
+  EXPECT_NE(report.find("64000"), std::string::npos) << report;
+}
+
+}  // namespace
+}  // namespace skillmcp
+
+namespace skillmcp {
+namespace {
+
+TEST_F(SupervisorTest, ScriptRunsUnderTheRunAsIdentityInItsSkillDirectory) {
+  Script("scripts/who.js",
+         "console.log(process.getuid(), process.getgid(), process.cwd(), require('fs').readFileSync("
+         "'/proc/self/status', 'utf8').split('\\n').filter(l => /^(CapEff|NoNewPrivs|Seccomp):/.test(l))"
+         ".map(l => l.replace(/\\s+/, ' ')).join(','));");
+  auto o = RunToEnd(Request("scripts/who.js"));
+  ASSERT_TRUE(o && o->ran) << (o ? o->error : "no outcome");
+  std::string out = o->receipt["stdout"];
+  std::string ids = getuid() == 0 ? "64000 64000 " : std::to_string(getuid()) + " " + std::to_string(getgid()) + " ";
+  EXPECT_EQ(out.rfind(ids + skill_ + " ", 0), 0u) << out;
+  EXPECT_NE(out.find("CapEff: 0000000000000000"), std::string::npos) << out;
+  EXPECT_NE(out.find("NoNewPrivs: 1"), std::string::npos) << out;
+  EXPECT_NE(out.find("Seccomp: 2"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace skillmcp
+
+namespace skillmcp {
+namespace {
+
+// The deployment path: a root-started broker drops to its service identity (keeping
+// CAP_SETUID/CAP_SETGID/CAP_KILL only), then launches a worker that switches to the
+// run-as uid, and still kills it on timeout across uids.
+TEST_F(SupervisorTest, BrokerAfterPrivilegeDropLaunchesAndKillsAcrossUids) {
+  if (getuid() != 0) GTEST_SKIP() << "needs root";
+  Script("scripts/who.js", "console.log(process.getuid());");
+  Script("scripts/stubborn.js", "process.on('SIGTERM', () => {}); setInterval(() => {}, 1000);");
+  int pipefd[2];
+  ASSERT_EQ(pipe(pipefd), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(pipefd[0]);
+    PrivilegeState st = DropPrivileges({"skill-mcp-test-no-such-service", "skill-mcp-test-no-such-run"});
+    if (!st.broker_switched || !st.worker_switch) _exit(2);
+    LaunchConfigResult r = ResolveLaunchConfig(env_, st);
+    if (!r.config || !r.config->ready()) _exit(3);
+    EventLoop loop;
+    RunSupervisor sup(loop, *r.config, env_);
+    std::string report = std::to_string(getuid());
+    for (const char* script : {"scripts/who.js", "scripts/stubborn.js"}) {
+      std::optional<RunOutcome> out;
+      if (!sup.Start(Request(script, 1000), [&](RunOutcome o) { out = std::move(o); }).empty()) _exit(4);
+      int64_t end = EventLoop::NowMs() + 10000;
+      while (!out && EventLoop::NowMs() < end) loop.RunOnce(50);
+      if (!out) _exit(5);
+      report += "|" + (out->ran ? out->receipt.dump() : "ERROR " + out->error);
+    }
+    (void)!write(pipefd[1], report.data(), report.size());
+    _exit(0);
+  }
+  close(pipefd[1]);
+  std::string report;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(pipefd[0], buf, sizeof buf)) > 0) report.append(buf, n);
+  close(pipefd[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << " " << report;
+  EXPECT_EQ(report.rfind(std::to_string(kFallbackServiceId) + "|", 0), 0u) << report;
+  EXPECT_NE(report.find("\"stdout\":\"" + std::to_string(kFallbackRunAsId) + "\\n\""), std::string::npos) << report;
+  EXPECT_NE(report.find("\"signal\":\"SIGKILL\",\"stdout\":\"\",\"stderr\":\"\",\"truncated\":{\"stdout\":false,"
+                        "\"stderr\":false},\"timedOut\":true"),
+            std::string::npos)
+      << report;
+}
+
+}  // namespace
+}  // namespace skillmcp
