@@ -1,0 +1,125 @@
+// skill-mcp benchmarks, run on demand (`meson test -C build --benchmark`, or
+// `node tests/bench/bench.mjs BIN`). Prints figures and ratios; asserts nothing.
+//   1. cold start: spawn to the `initialize` answer (median of N)
+//   2. peak RSS of the broker after listing a 32-skill tree (VmHWM)
+//   3. a confirmed skill_run of a one-line node script, end to end, against bare
+//      `node script.js`, interleaved, medians; the difference is the run overhead.
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+const bin = process.argv[2] ?? process.env.SKILL_MCP_BIN;
+if (!bin) { console.error('usage: bench.mjs PATH/TO/skill-mcp'); process.exit(2); }
+const N = Number(process.env.BENCH_N ?? 30);
+
+const ms = (t0) => Number(process.hrtime.bigint() - t0) / 1e6;
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
+const fmt = (x) => x.toFixed(2);
+
+function makeTree(skills) {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-bench-'));
+  fs.chmodSync(root, 0o755);
+  for (let i = 0; i < skills; i++) {
+    const dir = path.join(root, `skill-${String(i).padStart(2, '0')}`);
+    fs.mkdirSync(path.join(dir, 'scripts'), { recursive: true, mode: 0o755 });
+    fs.writeFileSync(path.join(dir, 'SKILL.md'),
+      `---\nname: skill-${String(i).padStart(2, '0')}\ndescription: Benchmark skill ${i}.\n` +
+      'mcp-host:\n  version: 1\n  run:\n    - script: scripts/one.js\n      interpreter: node\n---\n' +
+      `# Skill ${i}\n\n` + 'Some instructions.\n'.repeat(50));
+    fs.writeFileSync(path.join(dir, 'scripts', 'one.js'), "process.stdout.write('x')\n");
+    for (let f = 0; f < 20; f++) fs.writeFileSync(path.join(dir, `ref-${f}.md`), 'reference\n'.repeat(100));
+  }
+  return root;
+}
+
+// A broker speaking line-delimited JSON-RPC; `call` resolves with the answer.
+function startBroker(env) {
+  const child = spawn(bin, [], { env: { PATH: process.env.PATH, HOME: os.tmpdir(), ...env },
+                                 stdio: ['pipe', 'pipe', 'ignore'] });
+  let buf = '';
+  const waiters = new Map();
+  child.stdout.on('data', (d) => {
+    buf += d;
+    let nl;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const msg = JSON.parse(buf.slice(0, nl));
+      buf = buf.slice(nl + 1);
+      waiters.get(msg.id)?.(msg);
+      waiters.delete(msg.id);
+    }
+  });
+  let id = 0;
+  const call = (method, params) => new Promise((resolve) => {
+    const my = ++id;
+    waiters.set(my, resolve);
+    child.stdin.write(JSON.stringify({ jsonrpc: '2.0', id: my, method, params }) + '\n');
+  });
+  const init = () => call('initialize', { protocolVersion: '2025-06-18', capabilities: {},
+                                          clientInfo: { name: 'bench', version: '1' } });
+  return { child, call, init };
+}
+
+async function coldStart(root) {
+  const times = [];
+  for (let i = 0; i < N; i++) {
+    const t0 = process.hrtime.bigint();
+    const b = startBroker({ SKILLS_DIR: root });
+    await b.init();
+    times.push(ms(t0));
+    b.child.stdin.end();
+    await new Promise((r) => b.child.on('exit', r));
+  }
+  return median(times);
+}
+
+async function peakRss(root) {
+  const b = startBroker({ SKILLS_DIR: root });
+  await b.init();
+  const list = await b.call('tools/call', { name: 'skill_list', arguments: {} });
+  const skills = JSON.parse(list.result.content[0].text).skills.length;
+  const status = fs.readFileSync(`/proc/${b.child.pid}/status`, 'utf8');
+  const hwm = Number(/VmHWM:\s+(\d+)/.exec(status)[1]);
+  b.child.stdin.end();
+  await new Promise((r) => b.child.on('exit', r));
+  return { skills, hwmKiB: hwm };
+}
+
+async function runOverhead(root) {
+  const b = startBroker({ SKILLS_DIR: root, MCP_CONFIRM_MODE: 'auto', ...JSON.parse(process.env.BENCH_RUN_ENV ?? '{}') });
+  await b.init();
+  const script = path.join(root, 'skill-00', 'scripts', 'one.js');
+  const args = { name: 'skill-00', script: 'scripts/one.js', args: [] };
+  const bare = [], run = [];
+  for (let i = 0; i < N; i++) {
+    let t0 = process.hrtime.bigint();
+    // The same small environment the script gets under skill_run (the allowlist), so
+    // the comparison is not skewed by variables such as NODE_EXTRA_CA_CERTS.
+    spawnSync(process.execPath, [script], { stdio: 'ignore', cwd: path.dirname(script),
+                                            env: { PATH: process.env.PATH, HOME: os.tmpdir() } });
+    bare.push(ms(t0));
+    const first = await b.call('tools/call', { name: 'skill_run', arguments: args });
+    const token = JSON.parse(first.result.content[0].text).confirmToken;
+    t0 = process.hrtime.bigint();
+    const done = await b.call('tools/call', { name: 'skill_run', arguments: { ...args, confirmToken: token } });
+    run.push(ms(t0));
+    const receipt = JSON.parse(done.result.content[0].text);
+    if (receipt.exitCode !== 0) throw new Error('run failed: ' + done.result.content[0].text);
+  }
+  b.child.stdin.end();
+  return { bare: median(bare), run: median(run) };
+}
+
+const root = makeTree(32);
+try {
+  const start = await coldStart(root);
+  const rss = await peakRss(root);
+  const ov = await runOverhead(root);
+  console.log(`cold start to initialize answer (32 skills, median of ${N}): ${fmt(start)} ms`);
+  console.log(`peak RSS after skill_list (${rss.skills} skills): ${(rss.hwmKiB / 1024).toFixed(1)} MiB`);
+  console.log(`bare node one-line script (median): ${fmt(ov.bare)} ms`);
+  console.log(`confirmed skill_run of it, end to end (median): ${fmt(ov.run)} ms`);
+  console.log(`run overhead: ${fmt(ov.run - ov.bare)} ms (ratio ${(ov.run / ov.bare).toFixed(2)}x bare node)`);
+} finally {
+  fs.rmSync(root, { recursive: true, force: true });
+}
