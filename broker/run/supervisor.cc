@@ -79,15 +79,12 @@ std::string DescribeFailure(const WorkerFailure& f, const LaunchConfig& c) {
   std::string what = DescribeWorkerStep(*step);
   std::string hint;
   switch (*step) {
+    case WorkerStep::kRefuseRootIds:
+    case WorkerStep::kSetGroups:
+    case WorkerStep::kSetGid:
     case WorkerStep::kSetUid:
     case WorkerStep::kVerifyIds:
-      what += " (uid " + std::to_string(c.uid) + ")";
-      hint = "; the broker needs root or CAP_SETUID/CAP_SETGID for this (see skill-mcp doctor)";
-      break;
-    case WorkerStep::kSetGid:
-      what += " (gid " + std::to_string(c.gid) + ")";
-      [[fallthrough]];
-    case WorkerStep::kSetGroups:
+      what += " (run-as uid " + std::to_string(c.uid) + ", gid " + std::to_string(c.gid) + ")";
       hint = "; the broker needs root or CAP_SETUID/CAP_SETGID for this (see skill-mcp doctor)";
       break;
     case WorkerStep::kChdir:
