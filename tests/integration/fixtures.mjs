@@ -325,6 +325,12 @@ export function buildRunTree() {
       '    - script: scripts/probe.js',
       '      interpreter: node',
       '      timeout: 5',
+      '    - script: scripts/loud.js',
+      '      interpreter: node',
+      '      timeout: 10',
+      '    - script: scripts/detach.js',
+      '      interpreter: node',
+      '      timeout: 5',
       '    - script: scripts/slow.js',
       '      interpreter: node',
       '      timeout: 2',
@@ -339,6 +345,17 @@ export function buildRunTree() {
     write(join(dir, 'scripts', 'undeclared.js'), MARK_JS);
     write(join(dir, 'scripts', 'tool.py'), 'print(1)\n');
     write(join(dir, 'scripts', 'probe.js'), PROBE_JS);
+    // 2 MiB on stdout, 1.5 MiB on stderr: both over the 1 MiB capture.
+    write(join(dir, 'scripts', 'loud.js'), "process.stdout.write('o'.repeat(2 * 1024 * 1024)); process.stderr.write('e'.repeat(1536 * 1024));\n");
+    // Leaves a detached grandchild holding stdout/stderr open for 30 s, then exits 0.
+    write(
+      join(dir, 'scripts', 'detach.js'),
+      "const { spawn } = require('node:child_process');\n" +
+        "const c = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30000)'], { detached: true, stdio: ['ignore', 'inherit', 'inherit'] });\n" +
+        "c.on('error', () => {});\n" +
+        "process.stdout.write(JSON.stringify({ spawned: c.pid !== undefined }) + '\\n');\n" +
+        "c.unref();\n",
+    );
     // Writes its marker, then outlives its 2 s budget.
     write(join(dir, 'scripts', 'slow.js'), `require('node:fs').appendFileSync(process.argv[2], 'ran\\n'); setTimeout(() => {}, 60000);\n`);
   }

@@ -86,6 +86,14 @@ describe('resources', () => {
     assert.deepEqual(Buffer.from(c.blob, 'base64'), readFileSync(join(tree.good, 'assets/blob.bin')));
   });
 
+  test('resources/read decides text or blob as skill_file does (invalid UTF-8 is a blob)', async () => {
+    const result = await conn.client.readResource({ uri: 'skill://good/assets/latin1.txt' });
+    const [c] = result.contents;
+    assert.equal(c.text, undefined);
+    assert.equal(c.mimeType, 'text/plain');
+    assert.deepEqual(Buffer.from(c.blob, 'base64'), readFileSync(join(tree.good, 'assets/latin1.txt')));
+  });
+
   test('resources/read: an escaping, refused or unknown URI is an error', async () => {
     for (const uri of [
       'skill://good/../rootB/heavy/small.txt',

@@ -244,6 +244,25 @@ describe('two-step confirmation (client without elicitation, mode ask-user)', ()
     assert.equal(runs(m), 1, 'the genuine token was not spent by the forgeries');
   });
 
+  test('output over 1 MiB per stream is cut and flagged', async () => {
+    const p = await preview(conn.client, { script: 'scripts/loud.js' });
+    const receipt = assertReceipt(await run(conn.client, { script: 'scripts/loud.js', confirmToken: p.confirmToken }));
+    assert.equal(receipt.exitCode, 0);
+    assert.deepEqual(receipt.truncated, { stdout: true, stderr: true });
+    assert.equal(receipt.stdout.length, 1024 * 1024);
+    assert.equal(receipt.stderr.length, 1024 * 1024);
+    assert.ok(/^o+$/.test(receipt.stdout) && /^e+$/.test(receipt.stderr), 'the captured bytes are the first ones');
+  });
+
+  test('a detached grandchild holding the pipes does not hold the call', async () => {
+    const p = await preview(conn.client, { script: 'scripts/detach.js' });
+    const started = Date.now();
+    const receipt = assertReceipt(await run(conn.client, { script: 'scripts/detach.js', confirmToken: p.confirmToken }));
+    const took = Date.now() - started;
+    assert.equal(receipt.exitCode, 0, receipt.stderr);
+    assert.ok(took < 5000 + 3250 + 2000, `returned in ${took} ms, not after the grandchild's 30 s`);
+  });
+
   test('timeout: the run is stopped and the call returns', async () => {
     const m = marker();
     const p = await preview(conn.client, { script: 'scripts/slow.js', args: [m] }, m);
