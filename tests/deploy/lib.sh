@@ -1,0 +1,107 @@
+# Shared by the deploy tests (sourced). One debootstrapped base image and one
+# systemd image per host, reused across tests and runs; their inputs are cached
+# under the build directory (DEPLOY_CACHE). Everything is built locally: no registry.
+#
+# Needs: DEPLOY_CACHE (a directory under the build dir), SOURCE_ROOT.
+
+BASE_IMAGE=localhost/bookworm-minbase
+# Runtime libraries of the two binaries, node from Debian, and systemd as PID 1.
+SYSTEMD_IMAGE_PACKAGES="systemd systemd-sysv dbus nodejs libyaml-cpp0.7 libsodium23 libicu72 libseccomp2 libcap2 util-linux procps"
+
+log() { printf '%s %s\n' "$(date +%T)" "$*"; }
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*"; exit 1; }
+
+# Exits 77 (meson's skip) with the reason when this host cannot run the container tests.
+require_podman() {
+  [[ $(id -u) == 0 ]] || skip "the container tests run podman as root; this is uid $(id -u)"
+  for tool in podman debootstrap; do
+    command -v "${tool}" >/dev/null ||
+      skip "${tool} is not installed (run tests/deploy/prepare-host.sh)"
+  done
+  command -v runc >/dev/null || skip "runc is not installed (crun refuses this host's hybrid cgroup layout; run tests/deploy/prepare-host.sh)"
+  mkdir -p "${DEPLOY_CACHE}"
+  # runc and cgroupfs (crun refuses the hybrid cgroup layout); explicit ulimits
+  # because root here lacks CAP_SYS_RESOURCE to raise them to podman's defaults.
+  cat >"${DEPLOY_CACHE}/containers.conf" <<'CONF'
+[containers]
+default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]
+[engine]
+runtime = "runc"
+cgroup_manager = "cgroupfs"
+CONF
+  export CONTAINERS_CONF="${DEPLOY_CACHE}/containers.conf"
+  podman info >/dev/null 2>"${DEPLOY_CACHE}/podman-info.err" ||
+    skip "podman cannot run here: $(tail -n 1 "${DEPLOY_CACHE}/podman-info.err")"
+}
+
+# The apt mirror this host already uses (no other source is contacted).
+debian_mirror() {
+  local m
+  m=$(sed -nE 's/^URIs: *(http[^ ]*\/debian)\/?$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n 1)
+  [[ -n ${m} ]] || m=$(sed -nE 's/^deb +(\[[^]]*\] +)?(http[^ ]*\/debian)\/? +bookworm .*/\2/p' /etc/apt/sources.list 2>/dev/null | head -n 1)
+  echo "${m:-http://deb.debian.org/debian}"
+}
+
+with_lock() { # serialises image builds between concurrent test runs
+  exec 9>"${DEPLOY_CACHE}/images.lock"
+  flock 9
+}
+
+ensure_base_image() {
+  with_lock
+  if podman image exists "${BASE_IMAGE}"; then return 0; fi
+  local tarball="${DEPLOY_CACHE}/bookworm-minbase.tar"
+  if [[ ! -s ${tarball} ]]; then
+    log "debootstrap --variant=minbase bookworm from $(debian_mirror)"
+    local rootfs="${DEPLOY_CACHE}/rootfs"
+    rm -rf "${rootfs}"
+    debootstrap --variant=minbase bookworm "${rootfs}" "$(debian_mirror)" \
+      >"${DEPLOY_CACHE}/debootstrap.log" 2>&1 ||
+      fail "debootstrap failed; see ${DEPLOY_CACHE}/debootstrap.log"
+    tar -C "${rootfs}" -c . >"${tarball}.part" && mv "${tarball}.part" "${tarball}"
+    rm -rf "${rootfs}"
+  fi
+  log "podman import ${BASE_IMAGE}"
+  podman import "${tarball}" "${BASE_IMAGE}" >/dev/null || fail "podman import failed"
+}
+
+# localhost/skill-mcp-test-systemd:<hash of its recipe>: the base plus systemd, node
+# and the runtime libraries, so the build or the .deb installs without a network.
+ensure_systemd_image() {
+  ensure_base_image
+  local recipe="${DEPLOY_CACHE}/systemd.Containerfile"
+  cat >"${recipe}" <<CF
+FROM ${BASE_IMAGE}
+RUN apt-get update && apt-get install -y --no-install-recommends ${SYSTEMD_IMAGE_PACKAGES} \\
+ && apt-get clean && rm -rf /var/lib/apt/lists/*
+CF
+  SYSTEMD_IMAGE="localhost/skill-mcp-test-systemd:$(sha256sum "${recipe}" | cut -c1-12)"
+  if podman image exists "${SYSTEMD_IMAGE}"; then return 0; fi
+  log "podman build ${SYSTEMD_IMAGE}"
+  podman build --pull=never --network=host -t "${SYSTEMD_IMAGE}" -f "${recipe}" "${DEPLOY_CACHE}" \
+    >"${DEPLOY_CACHE}/systemd-image.log" 2>&1 ||
+    fail "building the systemd image failed; see ${DEPLOY_CACHE}/systemd-image.log"
+}
+
+# Boots real systemd as PID 1 in a fresh container; sets CTR. Removed on exit.
+start_systemd_container() {
+  CTR="skill-mcp-deploy-$$-${RANDOM}"
+  podman run -d --name "${CTR}" --systemd=always --cap-add SYS_ADMIN "${SYSTEMD_IMAGE}" \
+    /bin/sh -c 'mount --make-rshared / && exec /lib/systemd/systemd' >/dev/null ||
+    fail "podman run of the systemd container failed"
+  trap 'podman rm -f -t 0 "${CTR}" >/dev/null 2>&1 || true' EXIT
+  local state=""
+  for _ in $(seq 1 60); do
+    state=$(podman exec "${CTR}" systemctl is-system-running 2>/dev/null || true)
+    [[ ${state} == running || ${state} == degraded ]] && break
+    sleep 0.5
+  done
+  [[ ${state} == running || ${state} == degraded ]] ||
+    fail "systemd in the container did not come up (state '${state}')"
+  if [[ ${state} == degraded ]]; then
+    log "note: systemd in the container is degraded: $(podman exec "${CTR}" systemctl --failed --no-legend --plain | tr '\n' ';')"
+  fi
+}
+
+in_ctr() { podman exec "${CTR}" "$@"; }

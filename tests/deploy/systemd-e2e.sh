@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# End to end on real systemd: boots systemd as PID 1 in a podman container, installs
+# this build there (meson install into a DESTDIR, copied in), creates the users with
+# systemd-sysusers, enables skill-mcp.socket, and drives MCP sessions through
+# `skill-mcp connect` with the official SDK client:
+#   - the socket is root:skill-mcp-users 0660; a user outside the group is refused
+#   - a member lists, loads, reads a file and runs a confirmed script whose worker
+#     runs as skill-mcp-run with no capabilities, no_new_privs and seccomp, while the
+#     broker runs as skill-mcp holding exactly CAP_SETUID, CAP_SETGID, CAP_KILL
+#   - the unit starts without the optional MCP_CONFIRM_SECRET credential; with it in
+#     /etc/credstore, a token signed by one broker is honoured by the next one
+# Usage: systemd-e2e.sh BUILD_DIR SOURCE_ROOT
+set -euo pipefail
+build=$(realpath "$1") SOURCE_ROOT=$(realpath "$2")
+here=${SOURCE_ROOT}/tests/deploy
+DEPLOY_CACHE=${build}/deploy-cache
+# shellcheck source=lib.sh
+source "${here}/lib.sh"
+started=$(date +%s)
+
+require_podman
+command -v node >/dev/null || skip "node is not installed on the host (it drives the MCP client)"
+ensure_systemd_image
+
+stage=$(mktemp -d)
+trap 'rm -rf "${stage}"' EXIT
+log "meson install into a DESTDIR"
+meson install -C "${build}" --no-rebuild --destdir "${stage}/root" >"${stage}/install.log" 2>&1 ||
+  { cat "${stage}/install.log"; fail "meson install failed"; }
+
+start_systemd_container
+trap 'podman rm -f -t 0 "${CTR}" >/dev/null 2>&1 || true; rm -rf "${stage}"' EXIT
+tar -C "${stage}/root" -c . | podman exec -i "${CTR}" tar -C / -x --no-same-owner --keep-directory-symlink ||
+  fail "copying the installed tree into the container failed"
+
+unit=/lib/systemd/system/skill-mcp@.service
+bin=$(in_ctr sed -nE 's/^ExecStart=([^ ]+) serve$/\1/p' "${unit}")
+envfile=$(in_ctr sed -nE 's/^EnvironmentFile=-(.*)$/\1/p' "${unit}")
+[[ -n ${bin} && -n ${envfile} ]] || fail "the installed unit has no ExecStart or EnvironmentFile line"
+datadir=$(dirname "$(dirname "${bin}")")/share/skill-mcp/skills
+log "installed: ${bin}, configuration ${envfile}, example skills ${datadir}"
+
+# The installed units, at their real paths, verify silently here too.
+verify_err=$(in_ctr systemd-analyze verify --man=no /lib/systemd/system/skill-mcp.socket "${unit}" 2>&1 >/dev/null) || true
+[[ -z ${verify_err} ]] || fail "systemd-analyze verify in the container: ${verify_err}"
+echo "ok - systemd-analyze verify of the installed units is silent"
+
+in_ctr systemd-sysusers >/dev/null || fail "systemd-sysusers failed"
+for u in skill-mcp skill-mcp-run; do
+  in_ctr getent passwd "${u}" >/dev/null || fail "systemd-sysusers did not create ${u}"
+done
+in_ctr getent group skill-mcp-users >/dev/null || fail "systemd-sysusers did not create skill-mcp-users"
+echo "ok - sysusers created skill-mcp, skill-mcp-run and skill-mcp-users"
+run_uid=$(in_ctr id -u skill-mcp-run) run_gid=$(in_ctr id -g skill-mcp-run)
+svc_uid=$(in_ctr id -u skill-mcp)
+
+# A probe skill next to the example one; configuration through the shipped env file.
+in_ctr mkdir -p /srv/skills
+tar -C "${here}" -c probe-skill | podman exec -i "${CTR}" sh -c \
+  'tar -C /srv/skills -x --no-same-owner && mv /srv/skills/probe-skill /srv/skills/probe && chmod -R a+rX /srv/skills'
+in_ctr sh -c "printf 'SKILLS_DIR=/srv/skills:%s\n' '${datadir}' >>'${envfile}'"
+
+in_ctr useradd -m -G skill-mcp-users alice
+in_ctr useradd -m bob
+in_ctr systemctl daemon-reload
+in_ctr systemctl enable --now skill-mcp.socket >/dev/null 2>&1 || fail "systemctl enable --now skill-mcp.socket failed"
+sock=/run/skill-mcp/skill-mcp.sock
+perms=$(in_ctr stat -c '%U:%G %a %F' "${sock}" 2>&1) || fail "no socket at ${sock}: ${perms}"
+[[ ${perms} == "root:skill-mcp-users 660 socket" ]] || fail "socket is '${perms}', want root:skill-mcp-users 660"
+echo "ok - ${sock} is root:skill-mcp-users 0660"
+
+if in_ctr runuser -u bob -- "${bin}" connect </dev/null >/dev/null 2>"${stage}/bob.err"; then
+  fail "bob (not in skill-mcp-users) could connect"
+fi
+grep -q "Permission denied" "${stage}/bob.err" || fail "bob's refusal did not say why: $(cat "${stage}/bob.err")"
+echo "ok - a user outside skill-mcp-users is refused: $(head -n 1 "${stage}/bob.err")"
+
+dump_journal() { in_ctr journalctl --no-pager -o cat -n 60 _COMM=skill-mcp 2>/dev/null || true; }
+session() { # $1 plan (JSON without command), $2 expectations
+  local plan
+  plan=$(node -e 'const p=JSON.parse(process.argv[1]); p.command=process.argv.slice(2); console.log(JSON.stringify(p))' \
+    "$1" podman exec -i "${CTR}" runuser -u alice -- "${bin}" connect)
+  node "${here}/mcp-session.mjs" "${plan}" >"${stage}/report.json" || true
+  if ! node "${here}/check-session.mjs" "$2" <"${stage}/report.json"; then
+    echo "--- broker journal"; dump_journal
+    return 1
+  fi
+}
+
+rc=0
+# 1. Without the optional credential the unit starts; list, load, file, confirmed run.
+inspect="podman exec ${CTR} sh -c 'cat /proc/\$(pgrep -u skill-mcp -x skill-mcp | head -n 1)/status'"
+session "$(printf '{"load":"example","file":["example","references/report-fields.md"],"run":{"name":"probe","script":"scripts/status.js"},"inspect":"%s"}' "${inspect//\"/\\\"}")" \
+  "{\"skills\":[\"example\",\"probe\"],\"load\":\"example\",\"file\":\"#\",\"run\":{\"uid\":\"${run_uid}\",\"gid\":\"${run_gid}\"},\"broker\":{\"uid\":\"${svc_uid}\",\"capEff\":\"00000000000000e0\"}}" || rc=1
+
+# 2. With MCP_CONFIRM_SECRET as a credential, a token outlives its broker.
+in_ctr sh -c 'umask 077; mkdir -p /etc/credstore; head -c 32 /dev/urandom | od -An -tx1 | tr -d " \n" >/etc/credstore/MCP_CONFIRM_SECRET'
+session '{"run":{"name":"probe","script":"scripts/status.js"},"previewOnly":true}' '{"previewOnly":true}' || rc=1
+token=$(node -e 'const r=JSON.parse(require("fs").readFileSync(0,"utf8")); process.stdout.write(r.preview?.json?.confirmToken ?? "")' <"${stage}/report.json")
+session "{\"run\":{\"name\":\"probe\",\"script\":\"scripts/status.js\",\"confirmToken\":\"${token}\"}}" \
+  "{\"run\":{\"uid\":\"${run_uid}\"}}" || rc=1
+[[ ${rc} == 0 ]] && echo "ok - a token from one broker is honoured by the next (MCP_CONFIRM_SECRET credential loaded)"
+
+echo "elapsed $(($(date +%s) - started)) s"
+if [[ ${rc} != 0 ]]; then fail "see the failed checks above"; fi
+echo "PASS"

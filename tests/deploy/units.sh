@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Checks the configured systemd units from the build directory:
+#   verify    `systemd-analyze verify` with NOTHING on stderr (it exits 0 on unknown
+#             keys and bad values, so stderr is the real verdict)
+#   security  `systemd-analyze security --offline=true` exposure at or under MAX
+# Usage: units.sh verify|security UNITDIR SKILL_MCP_BIN [MAN_PAGE]
+# verify needs the ExecStart binary to exist, so the units are copied to a scratch
+# directory with ExecStart pointing at the built binary (only that path changes),
+# and MANPATH points at the built man page so Documentation=man:skill-mcp(1) is
+# checked for real.
+set -euo pipefail
+
+mode=$1 unitdir=$2 bin=$3 man=${4:-}
+max_exposure=2.0
+
+if ! command -v systemd-analyze >/dev/null; then
+  echo "SKIP: systemd-analyze is not installed (tests/deploy/prepare-host.sh installs it)"
+  exit 77
+fi
+[[ -x ${bin} ]] || { echo "FAIL: the broker binary ${bin} has not been built"; exit 1; }
+
+scratch=$(mktemp -d)
+trap 'rm -rf "${scratch}"' EXIT
+cp "${unitdir}/skill-mcp.socket" "${scratch}/"
+sed -E "s#^ExecStart=[^ ]+/skill-mcp #ExecStart=${bin} #" "${unitdir}/skill-mcp@.service" \
+  >"${scratch}/skill-mcp@.service"
+grep -q "^ExecStart=${bin} serve$" "${scratch}/skill-mcp@.service" || {
+  echo "FAIL: could not find the ExecStart=.../skill-mcp serve line to point at the build"
+  exit 1
+}
+
+case ${mode} in
+  verify)
+    man_args=()
+    if [[ -n ${man} && -f ${man} ]]; then
+      mkdir -p "${scratch}/man/man1"
+      cp "${man}" "${scratch}/man/man1/skill-mcp.1"
+      export MANPATH="${scratch}/man"
+    else
+      echo "note: no built man page (scdoc missing): Documentation= is not checked"
+      man_args=(--man=no)
+    fi
+    cd "${scratch}"
+    rc=0
+    systemd-analyze verify "${man_args[@]}" ./skill-mcp.socket ./skill-mcp@.service \
+      >"${scratch}/out" 2>"${scratch}/err" || rc=$?
+    cat "${scratch}/out"
+    if [[ -s ${scratch}/err || ${rc} != 0 ]]; then
+      echo "FAIL: systemd-analyze verify (exit ${rc}) said:"
+      cat "${scratch}/err"
+      exit 1
+    fi
+    echo "PASS: systemd-analyze verify is silent on skill-mcp.socket and skill-mcp@.service"
+    ;;
+  security)
+    cd "${scratch}"
+    out=$(systemd-analyze security --offline=true ./skill-mcp@.service 2>&1) || true
+    echo "${out}" | grep -E '^✗' || true
+    line=$(echo "${out}" | grep -E 'Overall exposure level' || true)
+    echo "${line}"
+    score=$(echo "${line}" | sed -nE 's/.*: ([0-9]+\.[0-9]+) .*/\1/p')
+    if [[ -z ${score} ]]; then
+      echo "FAIL: no exposure score in the output:"
+      echo "${out}"
+      exit 1
+    fi
+    if awk -v s="${score}" -v m="${max_exposure}" 'BEGIN { exit !(s <= m) }'; then
+      echo "PASS: exposure ${score} <= ${max_exposure}"
+    else
+      echo "FAIL: exposure ${score} is above ${max_exposure}"
+      exit 1
+    fi
+    ;;
+  *)
+    echo "usage: units.sh verify|security UNITDIR SKILL_MCP_BIN [MAN_PAGE]" >&2
+    exit 2
+    ;;
+esac
