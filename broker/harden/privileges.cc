@@ -102,7 +102,7 @@ bool ReduceBounding(std::string* why) {
   return true;
 }
 
-bool CapsWithinKept(std::string* why) {
+bool CapsWithinKept(std::string* why, bool check_bounding = true) {
   cap_t caps = cap_get_proc();
   if (caps == nullptr) {
     *why = Err("cap_get_proc");
@@ -114,7 +114,7 @@ bool CapsWithinKept(std::string* why) {
     cap_value_t v = static_cast<cap_value_t>(c);
     if (IsKept(v)) continue;
     if (CapHas(caps, v, CAP_PERMITTED) || CapHas(caps, v, CAP_EFFECTIVE) ||
-        CapHas(caps, v, CAP_INHERITABLE) || prctl(PR_CAPBSET_READ, c, 0, 0, 0) == 1 ||
+        CapHas(caps, v, CAP_INHERITABLE) || (check_bounding && prctl(PR_CAPBSET_READ, c, 0, 0, 0) == 1) ||
         prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, c, 0, 0) == 1) {
       *why = "capability " + std::to_string(c) + " is still held";
       ok = false;
@@ -232,7 +232,9 @@ PrivilegeState DropPrivileges(const PrivilegeOptions& options) {
   if (!st.started_as_root && !st.had_setid_caps) {
     st.uid = getuid();
     st.gid = getgid();
-    st.caps_reduced = CapsWithinKept(&st.detail);
+    std::string why;
+    st.caps_reduced = CapsWithinKept(&why, false);
+    if (!st.caps_reduced) Append(st.detail, why);
     st.caps_text = CurrentCapsText();
     Append(st.detail, "started as uid " + std::to_string(st.uid) +
                           " without CAP_SETUID/CAP_SETGID: scripts run under the broker's own uid "
@@ -269,8 +271,13 @@ PrivilegeState DropPrivileges(const PrivilegeOptions& options) {
   st.uid = geteuid();
   st.gid = getegid();
   std::string why;
-  st.caps_reduced = st.uid != 0 && CapsWithinKept(&why);
+  // Started unprivileged, the bounding set shrinks only with CAP_SETPCAP; it matters
+  // little there: the broker never execs, and workers set no_new_privs.
+  st.caps_reduced = st.uid != 0 && CapsWithinKept(&why, st.started_as_root);
   if (!st.caps_reduced && st.uid != 0) Append(st.detail, why);
+  std::string bwhy;
+  if (st.caps_reduced && !st.started_as_root && !CapsWithinKept(&bwhy))
+    Append(st.detail, "the bounding set keeps more than the three (no CAP_SETPCAP to shrink it)");
   st.caps_text = CurrentCapsText();
   caps = cap_get_proc();
   bool setid = st.uid == 0 || (CapHas(caps, CAP_SETUID, CAP_EFFECTIVE) && CapHas(caps, CAP_SETGID, CAP_EFFECTIVE));
@@ -278,6 +285,10 @@ PrivilegeState DropPrivileges(const PrivilegeOptions& options) {
   cap_free(caps);
   if (st.run_as.ok && st.run_as.uid == st.uid) {
     Append(st.detail, "the run-as uid is the broker's own uid; workers would not be separated");
+  } else if (st.run_as.ok && setid && !st.can_signal_other_uid) {
+    // why: a worker under another uid that the broker cannot signal could outlive its
+    // timeout and its client; without CAP_KILL no worker changes uid.
+    Append(st.detail, "the broker lacks CAP_KILL, so it could not stop a worker under another uid");
   } else {
     st.worker_switch = st.run_as.ok && setid;
   }

@@ -116,6 +116,7 @@ struct RunSupervisor::Run {
   bool reaped = false;
   int child_code = 0, child_status = 0;  // from waitid: CLD_* and the code or signal
   bool timed_out = false;
+  bool settling = false;  // Settle is on the stack: its drain must not re-enter it
   int64_t start_ms = 0, exit_ms = 0;
   EventLoop::TimerId timeout_timer = 0, kill_timer = 0, drain_timer = 0, hard_timer = 0;
 };
@@ -123,7 +124,10 @@ struct RunSupervisor::Run {
 RunSupervisor::RunSupervisor(EventLoop& loop, const LaunchConfig& config, const EnvStore& env)
     : loop_(loop), config_(config), env_(env) {}
 
-RunSupervisor::~RunSupervisor() { KillAndReapNow(); }
+RunSupervisor::~RunSupervisor() {
+  KillAndReapNow();
+  for (auto& [fd, pidfd] : lingering_) loop_.RemoveFd(fd);
+}
 
 pid_t RunSupervisor::pid() const { return run_ ? run_->pid : -1; }
 
@@ -399,7 +403,7 @@ void RunSupervisor::Cancel() {
 }
 
 void RunSupervisor::MaybeSettle() {
-  if (run_ && run_->exited && run_->out_eof && run_->err_eof && run_->status_eof) Settle();
+  if (run_ && !run_->settling && run_->exited && run_->out_eof && run_->err_eof && run_->status_eof) Settle();
 }
 
 void RunSupervisor::Settle() {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -49,7 +50,8 @@ class RunSupervisor {
  public:
   using Done = std::function<void(RunOutcome)>;
 
-  // `loop`, `config` and `env` must outlive the supervisor.
+  // `loop`, `config` and `env` must outlive the supervisor. SIGPIPE must be ignored
+  // (HardenProcess does it): the spec is written to a pipe the worker may have closed.
   RunSupervisor(EventLoop& loop, const LaunchConfig& config, const EnvStore& env);
   ~RunSupervisor();  // KillAndReapNow()
   RunSupervisor(const RunSupervisor&) = delete;
@@ -87,6 +89,7 @@ class RunSupervisor {
   const LaunchConfig& config_;
   const EnvStore& env_;
   std::unique_ptr<Run> run_;
+  std::map<int, UniqueFd> lingering_;  // pidfds of killed workers not reaped yet
 };
 
 }  // namespace skillmcp

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <pwd.h>
+#include <sys/capability.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -129,7 +130,61 @@ TEST(DropPrivileges, UnprivilegedStartKeepsItsUidAndReportsWhy) {
     PrivilegeState st = DropPrivileges({kNoService, kNoRunAs});
     if (st.switch_demanded || st.broker_switched || st.worker_switch || !st.ok()) return 2;
     if (getuid() != before || st.uid != before) return 3;
+    if (!st.caps_reduced) return 5;  // no capability at all: nothing beyond the three
     return st.detail.find("without CAP_SETUID/CAP_SETGID") != std::string::npos ? 0 : 4;
+  });
+  EXPECT_EQ(rc, 0);
+}
+
+}  // namespace
+}  // namespace skillmcp
+
+namespace skillmcp {
+namespace {
+
+// Holding CAP_SETUID/CAP_SETGID but not CAP_KILL: workers must not change uid, since
+// the broker could not stop them.
+TEST(DropPrivileges, NoWorkerSwitchWithoutCapKill) {
+  if (getuid() != 0) GTEST_SKIP() << "needs root";
+  if (getpwuid(kFallbackRunAsId) != nullptr) GTEST_SKIP() << "uid 64000 has a passwd entry here";
+  int rc = testing::InChild([] {
+    // Become uid 4243 keeping only SETUID/SETGID (no CAP_KILL) as systemd's
+    // AmbientCapabilities would.
+    if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0) return 1;
+    if (setresgid(4243, 4243, 4243) != 0 || setresuid(4243, 4243, 4243) != 0) return 2;
+    cap_t caps = cap_init();
+    cap_value_t keep[] = {CAP_SETUID, CAP_SETGID};
+    cap_set_flag(caps, CAP_PERMITTED, 2, keep, CAP_SET);
+    cap_set_flag(caps, CAP_EFFECTIVE, 2, keep, CAP_SET);
+    if (cap_set_proc(caps) != 0) return 3;
+    cap_free(caps);
+    PrivilegeState st = DropPrivileges({"unused", kNoRunAs});
+    if (st.switch_demanded || !st.had_setid_caps) return 4;
+    if (st.worker_switch || st.can_signal_other_uid) return 5;
+    return st.detail.find("CAP_KILL") != std::string::npos ? 0 : 6;
+  });
+  EXPECT_EQ(rc, 0);
+}
+
+// The same start with CAP_KILL too: the unprivileged-with-caps deployment works.
+TEST(DropPrivileges, UnprivilegedWithTheThreeCapsSwitchesWorkers) {
+  if (getuid() != 0) GTEST_SKIP() << "needs root";
+  if (getpwuid(kFallbackRunAsId) != nullptr) GTEST_SKIP() << "uid 64000 has a passwd entry here";
+  int rc = testing::InChild([] {
+    if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0) return 1;
+    if (setresgid(4243, 4243, 4243) != 0 || setresuid(4243, 4243, 4243) != 0) return 2;
+    cap_t caps = cap_init();
+    cap_value_t keep[] = {CAP_SETUID, CAP_SETGID, CAP_KILL, CAP_NET_ADMIN};
+    cap_set_flag(caps, CAP_PERMITTED, 4, keep, CAP_SET);
+    cap_set_flag(caps, CAP_EFFECTIVE, 4, keep, CAP_SET);
+    if (cap_set_proc(caps) != 0) return 3;
+    cap_free(caps);
+    PrivilegeState st = DropPrivileges({"unused", kNoRunAs});
+    if (!st.worker_switch || st.run_as.uid != kFallbackRunAsId) return 4;
+    if (getuid() != 4243) return 5;
+    // CAP_NET_ADMIN (12) is shed; the three stay.
+    if (StatusLine("CapEff") != "00000000000000e0") return 6;
+    return st.caps_reduced ? 0 : 7;
   });
   EXPECT_EQ(rc, 0);
 }

@@ -22,6 +22,7 @@ namespace {
 class SupervisorTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    signal(SIGPIPE, SIG_IGN);  // as HardenProcess does in the broker
     char tmpl[] = "/tmp/skillmcp-run-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     root_ = tmpl;
