@@ -38,7 +38,8 @@ std::string ReadCredential(int dirfd, const char* name, std::vector<char>* buf, 
     got += static_cast<size_t>(n);
   }
   // why: the size check above is racy (the file can grow); the read is the real bound.
-  if (got > kCredentialMaxBytes) return "larger than " + std::to_string(kCredentialMaxBytes) + " bytes";
+  if (got > kCredentialMaxBytes)
+    return "larger than " + std::to_string(kCredentialMaxBytes) + " bytes";
   *len = got;
   return "";
 }

@@ -14,10 +14,10 @@ namespace skillmcp {
 inline constexpr size_t kCredentialMaxBytes = 64 * 1024;
 
 struct CredentialsResult {
-  bool used = false;                  // a directory was named and opened
-  std::vector<std::string> loaded;    // names set in the store, sorted
-  std::vector<std::string> refused;   // "<file>: <why>", for the log
-  std::string detail;                 // why the directory itself could not be used
+  bool used = false;                 // a directory was named and opened
+  std::vector<std::string> loaded;   // names set in the store, sorted
+  std::vector<std::string> refused;  // "<file>: <why>", for the log
+  std::string detail;                // why the directory itself could not be used
 };
 
 // Loads every regular file of `dir` (at most kCredentialMaxBytes, named like an

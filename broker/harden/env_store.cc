@@ -77,8 +77,7 @@ bool IsUsableValue(std::string_view value) {
   size_t b = value.find_first_not_of(" \t\n\r\v\f");
   size_t e = value.find_last_not_of(" \t\n\r\v\f");
   std::string_view t = value.substr(b, e - b + 1);
-  if (t.size() >= 3 && t.substr(0, 2) == "${" && t.back() == '}' &&
-      t.find('}') == t.size() - 1) {
+  if (t.size() >= 3 && t.substr(0, 2) == "${" && t.back() == '}' && t.find('}') == t.size() - 1) {
     return false;
   }
   return true;

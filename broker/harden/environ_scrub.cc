@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -115,7 +116,8 @@ bool RangeInWritableMapping(std::string_view maps, uint64_t start, uint64_t end)
     size_t sp = line.find(' ');
     if (dash == std::string_view::npos || sp == std::string_view::npos || dash > sp) continue;
     uint64_t lo = 0, hi = 0;
-    if (!ParseHex(line.substr(0, dash), &lo) || !ParseHex(line.substr(dash + 1, sp - dash - 1), &hi))
+    if (!ParseHex(line.substr(0, dash), &lo) ||
+        !ParseHex(line.substr(dash + 1, sp - dash - 1), &hi))
       continue;
     std::string_view perms = line.substr(sp + 1, 4);
     if (start >= lo && end <= hi) return perms.size() == 4 && perms[0] == 'r' && perms[1] == 'w';
@@ -170,6 +172,12 @@ ScrubResult ScrubEnviron() {
     return r;
   }
 
+  // With CAP_SYS_RESOURCE (a root start) the block is also cut to zero length, so
+  // /proc/<pid>/environ reads as truly empty rather than as NUL bytes. Best effort:
+  // the zeroing above is what protects the values.
+  if (start != end && prctl(PR_SET_MM, PR_SET_MM_ENV_END, start, 0, 0) == 0)
+    how += ", range cut to zero length";
+
   std::string back;
   if (ReadProcFile("/proc/self/environ", &back, &err)) {
     r.ok = AllNul(back);
@@ -178,10 +186,12 @@ ScrubResult ScrubEnviron() {
     return r;
   }
   if (in_memory_ok) {
-    std::string_view block(reinterpret_cast<const char*>(static_cast<uintptr_t>(start)), end - start);
+    std::string_view block(reinterpret_cast<const char*>(static_cast<uintptr_t>(start)),
+                           end - start);
     r.ok = AllNul(block);
-    r.detail = how + (r.ok ? "; verified in memory (/proc/self/environ is root-owned once non-dumpable)"
-                           : "; the block still holds bytes after the wipe");
+    r.detail =
+        how + (r.ok ? "; verified in memory (/proc/self/environ is root-owned once non-dumpable)"
+                    : "; the block still holds bytes after the wipe");
     return r;
   }
   r.detail = how + "; " + Errno("could not verify: /proc/self/environ", err);

@@ -9,8 +9,8 @@
 namespace skillmcp {
 
 struct ScrubResult {
-  bool ok = false;       // the block is zeroed AND the read-back saw no byte but NUL
-  std::string detail;    // how it was done and verified, or what failed
+  bool ok = false;     // the block is zeroed AND the read-back saw no byte but NUL
+  std::string detail;  // how it was done and verified, or what failed
 };
 
 // Never throws. Works whether or not the process is already non-dumpable (see .cc).

@@ -46,11 +46,13 @@ std::vector<Layer> ComputeLayers(const IsolationFacts& f) {
 
   // Re-read now rather than trusting the boot result: a uid change resets the flag.
   bool dumpable_off = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0;
-  out.push_back(Make("broker-non-dumpable", dumpable_off, true,
-                     dumpable_off ? "PR_GET_DUMPABLE is 0: same-uid processes cannot read "
-                                    "/proc/<pid>/mem or environ, nor ptrace the broker"
-                                  : "the broker is dumpable" + (f.process.detail.empty() ? std::string() : " (" + f.process.detail + ")"),
-                     "report this: prctl(PR_SET_DUMPABLE, 0) should never fail"));
+  out.push_back(Make(
+      "broker-non-dumpable", dumpable_off, true,
+      dumpable_off ? "PR_GET_DUMPABLE is 0: same-uid processes cannot read "
+                     "/proc/<pid>/mem or environ, nor ptrace the broker"
+                   : "the broker is dumpable" +
+                         (f.process.detail.empty() ? std::string() : " (" + f.process.detail + ")"),
+      "report this: prctl(PR_SET_DUMPABLE, 0) should never fail"));
 
   rlimit core{};
   bool core_off = getrlimit(RLIMIT_CORE, &core) == 0 && core.rlim_cur == 0 && core.rlim_max == 0;
@@ -59,7 +61,8 @@ std::vector<Layer> ComputeLayers(const IsolationFacts& f) {
                      "report this: setrlimit(RLIMIT_CORE, 0) should never fail"));
 
   bool env_demanded = f.hosted && !f.allow_unscrubbed;
-  std::string env_reason = !f.scrub_attempted ? "the environ block was not scrubbed" : f.scrub.detail;
+  std::string env_reason =
+      !f.scrub_attempted ? "the environ block was not scrubbed" : f.scrub.detail;
   if (!f.scrub.ok && f.hosted && f.allow_unscrubbed)
     env_reason += " (hosted; MCP_SKILL_ALLOW_UNSCRUBBED=1 lets scripts run anyway)";
   else if (!f.scrub.ok && f.hosted)
@@ -85,27 +88,31 @@ std::vector<Layer> ComputeLayers(const IsolationFacts& f) {
 
   std::string caps_reason;
   if (p.started_as_root && p.broker_switched)
-    caps_reason = "the broker left root for " + p.service.how + "; capabilities now: " + p.caps_text;
+    caps_reason =
+        "the broker left root for " + p.service.how + "; capabilities now: " + p.caps_text;
   else if (p.started_as_root)
     caps_reason = "the broker is still root: " + p.detail;
   else
-    caps_reason = "the broker runs as uid " + std::to_string(p.uid) + "; capabilities: " + p.caps_text;
+    caps_reason =
+        "the broker runs as uid " + std::to_string(p.uid) + "; capabilities: " + p.caps_text;
   bool caps_on = p.caps_reduced && (!p.started_as_root || p.broker_switched);
   out.push_back(Make("capabilities-dropped", caps_on, p.switch_demanded, caps_reason,
                      "create the service user (SKILL_MCP_USER) or let the fallback uid be used"));
 
   std::string nnp = StatusField("NoNewPrivs");
   out.push_back(Make("no-new-privs", !nnp.empty(), false,
-                     !nnp.empty() ? "each worker sets no_new_privs before exec (a failure stops the run)"
-                                  : "this kernel does not report NoNewPrivs",
+                     !nnp.empty()
+                         ? "each worker sets no_new_privs before exec (a failure stops the run)"
+                         : "this kernel does not report NoNewPrivs",
                      "a kernel with PR_SET_NO_NEW_PRIVS (3.5 or later)"));
 
   std::string sec = StatusField("Seccomp");
   bool seccomp_on = f.worker.seccomp_configured && !sec.empty();
   out.push_back(Make("seccomp", seccomp_on, false,
                      seccomp_on ? "each worker installs the seccomp filter last before exec"
-                     : !f.worker.seccomp_configured ? "the seccomp filter is turned off in the configuration"
-                                                    : "this kernel has no seccomp",
+                     : !f.worker.seccomp_configured
+                         ? "the seccomp filter is turned off in the configuration"
+                         : "this kernel has no seccomp",
                      "a kernel with CONFIG_SECCOMP_FILTER, and the filter enabled"));
 
   out.push_back(Make("prlimits", f.worker.limits_configured, false,
@@ -113,9 +120,10 @@ std::vector<Layer> ComputeLayers(const IsolationFacts& f) {
                                                 : "no resource limits are configured",
                      "set the SKILL_MCP_LIMIT_* options to positive values"));
 
-  out.push_back(Make("runs", f.worker.runs_possible, false,
-                     f.worker.runs_possible ? "the worker and the pinned node are open" : f.worker.runs_reason,
-                     "install node (or set SKILL_MCP_NODE) and the worker (or set SKILL_MCP_WORKER)"));
+  out.push_back(Make(
+      "runs", f.worker.runs_possible, false,
+      f.worker.runs_possible ? "the worker and the pinned node are open" : f.worker.runs_reason,
+      "install node (or set SKILL_MCP_NODE) and the worker (or set SKILL_MCP_WORKER)"));
   return out;
 }
 

@@ -14,20 +14,20 @@
 namespace skillmcp {
 
 struct Layer {
-  std::string name;      // stable id: "broker-non-dumpable", "environ-wiped", ...
+  std::string name;  // stable id: "broker-non-dumpable", "environ-wiped", ...
   bool on = false;
-  bool demanded = false; // the configuration requires it (doctor fails when off)
-  std::string reason;    // what holds, or why it is off
-  std::string enable;    // what would turn it on (empty when on)
+  bool demanded = false;  // the configuration requires it (doctor fails when off)
+  std::string reason;     // what holds, or why it is off
+  std::string enable;     // what would turn it on (empty when on)
 };
 
 // Worker-side facts come from the run area's launch configuration.
 struct WorkerLayerFacts {
   bool seccomp_configured = true;
   bool limits_configured = false;
-  std::string limits_text;   // e.g. "nproc 64, as 4096 MiB, cpu 300 s, fsize 64 MiB, nofile 256"
+  std::string limits_text;  // e.g. "nproc 64, as 4096 MiB, cpu 300 s, fsize 64 MiB, nofile 256"
   bool runs_possible = false;
-  std::string runs_reason;   // why runs are refused (missing node/worker), when they are
+  std::string runs_reason;  // why runs are refused (missing node/worker), when they are
 };
 
 struct IsolationFacts {
@@ -36,7 +36,7 @@ struct IsolationFacts {
   bool scrub_attempted = false;
   PrivilegeState privileges;
   bool hosted = false;
-  bool allow_unscrubbed = false;   // MCP_SKILL_ALLOW_UNSCRUBBED=1
+  bool allow_unscrubbed = false;  // MCP_SKILL_ALLOW_UNSCRUBBED=1
   WorkerLayerFacts worker;
 };
 

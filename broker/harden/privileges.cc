@@ -114,7 +114,8 @@ bool CapsWithinKept(std::string* why, bool check_bounding = true) {
     cap_value_t v = static_cast<cap_value_t>(c);
     if (IsKept(v)) continue;
     if (CapHas(caps, v, CAP_PERMITTED) || CapHas(caps, v, CAP_EFFECTIVE) ||
-        CapHas(caps, v, CAP_INHERITABLE) || (check_bounding && prctl(PR_CAPBSET_READ, c, 0, 0, 0) == 1) ||
+        CapHas(caps, v, CAP_INHERITABLE) ||
+        (check_bounding && prctl(PR_CAPBSET_READ, c, 0, 0, 0) == 1) ||
         prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, c, 0, 0) == 1) {
       *why = "capability " + std::to_string(c) + " is still held";
       ok = false;
@@ -138,12 +139,15 @@ bool SwitchTo(const Identity& id, std::string* why) {
   if (!ReduceBounding(why)) return false;
   // why: root's supplementary groups (disk, adm...) must not follow the broker.
   if (setgroups(0, nullptr) != 0) return *why = Err("setgroups"), false;
-  if (setresgid(id.gid, id.gid, id.gid) != 0) return *why = Err("setresgid(" + std::to_string(id.gid) + ")"), false;
-  if (setresuid(id.uid, id.uid, id.uid) != 0) return *why = Err("setresuid(" + std::to_string(id.uid) + ")"), false;
+  if (setresgid(id.gid, id.gid, id.gid) != 0)
+    return *why = Err("setresgid(" + std::to_string(id.gid) + ")"), false;
+  if (setresuid(id.uid, id.uid, id.uid) != 0)
+    return *why = Err("setresuid(" + std::to_string(id.uid) + ")"), false;
   if (!ReduceCaps(why)) return false;
   prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0);
   // why: a uid change resets the dumpable flag to fs.suid_dumpable, which may be 1.
-  if (!MakeNonDumpable()) return *why = "the broker became dumpable again after the uid switch", false;
+  if (!MakeNonDumpable())
+    return *why = "the broker became dumpable again after the uid switch", false;
   uid_t r, e, s;
   gid_t rg, eg, sg;
   if (getresuid(&r, &e, &s) != 0 || r != id.uid || e != id.uid || s != id.uid ||
@@ -192,8 +196,9 @@ Identity ResolveIdentity(std::string_view spec, uid_t fallback) {
       passwd opw{};
       getpwuid_r(fallback, &opw, buf.data(), buf.size(), &other);
       if (other != nullptr) {
-        id.error = "user " + s + " does not exist and the fallback uid " + std::to_string(fallback) +
-                   " belongs to " + opw.pw_name + "; create " + s + " (sysusers) or name another user";
+        id.error = "user " + s + " does not exist and the fallback uid " +
+                   std::to_string(fallback) + " belongs to " + opw.pw_name + "; create " + s +
+                   " (sysusers) or name another user";
         return id;
       }
       id.uid = fallback;
@@ -225,7 +230,8 @@ PrivilegeState DropPrivileges(const PrivilegeOptions& options) {
   getresuid(&r, &e, &s);
   st.started_as_root = r == 0 || e == 0 || s == 0;
   cap_t caps = cap_get_proc();
-  st.had_setid_caps = CapHas(caps, CAP_SETUID, CAP_PERMITTED) && CapHas(caps, CAP_SETGID, CAP_PERMITTED);
+  st.had_setid_caps =
+      CapHas(caps, CAP_SETUID, CAP_PERMITTED) && CapHas(caps, CAP_SETGID, CAP_PERMITTED);
   cap_free(caps);
   st.switch_demanded = st.started_as_root;
 
@@ -236,9 +242,10 @@ PrivilegeState DropPrivileges(const PrivilegeOptions& options) {
     st.caps_reduced = CapsWithinKept(&why, false);
     if (!st.caps_reduced) Append(st.detail, why);
     st.caps_text = CurrentCapsText();
-    Append(st.detail, "started as uid " + std::to_string(st.uid) +
-                          " without CAP_SETUID/CAP_SETGID: scripts run under the broker's own uid "
-                          "(start it as root, or with AmbientCapabilities=CAP_SETUID CAP_SETGID CAP_KILL)");
+    Append(st.detail,
+           "started as uid " + std::to_string(st.uid) +
+               " without CAP_SETUID/CAP_SETGID: scripts run under the broker's own uid "
+               "(start it as root, or with AmbientCapabilities=CAP_SETUID CAP_SETGID CAP_KILL)");
     return st;
   }
 
@@ -280,7 +287,8 @@ PrivilegeState DropPrivileges(const PrivilegeOptions& options) {
     Append(st.detail, "the bounding set keeps more than the three (no CAP_SETPCAP to shrink it)");
   st.caps_text = CurrentCapsText();
   caps = cap_get_proc();
-  bool setid = st.uid == 0 || (CapHas(caps, CAP_SETUID, CAP_EFFECTIVE) && CapHas(caps, CAP_SETGID, CAP_EFFECTIVE));
+  bool setid = st.uid == 0 ||
+               (CapHas(caps, CAP_SETUID, CAP_EFFECTIVE) && CapHas(caps, CAP_SETGID, CAP_EFFECTIVE));
   st.can_signal_other_uid = st.uid == 0 || CapHas(caps, CAP_KILL, CAP_EFFECTIVE);
   cap_free(caps);
   if (st.run_as.ok && st.run_as.uid == st.uid) {

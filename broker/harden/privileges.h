@@ -38,20 +38,20 @@ struct PrivilegeOptions {
 PrivilegeOptions PrivilegeOptionsFrom(const EnvStore& env);
 
 struct PrivilegeState {
-  bool started_as_root = false;    // some uid of the process was 0 at the start
-  bool had_setid_caps = false;     // CAP_SETUID and CAP_SETGID were permitted at the start
-  bool switch_demanded = false;    // started as root: leaving uid 0 is required
-  bool broker_switched = false;    // the broker now runs as `service`
+  bool started_as_root = false;  // some uid of the process was 0 at the start
+  bool had_setid_caps = false;   // CAP_SETUID and CAP_SETGID were permitted at the start
+  bool switch_demanded = false;  // started as root: leaving uid 0 is required
+  bool broker_switched = false;  // the broker now runs as `service`
   Identity service;
-  uid_t uid = 0;                   // the broker's ids now
+  uid_t uid = 0;  // the broker's ids now
   gid_t gid = 0;
-  bool caps_reduced = false;       // permitted/effective within {SETUID,SETGID,KILL},
-                                   // bounding reduced likewise, ambient empty
-  std::string caps_text;           // the broker's capability state now (cap_to_text)
+  bool caps_reduced = false;  // permitted/effective within {SETUID,SETGID,KILL},
+                              // bounding reduced likewise, ambient empty
+  std::string caps_text;      // the broker's capability state now (cap_to_text)
   Identity run_as;
-  bool worker_switch = false;      // workers can switch to run_as (SETUID+SETGID held)
+  bool worker_switch = false;         // workers can switch to run_as (SETUID+SETGID held)
   bool can_signal_other_uid = false;  // CAP_KILL effective (or still root)
-  std::string detail;              // reasons for anything off, for the report
+  std::string detail;                 // reasons for anything off, for the report
   // False when the configuration demanded a switch that did not happen: the caller
   // should refuse to serve rather than run as root.
   bool ok() const { return !switch_demanded || broker_switched; }

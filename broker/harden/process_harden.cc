@@ -54,7 +54,9 @@ bool MakeNonDumpable() {
 ProcessHardening HardenProcess() {
   ProcessHardening h;
   h.std_fds_ok = EnsureStdFds(&h.std_fds_opened);
-  if (!h.std_fds_ok) Append(h.detail, std::string("could not open /dev/null onto a missing fd 0-2: ") + std::strerror(errno));
+  if (!h.std_fds_ok)
+    Append(h.detail,
+           std::string("could not open /dev/null onto a missing fd 0-2: ") + std::strerror(errno));
 
   h.dumpable_off = MakeNonDumpable();
   if (!h.dumpable_off) Append(h.detail, "PR_SET_DUMPABLE 0 did not hold");

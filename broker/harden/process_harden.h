@@ -8,12 +8,12 @@
 namespace skillmcp {
 
 struct ProcessHardening {
-  bool dumpable_off = false;    // prctl(PR_GET_DUMPABLE) reads 0 afterwards
-  bool core_off = false;        // RLIMIT_CORE soft and hard are 0
+  bool dumpable_off = false;  // prctl(PR_GET_DUMPABLE) reads 0 afterwards
+  bool core_off = false;      // RLIMIT_CORE soft and hard are 0
   bool sigpipe_ignored = false;
-  bool std_fds_ok = false;      // 0, 1 and 2 are open (missing ones now /dev/null)
-  int std_fds_opened = 0;       // how many of 0-2 had to be opened
-  std::string detail;           // what failed, empty when everything holds
+  bool std_fds_ok = false;  // 0, 1 and 2 are open (missing ones now /dev/null)
+  int std_fds_opened = 0;   // how many of 0-2 had to be opened
+  std::string detail;       // what failed, empty when everything holds
 };
 
 ProcessHardening HardenProcess();

@@ -139,13 +139,15 @@ LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState
     c.worker_path = *worker;
   } else {
     std::string built = SelfDir() + "/../worker/skill-mcp-worker";
-    c.worker_path = IsExecutableFile(built) ? RealPath(built)
-                                            : std::string(SKILL_MCP_LIBEXECDIR) + "/skill-mcp-worker";
+    c.worker_path = IsExecutableFile(built)
+                        ? RealPath(built)
+                        : std::string(SKILL_MCP_LIBEXECDIR) + "/skill-mcp-worker";
   }
   if (c.worker_path.empty() || c.worker_path[0] != '/') {
     why_not = "the worker path \"" + c.worker_path + "\" is not absolute (SKILL_MCP_WORKER)";
   } else if (std::string e = OpenExecutable(c.worker_path, &c.worker); !e.empty()) {
-    why_not = "the worker binary cannot be used (" + e + "); install skill-mcp-worker or set SKILL_MCP_WORKER";
+    why_not = "the worker binary cannot be used (" + e +
+              "); install skill-mcp-worker or set SKILL_MCP_WORKER";
   }
 
   // The pinned node: resolved once, here, to an absolute path without symlinks.
@@ -179,10 +181,11 @@ WorkerLayerFacts LayerFacts(const LaunchConfig& c) {
   WorkerLayerFacts f;
   f.seccomp_configured = c.seccomp;
   const RunLimits& l = c.limits;
-  f.limits_configured = l.nproc || l.address_space || l.data || l.cpu_seconds || l.fsize || l.nofile;
+  f.limits_configured =
+      l.nproc || l.address_space || l.data || l.cpu_seconds || l.fsize || l.nofile;
   f.limits_text = "nproc " + std::to_string(l.nproc) + ", as " + MiB(l.address_space) + ", data " +
-                  MiB(l.data) + ", cpu " + std::to_string(l.cpu_seconds) + " s, fsize " + MiB(l.fsize) +
-                  ", nofile " + std::to_string(l.nofile) + ", core 0";
+                  MiB(l.data) + ", cpu " + std::to_string(l.cpu_seconds) + " s, fsize " +
+                  MiB(l.fsize) + ", nofile " + std::to_string(l.nofile) + ", core 0";
   f.runs_possible = c.ready();
   f.runs_reason = c.refusal;
   return f;

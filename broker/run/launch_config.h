@@ -15,24 +15,24 @@
 namespace skillmcp {
 
 struct LaunchConfig {
-  UniqueFd worker;            // O_RDONLY|O_CLOEXEC; exec'd with execveat(AT_EMPTY_PATH)
+  UniqueFd worker;  // O_RDONLY|O_CLOEXEC; exec'd with execveat(AT_EMPTY_PATH)
   std::string worker_path;
-  UniqueFd node;              // O_RDONLY|O_CLOEXEC; handed to the worker as fd 5
-  std::string node_path;      // absolute, symlinks resolved
-  bool switch_ids = false;    // workers switch to uid/gid below
+  UniqueFd node;            // O_RDONLY|O_CLOEXEC; handed to the worker as fd 5
+  std::string node_path;    // absolute, symlinks resolved
+  bool switch_ids = false;  // workers switch to uid/gid below
   uint32_t uid = 0;
   uint32_t gid = 0;
-  std::string run_as;         // how the identity was resolved, for reports
+  std::string run_as;  // how the identity was resolved, for reports
   RunLimits limits;
   bool seccomp = true;
-  std::string refusal;        // non-empty: why runs are refused (missing node or worker)
+  std::string refusal;  // non-empty: why runs are refused (missing node or worker)
 
   bool ready() const { return refusal.empty() && worker.valid() && node.valid(); }
 };
 
 struct LaunchConfigResult {
   std::optional<LaunchConfig> config;
-  std::string error;   // a bad option: the broker should not start (say it on stderr)
+  std::string error;  // a bad option: the broker should not start (say it on stderr)
 };
 
 // Options: SKILL_MCP_WORKER, SKILL_MCP_NODE, SKILL_MCP_SECCOMP (on|off),

@@ -39,7 +39,10 @@ size_t ValidSequence(const unsigned char* p, size_t left) {
 // Whether the tail [p, p+left) is a proper prefix of some valid sequence.
 bool IncompletePrefix(const unsigned char* p, size_t left) {
   unsigned char c = p[0];
-  size_t len = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+  size_t len = c >= 0xC2 && c <= 0xDF   ? 2
+               : c >= 0xE0 && c <= 0xEF ? 3
+               : c >= 0xF0 && c <= 0xF4 ? 4
+                                        : 0;
   if (len == 0 || left >= len) return false;
   unsigned char lo = 0x80, hi = 0xBF;
   if (c == 0xE0) lo = 0xA0;
@@ -92,8 +95,10 @@ nlohmann::ordered_json BuildReceipt(const RunObservation& run) {
   j["skill"] = run.skill;
   j["script"] = run.script;
   j["interpreter"] = run.interpreter;
-  j["exitCode"] = run.exit_code ? nlohmann::ordered_json(*run.exit_code) : nlohmann::ordered_json(nullptr);
-  j["signal"] = run.signal ? nlohmann::ordered_json(SignalName(*run.signal)) : nlohmann::ordered_json(nullptr);
+  j["exitCode"] =
+      run.exit_code ? nlohmann::ordered_json(*run.exit_code) : nlohmann::ordered_json(nullptr);
+  j["signal"] = run.signal ? nlohmann::ordered_json(SignalName(*run.signal))
+                           : nlohmann::ordered_json(nullptr);
   j["stdout"] = SanitizeUtf8(run.out.data, run.out.truncated);
   j["stderr"] = SanitizeUtf8(run.err.data, run.err.truncated);
   j["truncated"] = {{"stdout", run.out.truncated}, {"stderr", run.err.truncated}};

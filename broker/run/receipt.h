@@ -3,12 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace skillmcp {
 
@@ -39,7 +38,7 @@ struct RunObservation {
   bool timed_out = false;
   int64_t timeout_ms = 0;
   int64_t duration_ms = 0;
-  std::vector<std::string> env;          // sorted names
+  std::vector<std::string> env;  // sorted names
   std::optional<std::string> network_note;
 };
 

@@ -53,8 +53,9 @@ std::string OpenFailure(const std::string& script, int err) {
   switch (err) {
     case EXDEV:
     case ELOOP:
-      why = "it resolves outside the skill directory (a symlink or a swapped path); only files "
-            "inside the skill's own directory run";
+      why =
+          "it resolves outside the skill directory (a symlink or a swapped path); only files "
+          "inside the skill's own directory run";
       break;
     case ENOENT:
       why = "it does not exist in the skill directory any more";
@@ -71,11 +72,12 @@ std::string OpenFailure(const std::string& script, int err) {
 std::string DescribeFailure(const WorkerFailure& f, const LaunchConfig& c) {
   std::string err = std::strerror(f.err);
   if (f.step == kLaunchStep)
-    return "the script did not start: the broker could not start the worker " + c.worker_path + ": " + err;
+    return "the script did not start: the broker could not start the worker " + c.worker_path +
+           ": " + err;
   std::optional<WorkerStep> step = WorkerStepFromExitCode(f.step);
   if (!step)
-    return "the script did not start: the worker failed at an unknown setup step " + std::to_string(f.step) +
-           ": " + err;
+    return "the script did not start: the worker failed at an unknown setup step " +
+           std::to_string(f.step) + ": " + err;
   std::string what = DescribeWorkerStep(*step);
   std::string hint;
   switch (*step) {
@@ -147,7 +149,8 @@ std::string RunSupervisor::Start(RunRequest request, Done on_done) {
   spec.args = request.args;
   for (const std::string& name : request.env_names) {
     // why: an unset (or blank/placeholder) name is absent from the block, never empty.
-    env_.WithValue(name, [&](std::string_view v) { spec.envp.push_back(name + "=" + std::string(v)); });
+    env_.WithValue(name,
+                   [&](std::string_view v) { spec.envp.push_back(name + "=" + std::string(v)); });
   }
   spec.switch_ids = config_.switch_ids;
   spec.uid = config_.uid;
@@ -178,8 +181,8 @@ std::string RunSupervisor::Start(RunRequest request, Done on_done) {
   UniqueFd devnull(open("/dev/null", O_RDONLY | O_CLOEXEC));
 
   // Sources for 0..7 in order, lifted above the layout; then the worker binary.
-  UniqueFd src[8] = {Lift(devnull.get()), Lift(out_w.get()),       Lift(err_w.get()),
-                     Lift(spec_r.get()),  Lift(status_w.get()),    Lift(config_.node.get()),
+  UniqueFd src[8] = {Lift(devnull.get()), Lift(out_w.get()),         Lift(err_w.get()),
+                     Lift(spec_r.get()),  Lift(status_w.get()),      Lift(config_.node.get()),
                      Lift(script.get()),  Lift(request.skill_dir_fd)};
   UniqueFd worker = Lift(config_.worker.get());
   for (const UniqueFd& fd : src) {
@@ -285,14 +288,15 @@ void RunSupervisor::OnSpecWritable() {
   if (!run_ || !run_->spec_w.valid()) return;
   Run& r = *run_;
   while (r.spec_off < r.spec_bytes.size()) {
-    ssize_t n = write(r.spec_w.get(), r.spec_bytes.data() + r.spec_off, r.spec_bytes.size() - r.spec_off);
+    ssize_t n =
+        write(r.spec_w.get(), r.spec_bytes.data() + r.spec_off, r.spec_bytes.size() - r.spec_off);
     if (n > 0) {
       r.spec_off += static_cast<size_t>(n);
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EAGAIN) return;  // the loop calls again when there is room
-    break;  // EPIPE: the worker is gone; its exit tells the rest
+    break;                                 // EPIPE: the worker is gone; its exit tells the rest
   }
   loop_.RemoveFd(r.spec_w.get());
   r.spec_w.reset();  // EOF ends the worker's read
@@ -333,7 +337,8 @@ void RunSupervisor::OnStatus(uint32_t) {
     if (n > 0) {
       // why: bounded; a worker writes one WorkerFailure, anything more is ignored.
       if (r.status_buf.size() < sizeof(WorkerFailure))
-        r.status_buf.append(buf, std::min(static_cast<size_t>(n), sizeof(WorkerFailure) - r.status_buf.size()));
+        r.status_buf.append(
+            buf, std::min(static_cast<size_t>(n), sizeof(WorkerFailure) - r.status_buf.size()));
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -403,7 +408,8 @@ void RunSupervisor::Cancel() {
 }
 
 void RunSupervisor::MaybeSettle() {
-  if (run_ && !run_->settling && run_->exited && run_->out_eof && run_->err_eof && run_->status_eof) Settle();
+  if (run_ && !run_->settling && run_->exited && run_->out_eof && run_->err_eof && run_->status_eof)
+    Settle();
 }
 
 void RunSupervisor::Settle() {
@@ -421,7 +427,8 @@ void RunSupervisor::Settle() {
   siginfo_t info{};
   // Reaps the zombie; after the SIGKILL above this cannot wait long even on the
   // hard-deadline path where the worker had not exited yet.
-  while (waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(r.pidfd.get()), &info, WEXITED) != 0 &&
+  while (waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(r.pidfd.get()), &info, WEXITED) !=
+             0 &&
          errno == EINTR) {
   }
   if (!r.exited) {
@@ -480,7 +487,8 @@ void RunSupervisor::KillAndReapNow() {
   if (!run_) return;
   SignalGroup(SIGKILL);
   siginfo_t info{};
-  while (waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(run_->pidfd.get()), &info, WEXITED) != 0 &&
+  while (waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(run_->pidfd.get()), &info,
+                WEXITED) != 0 &&
          errno == EINTR) {
   }
   run_->reaped = true;

@@ -11,11 +11,10 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "broker/harden/env_store.h"
 #include "broker/loop/event_loop.h"
@@ -24,15 +23,15 @@
 
 namespace skillmcp {
 
-inline constexpr int64_t kKillGraceMs = 2000;       // SIGTERM -> SIGKILL
-inline constexpr int64_t kDrainMs = 250;            // after the worker exited
+inline constexpr int64_t kKillGraceMs = 2000;          // SIGTERM -> SIGKILL
+inline constexpr int64_t kDrainMs = 250;               // after the worker exited
 inline constexpr int64_t kHardDeadlineExtraMs = 3250;  // timeout + this: settle whatever happens
 
 struct RunRequest {
-  std::string skill;                   // directory name, for the receipt
-  std::string script;                  // declared relative path, already string-checked
-  int skill_dir_fd = -1;               // Skill::dir (borrowed; O_PATH|O_DIRECTORY)
-  std::string script_real_path;        // real absolute path (node's module identity)
+  std::string skill;             // directory name, for the receipt
+  std::string script;            // declared relative path, already string-checked
+  int skill_dir_fd = -1;         // Skill::dir (borrowed; O_PATH|O_DIRECTORY)
+  std::string script_real_path;  // real absolute path (node's module identity)
   std::vector<std::string> args;
   std::vector<std::string> env_names;  // sorted; values come from the EnvStore
   int64_t timeout_ms = 60000;
@@ -40,8 +39,8 @@ struct RunRequest {
 };
 
 struct RunOutcome {
-  bool ran = false;              // the script was started: `receipt` holds the result
-  std::string error;             // !ran: what went wrong and what to do (setup failure)
+  bool ran = false;                // the script was started: `receipt` holds the result
+  std::string error;               // !ran: what went wrong and what to do (setup failure)
   std::optional<int> failed_step;  // !ran and the worker reported a WorkerStep
   nlohmann::ordered_json receipt;
 };

@@ -1,10 +1,9 @@
 #include "broker/harden/credentials.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -38,7 +37,8 @@ TEST_F(CredentialsTest, EachValidFileBecomesAVariable) {
   CredentialsResult r = LoadCredentials(dir_, store);
   EXPECT_TRUE(r.used);
   EXPECT_TRUE(r.refused.empty());
-  EXPECT_EQ(r.loaded, (std::vector<std::string>{"EXACT", "NO_NEWLINE", "TWO_NEWLINES", "WEATHER_API_KEY"}));
+  EXPECT_EQ(r.loaded,
+            (std::vector<std::string>{"EXACT", "NO_NEWLINE", "TWO_NEWLINES", "WEATHER_API_KEY"}));
   EXPECT_EQ(store.GetConfig("WEATHER_API_KEY"), "k-123");  // the credential wins
   EXPECT_EQ(store.GetConfig("TWO_NEWLINES"), "a\n");       // only one newline stripped
   EXPECT_EQ(store.GetConfig("NO_NEWLINE"), "plain");

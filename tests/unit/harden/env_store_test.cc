@@ -16,9 +16,9 @@ TEST(IsUsableValue, BlankAndPlaceholdersCountAsUnset) {
   EXPECT_FALSE(IsUsableValue("  ${WEATHER_API_KEY} "));
   EXPECT_TRUE(IsUsableValue("x"));
   EXPECT_TRUE(IsUsableValue(" value with spaces "));
-  EXPECT_TRUE(IsUsableValue("${A}/bin"));      // text after the placeholder: a real value
+  EXPECT_TRUE(IsUsableValue("${A}/bin"));  // text after the placeholder: a real value
   EXPECT_TRUE(IsUsableValue("prefix${A}"));
-  EXPECT_TRUE(IsUsableValue("${A}${B}"));      // two placeholders are not one unexpanded token
+  EXPECT_TRUE(IsUsableValue("${A}${B}"));  // two placeholders are not one unexpanded token
   EXPECT_TRUE(IsUsableValue("$HOME"));
 }
 

@@ -1,11 +1,10 @@
 #include "broker/harden/environ_scrub.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -119,8 +118,9 @@ HelperOutcome RunHelper(const std::string& mode) {
     std::string var = std::string(kHelperVar) + "=" + mode;
     std::string secret = std::string("SECRET_TOKEN=") + kSecret;
     char* envp[] = {var.data(), secret.data(), const_cast<char*>("PLAIN=1"), nullptr};
-    char* argv[] = {const_cast<char*>("harden_test"), const_cast<char*>("--gtest_also_run_disabled_tests"), const_cast<char*>("--gtest_filter=ScrubHelper.DISABLED_Body"),
-                    nullptr};
+    char* argv[] = {const_cast<char*>("harden_test"),
+                    const_cast<char*>("--gtest_also_run_disabled_tests"),
+                    const_cast<char*>("--gtest_filter=ScrubHelper.DISABLED_Body"), nullptr};
     execve("/proc/self/exe", argv, envp);
     _exit(127);
   }

@@ -1,8 +1,7 @@
 #include "broker/harden/layers.h"
 
-#include <sys/prctl.h>
-
 #include <gtest/gtest.h>
+#include <sys/prctl.h>
 
 #include <cstdio>
 #include <string>
@@ -49,27 +48,30 @@ TEST(Layers, DumpableIsReadFromTheKernelNotAssumed) {
               IsolationFacts f = GoodFacts();
               prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);  // undo behind the report's back
               auto layers = ComputeLayers(f);
-              return !Find(layers, "broker-non-dumpable")->on && DoctorExitCode(layers) == 1 ? 0 : 1;
+              return !Find(layers, "broker-non-dumpable")->on && DoctorExitCode(layers) == 1 ? 0
+                                                                                             : 1;
             }),
             0);
 }
 
 TEST(Layers, HostedWithoutScrubFailsUnlessAllowed) {
-  EXPECT_EQ(InChild([] {
-              IsolationFacts f = GoodFacts();
-              f.hosted = true;
-              f.scrub.ok = false;
-              f.scrub.detail = "cannot zero";
-              auto layers = ComputeLayers(f);
-              if (DoctorExitCode(layers) != 1 || !Find(layers, "environ-wiped")->demanded) return 1;
-              if (FormatDoctorReport(layers).find("required by this configuration") == std::string::npos) return 2;
-              f.allow_unscrubbed = true;
-              if (DoctorExitCode(ComputeLayers(f)) != 0) return 3;
-              f.hosted = false;  // standalone: a warning, not a failure
-              f.allow_unscrubbed = false;
-              return DoctorExitCode(ComputeLayers(f)) == 0 ? 0 : 4;
-            }),
-            0);
+  EXPECT_EQ(
+      InChild([] {
+        IsolationFacts f = GoodFacts();
+        f.hosted = true;
+        f.scrub.ok = false;
+        f.scrub.detail = "cannot zero";
+        auto layers = ComputeLayers(f);
+        if (DoctorExitCode(layers) != 1 || !Find(layers, "environ-wiped")->demanded) return 1;
+        if (FormatDoctorReport(layers).find("required by this configuration") == std::string::npos)
+          return 2;
+        f.allow_unscrubbed = true;
+        if (DoctorExitCode(ComputeLayers(f)) != 0) return 3;
+        f.hosted = false;  // standalone: a warning, not a failure
+        f.allow_unscrubbed = false;
+        return DoctorExitCode(ComputeLayers(f)) == 0 ? 0 : 4;
+      }),
+      0);
 }
 
 TEST(Layers, RootThatCouldNotSwitchFails) {
@@ -102,7 +104,8 @@ TEST(Layers, OneLineAndReportNameEveryLayer) {
                 if (report.find(l.name + ": ") == std::string::npos) return 2;
               }
               if (Find(layers, "seccomp")->on) return 3;
-              if (line.find("seccomp (the seccomp filter is turned off") == std::string::npos) return 4;
+              if (line.find("seccomp (the seccomp filter is turned off") == std::string::npos)
+                return 4;
               FILE* out = tmpfile();
               int code = RunDoctor(f, out);
               long size = ftell(out);

@@ -1,12 +1,11 @@
 #include "broker/harden/privileges.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <pwd.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <string>
 
@@ -124,7 +123,8 @@ TEST(DropPrivileges, RootRunAsIsRefused) {
 
 TEST(DropPrivileges, UnprivilegedStartKeepsItsUidAndReportsWhy) {
   int rc = InChild([] {
-    if (getuid() == 0 && (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0))
+    if (getuid() == 0 &&
+        (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0))
       return 1;
     uid_t before = getuid();
     PrivilegeState st = DropPrivileges({kNoService, kNoRunAs});

@@ -1,6 +1,7 @@
 #include "broker/harden/process_harden.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
@@ -8,8 +9,6 @@
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <cerrno>
 #include <cstring>
@@ -113,7 +112,8 @@ void StopTarget(Target t) {
 // bit 3: process_vm_readv worked.
 int Attack(pid_t target, uid_t uid) {
   return InChild([&] {
-    if (getuid() == 0 && (setresgid(uid, uid, uid) != 0 || setresuid(uid, uid, uid) != 0)) return 64;
+    if (getuid() == 0 && (setresgid(uid, uid, uid) != 0 || setresuid(uid, uid, uid) != 0))
+      return 64;
     int got = 0;
     std::string base = "/proc/" + std::to_string(target);
     char buf[64];
@@ -150,7 +150,8 @@ TEST(HardenProcess, ControlWithoutHardeningSameUidReadsEnviron) {
   int got = Attack(t.pid, AttackerUid());
   StopTarget(t);
   ASSERT_NE(got, 64) << "could not switch the attacker's uid";
-  EXPECT_TRUE(got & 1) << "the control should be readable; the hardened test proves nothing otherwise";
+  EXPECT_TRUE(got & 1)
+      << "the control should be readable; the hardened test proves nothing otherwise";
 }
 
 }  // namespace

@@ -1,10 +1,9 @@
 #include "broker/run/launch_config.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
@@ -18,8 +17,8 @@ TEST(ParsePositive, StrictDecimal) {
   EXPECT_EQ(ParsePositive("1"), 1u);
   EXPECT_EQ(ParsePositive("256"), 256u);
   EXPECT_EQ(ParsePositive("18446744073709551615"), UINT64_MAX);
-  for (const char* bad : {"", "0", "-1", "+5", " 5", "5 ", "05", "1e3", "0x10", "12abc",
-                          "18446744073709551616"}) {
+  for (const char* bad :
+       {"", "0", "-1", "+5", " 5", "5 ", "05", "1e3", "0x10", "12abc", "18446744073709551616"}) {
     EXPECT_EQ(ParsePositive(bad), std::nullopt) << bad;
   }
 }
@@ -32,7 +31,8 @@ class TempDir : public ::testing::Test {
     dir_ = tmpl;
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string MakeFile(const std::string& rel, mode_t mode, const std::string& content = "#!/bin/true\n") {
+  std::string MakeFile(const std::string& rel, mode_t mode,
+                       const std::string& content = "#!/bin/true\n") {
     std::string p = dir_ + "/" + rel;
     std::filesystem::create_directories(std::filesystem::path(p).parent_path());
     std::ofstream(p) << content;
@@ -164,7 +164,8 @@ TEST(ResolveLaunchConfig, MissingNodeOrWorkerRefusesRunsWithTheReason) {
   env.Set("SKILL_MCP_WORKER", "/nonexistent/skill-mcp-worker");
   r = ResolveLaunchConfig(env, PrivilegeState{});
   EXPECT_FALSE(r.config->ready());
-  EXPECT_NE(r.config->refusal.find("worker binary cannot be used"), std::string::npos) << r.config->refusal;
+  EXPECT_NE(r.config->refusal.find("worker binary cannot be used"), std::string::npos)
+      << r.config->refusal;
 }
 
 }  // namespace

@@ -1,8 +1,7 @@
 #include "broker/run/receipt.h"
 
-#include <signal.h>
-
 #include <gtest/gtest.h>
+#include <signal.h>
 
 namespace skillmcp {
 namespace {
@@ -10,7 +9,7 @@ namespace {
 TEST(SanitizeUtf8, KeepsValidTextAndReplacesInvalidBytes) {
   EXPECT_EQ(SanitizeUtf8("plain €  𝄞", false), "plain €  𝄞");
   EXPECT_EQ(SanitizeUtf8("f\xff\xfe\xc3(", false), "f\uFFFD\uFFFD\uFFFD(");
-  EXPECT_EQ(SanitizeUtf8("\xc0\xaf", false), "\uFFFD\uFFFD");          // overlong '/'
+  EXPECT_EQ(SanitizeUtf8("\xc0\xaf", false), "\uFFFD\uFFFD");            // overlong '/'
   EXPECT_EQ(SanitizeUtf8("\xed\xa0\x80", false), "\uFFFD\uFFFD\uFFFD");  // surrogate
   EXPECT_EQ(SanitizeUtf8("\xf4\x90\x80\x80", false).find('\xf4'), std::string::npos);  // > U+10FFFF
   EXPECT_EQ(SanitizeUtf8(std::string("a\0b", 3), false), std::string("a\0b", 3));
@@ -51,8 +50,9 @@ TEST(BuildReceipt, KeyOrderAndNulls) {
   nlohmann::ordered_json j = BuildReceipt(o);
   std::vector<std::string> keys;
   for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
-  EXPECT_EQ(keys, (std::vector<std::string>{"skill", "script", "interpreter", "exitCode", "signal", "stdout",
-                                            "stderr", "truncated", "timedOut", "timeoutMs", "durationMs", "env"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"skill", "script", "interpreter", "exitCode", "signal",
+                                            "stdout", "stderr", "truncated", "timedOut",
+                                            "timeoutMs", "durationMs", "env"}));
   EXPECT_TRUE(j["exitCode"].is_null());
   EXPECT_EQ(j["signal"], "SIGKILL");
   EXPECT_EQ(j["stdout"], "\uFFFD");

@@ -1,12 +1,11 @@
 #include "broker/run/supervisor.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
@@ -78,7 +77,8 @@ class SupervisorTest : public ::testing::Test {
   }
 
   std::optional<RunOutcome> RunToEnd(RunRequest req, int64_t max_ms = 30000) {
-    std::string refused = sup_->Start(std::move(req), [this](RunOutcome o) { outcome_ = std::move(o); });
+    std::string refused =
+        sup_->Start(std::move(req), [this](RunOutcome o) { outcome_ = std::move(o); });
     EXPECT_EQ(refused, "");
     if (!refused.empty()) return std::nullopt;
     return Wait(max_ms);
@@ -112,7 +112,8 @@ bool WaitGone(pid_t pid, int64_t max_ms) {
 }
 
 TEST_F(SupervisorTest, ExitZeroReceipt) {
-  Script("scripts/ok.js", "console.log('hello', process.argv.slice(2).join('|')); console.error('warn');");
+  Script("scripts/ok.js",
+         "console.log('hello', process.argv.slice(2).join('|')); console.error('warn');");
   RunRequest req = Request("scripts/ok.js");
   req.args = {"a b", "--flag", "$(x)"};
   auto o = RunToEnd(req);
@@ -121,8 +122,9 @@ TEST_F(SupervisorTest, ExitZeroReceipt) {
   const auto& j = o->receipt;
   std::vector<std::string> keys;
   for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
-  EXPECT_EQ(keys, (std::vector<std::string>{"skill", "script", "interpreter", "exitCode", "signal", "stdout",
-                                            "stderr", "truncated", "timedOut", "timeoutMs", "durationMs", "env"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"skill", "script", "interpreter", "exitCode", "signal",
+                                            "stdout", "stderr", "truncated", "timedOut",
+                                            "timeoutMs", "durationMs", "env"}));
   EXPECT_EQ(j["exitCode"], 0);
   EXPECT_TRUE(j["signal"].is_null());
   EXPECT_EQ(j["stdout"], "hello a b|--flag|$(x)\n");  // argv verbatim, no shell
@@ -171,7 +173,8 @@ TEST_F(SupervisorTest, TimeoutIgnoringSigtermIsKilled) {
 
 TEST_F(SupervisorTest, DetachedGrandchildHoldingThePipesDoesNotHang) {
   Script("scripts/detach.js",
-         "const c = require('child_process').spawn('/bin/sleep', ['30'], {detached: true, stdio: 'inherit'});"
+         "const c = require('child_process').spawn('/bin/sleep', ['30'], {detached: true, stdio: "
+         "'inherit'});"
          "console.log(c.pid); c.unref();");
   int64_t t0 = EventLoop::NowMs();
   auto o = RunToEnd(Request("scripts/detach.js", 10000), 20000);
@@ -212,8 +215,9 @@ TEST_F(SupervisorTest, EnvBlockIsExactlyTheNamesPassed) {
   env_.Set("SECRET_X", "s3cr3t");
   env_.Set("BLANK_Z", "   ");
   env_.Set("NOT_PASSED", "leak");
-  Script("scripts/env.js",
-         "console.log(JSON.stringify(Object.keys(process.env).sort()) + ' ' + process.env.SECRET_X);");
+  Script(
+      "scripts/env.js",
+      "console.log(JSON.stringify(Object.keys(process.env).sort()) + ' ' + process.env.SECRET_X);");
   RunRequest req = Request("scripts/env.js");
   req.env_names = {"BLANK_Z", "PATH", "SECRET_X", "UNSET_Y"};
   auto o = RunToEnd(req);
@@ -225,10 +229,12 @@ TEST_F(SupervisorTest, BusyRefusesASecondRunAndCancelKillsTheGroup) {
   Script("scripts/group.js",
          "const c = require('child_process').spawn('/bin/sleep', ['30'], {stdio: 'ignore'});"
          "console.log(c.pid); setInterval(() => {}, 1000);");
-  std::string refused = sup_->Start(Request("scripts/group.js"), [this](RunOutcome o) { outcome_ = std::move(o); });
+  std::string refused =
+      sup_->Start(Request("scripts/group.js"), [this](RunOutcome o) { outcome_ = std::move(o); });
   ASSERT_EQ(refused, "");
   EXPECT_TRUE(sup_->Busy());
-  std::string second = sup_->Start(Request("scripts/group.js"), [](RunOutcome) { ADD_FAILURE() << "second run"; });
+  std::string second =
+      sup_->Start(Request("scripts/group.js"), [](RunOutcome) { ADD_FAILURE() << "second run"; });
   EXPECT_NE(second.find("already running"), std::string::npos) << second;
   // Let node start and spawn its child, then cancel.
   int64_t until = EventLoop::NowMs() + 1500;
@@ -275,7 +281,9 @@ TEST_F(SupervisorTest, ScriptSwappedForAnEscapingSymlinkIsRefused) {
 TEST_F(SupervisorTest, ScriptSwappedAfterStartRunsTheOriginal) {
   Script("scripts/run.js", "console.log('original');");
   std::ofstream(root_ + "/evil.js") << "console.log('evil');";
-  ASSERT_EQ(sup_->Start(Request("scripts/run.js"), [this](RunOutcome o) { outcome_ = std::move(o); }), "");
+  ASSERT_EQ(
+      sup_->Start(Request("scripts/run.js"), [this](RunOutcome o) { outcome_ = std::move(o); }),
+      "");
   // The broker holds the open descriptor; replacing the path now changes nothing.
   std::filesystem::remove(skill_ + "/scripts/run.js");
   std::filesystem::create_symlink("../../evil.js", skill_ + "/scripts/run.js");
@@ -308,7 +316,8 @@ TEST_F(SupervisorTest, WorkerThatCannotStartIsAClearError) {
   ASSERT_TRUE(c.ready()) << c.refusal;
   RunSupervisor sup(loop_, c, env);
   Script("scripts/ok.js", "");
-  ASSERT_EQ(sup.Start(Request("scripts/ok.js"), [this](RunOutcome o) { outcome_ = std::move(o); }), "");
+  ASSERT_EQ(sup.Start(Request("scripts/ok.js"), [this](RunOutcome o) { outcome_ = std::move(o); }),
+            "");
   auto o = Wait(10000);
   ASSERT_TRUE(o);
   EXPECT_FALSE(o->ran);
@@ -331,13 +340,14 @@ TEST_F(SupervisorTest, ImpossibleUidSwitchIsAClearSetupError) {
     EventLoop loop;
     RunSupervisor sup(loop, config_, env_);
     std::optional<RunOutcome> out;
-    if (!sup.Start(Request("scripts/ok.js"), [&](RunOutcome o) { out = std::move(o); }).empty()) _exit(3);
+    if (!sup.Start(Request("scripts/ok.js"), [&](RunOutcome o) { out = std::move(o); }).empty())
+      _exit(3);
     int64_t end = EventLoop::NowMs() + 10000;
     while (!out && EventLoop::NowMs() < end) loop.RunOnce(50);
     if (!out) _exit(4);
     fprintf(stderr, "setup error: %s\n", out->error.c_str());
-    std::string report = (out->ran ? "RAN " : "FAILED ") + std::to_string(out->failed_step.value_or(-1)) +
-                         " " + out->error;
+    std::string report = (out->ran ? "RAN " : "FAILED ") +
+                         std::to_string(out->failed_step.value_or(-1)) + " " + out->error;
     (void)!write(pipefd[1], report.data(), report.size());
     _exit(0);
   }
@@ -352,7 +362,8 @@ TEST_F(SupervisorTest, ImpossibleUidSwitchIsAClearSetupError) {
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   EXPECT_EQ(report.rfind("FAILED ", 0), 0u) << report;
   int step = std::atoi(report.c_str() + 7);
-  EXPECT_TRUE(step == static_cast<int>(WorkerStep::kSetGroups) || step == static_cast<int>(WorkerStep::kSetGid) ||
+  EXPECT_TRUE(step == static_cast<int>(WorkerStep::kSetGroups) ||
+              step == static_cast<int>(WorkerStep::kSetGid) ||
               step == static_cast<int>(WorkerStep::kSetUid))
       << report;
   EXPECT_NE(report.find("Operation not permitted"), std::string::npos) << report;
@@ -366,14 +377,17 @@ namespace skillmcp {
 namespace {
 
 TEST_F(SupervisorTest, ScriptRunsUnderTheRunAsIdentityInItsSkillDirectory) {
-  Script("scripts/who.js",
-         "console.log(process.getuid(), process.getgid(), process.cwd(), require('fs').readFileSync("
-         "'/proc/self/status', 'utf8').split('\\n').filter(l => /^(CapEff|NoNewPrivs|Seccomp):/.test(l))"
-         ".map(l => l.replace(/\\s+/, ' ')).join(','));");
+  Script(
+      "scripts/who.js",
+      "console.log(process.getuid(), process.getgid(), process.cwd(), require('fs').readFileSync("
+      "'/proc/self/status', 'utf8').split('\\n').filter(l => "
+      "/^(CapEff|NoNewPrivs|Seccomp):/.test(l))"
+      ".map(l => l.replace(/\\s+/, ' ')).join(','));");
   auto o = RunToEnd(Request("scripts/who.js"));
   ASSERT_TRUE(o && o->ran) << (o ? o->error : "no outcome");
   std::string out = o->receipt["stdout"];
-  std::string ids = getuid() == 0 ? "64000 64000 " : std::to_string(getuid()) + " " + std::to_string(getgid()) + " ";
+  std::string ids = getuid() == 0 ? "64000 64000 "
+                                  : std::to_string(getuid()) + " " + std::to_string(getgid()) + " ";
   EXPECT_EQ(out.rfind(ids + skill_ + " ", 0), 0u) << out;
   EXPECT_NE(out.find("CapEff: 0000000000000000"), std::string::npos) << out;
   EXPECT_NE(out.find("NoNewPrivs: 1"), std::string::npos) << out;
@@ -398,7 +412,8 @@ TEST_F(SupervisorTest, BrokerAfterPrivilegeDropLaunchesAndKillsAcrossUids) {
   pid_t pid = fork();
   if (pid == 0) {
     close(pipefd[0]);
-    PrivilegeState st = DropPrivileges({"skill-mcp-test-no-such-service", "skill-mcp-test-no-such-run"});
+    PrivilegeState st =
+        DropPrivileges({"skill-mcp-test-no-such-service", "skill-mcp-test-no-such-run"});
     if (!st.broker_switched || !st.worker_switch) _exit(2);
     LaunchConfigResult r = ResolveLaunchConfig(env_, st);
     if (!r.config || !r.config->ready()) _exit(3);
@@ -407,7 +422,8 @@ TEST_F(SupervisorTest, BrokerAfterPrivilegeDropLaunchesAndKillsAcrossUids) {
     std::string report = std::to_string(getuid());
     for (const char* script : {"scripts/who.js", "scripts/stubborn.js"}) {
       std::optional<RunOutcome> out;
-      if (!sup.Start(Request(script, 1000), [&](RunOutcome o) { out = std::move(o); }).empty()) _exit(4);
+      if (!sup.Start(Request(script, 1000), [&](RunOutcome o) { out = std::move(o); }).empty())
+        _exit(4);
       int64_t end = EventLoop::NowMs() + 10000;
       while (!out && EventLoop::NowMs() < end) loop.RunOnce(50);
       if (!out) _exit(5);
@@ -426,10 +442,14 @@ TEST_F(SupervisorTest, BrokerAfterPrivilegeDropLaunchesAndKillsAcrossUids) {
   waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << " " << report;
   EXPECT_EQ(report.rfind(std::to_string(kFallbackServiceId) + "|", 0), 0u) << report;
-  EXPECT_NE(report.find("\"stdout\":\"" + std::to_string(kFallbackRunAsId) + "\\n\""), std::string::npos) << report;
-  EXPECT_NE(report.find("\"signal\":\"SIGKILL\",\"stdout\":\"\",\"stderr\":\"\",\"truncated\":{\"stdout\":false,"
-                        "\"stderr\":false},\"timedOut\":true"),
+  EXPECT_NE(report.find("\"stdout\":\"" + std::to_string(kFallbackRunAsId) + "\\n\""),
             std::string::npos)
+      << report;
+  EXPECT_NE(
+      report.find(
+          "\"signal\":\"SIGKILL\",\"stdout\":\"\",\"stderr\":\"\",\"truncated\":{\"stdout\":false,"
+          "\"stderr\":false},\"timedOut\":true"),
+      std::string::npos)
       << report;
 }
 
