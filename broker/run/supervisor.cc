@@ -15,6 +15,7 @@
 #include <cstring>
 #include <utility>
 
+#include "shared/log.h"
 #include "shared/open_beneath.h"
 #include "shared/run_spec.h"
 #include "shared/worker_steps.h"
@@ -413,29 +414,49 @@ void RunSupervisor::MaybeSettle() {
 }
 
 void RunSupervisor::Settle() {
-  if (!run_) return;
+  if (!run_ || run_->settling) return;
   Run& r = *run_;
+  r.settling = true;  // the drain below must not settle a second time
   // A last bounded drain of what is already in the pipes.
   if (r.out_r.valid()) OnPipe(1, EPOLLIN);
-  if (!run_) return;
   if (r.err_r.valid()) OnPipe(2, EPOLLIN);
-  if (!run_) return;
   if (r.status_r.valid()) OnStatus(EPOLLIN);
-  if (!run_ || &r != run_.get()) return;
   // why: nothing of the run's process group outlives the run's result.
   SignalGroup(SIGKILL);
   siginfo_t info{};
-  // Reaps the zombie; after the SIGKILL above this cannot wait long even on the
-  // hard-deadline path where the worker had not exited yet.
-  while (waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(r.pidfd.get()), &info, WEXITED) !=
-             0 &&
-         errno == EINTR) {
+  bool reaped = false;
+  for (;;) {
+    int rc = waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(r.pidfd.get()), &info,
+                    WEXITED | WNOHANG);
+    if (rc != 0 && errno == EINTR) continue;
+    reaped = rc == 0 && info.si_pid != 0;
+    break;
   }
-  if (!r.exited) {
+  if (!r.exited) {  // the hard-deadline path: the worker had not exited yet
     r.exited = true;
     r.exit_ms = EventLoop::NowMs();
-    r.child_code = info.si_code;
-    r.child_status = info.si_status;
+    if (reaped) {
+      r.child_code = info.si_code;
+      r.child_status = info.si_status;
+    }  // else child_code stays 0: neither an exit code nor a signal is known
+  }
+  if (!reaped) {
+    // why: never block the loop on a worker that has not died (stuck in the kernel, or
+    // beyond our signals); its pidfd stays watched and it is reaped when it dies.
+    LOG_WARN("worker %d did not die at the end of its run; it is reaped when it exits",
+             static_cast<int>(r.pid));
+    int fd = r.pidfd.get();
+    loop_.RemoveFd(fd);
+    lingering_.emplace(fd, std::move(r.pidfd));
+    loop_.AddFd(fd, EPOLLIN, [this, fd](uint32_t) {
+      siginfo_t late{};
+      if (waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(fd), &late, WEXITED | WNOHANG) ==
+              0 &&
+          late.si_pid != 0) {
+        loop_.RemoveFd(fd);
+        lingering_.erase(fd);
+      }
+    });
   }
   r.reaped = true;
 
@@ -452,7 +473,7 @@ void RunSupervisor::Settle() {
     obs.script = r.req.script;
     if (r.child_code == CLD_EXITED) {
       obs.exit_code = r.child_status;
-    } else {
+    } else if (r.child_code == CLD_KILLED || r.child_code == CLD_DUMPED) {
       obs.signal = r.child_status;
     }
     obs.out = std::move(r.out);

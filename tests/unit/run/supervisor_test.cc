@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/capability.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -73,7 +75,9 @@ class SupervisorTest : public ::testing::Test {
   std::optional<RunOutcome> Wait(int64_t max_ms) {
     int64_t end = EventLoop::NowMs() + max_ms;
     while (!outcome_ && EventLoop::NowMs() < end) loop_.RunOnce(50);
-    return std::move(outcome_);
+    std::optional<RunOutcome> got = std::move(outcome_);
+    outcome_.reset();  // a moved-from optional still holds a value
+    return got;
   }
 
   std::optional<RunOutcome> RunToEnd(RunRequest req, int64_t max_ms = 30000) {
@@ -451,6 +455,89 @@ TEST_F(SupervisorTest, BrokerAfterPrivilegeDropLaunchesAndKillsAcrossUids) {
           "\"stderr\":false},\"timedOut\":true"),
       std::string::npos)
       << report;
+}
+
+}  // namespace
+}  // namespace skillmcp
+
+namespace skillmcp {
+namespace {
+
+// The backstop: a broker that cannot signal its worker (here: uid switch without
+// CAP_KILL, which DropPrivileges never allows, set up by hand) still answers at the
+// hard deadline, without blocking, and reports neither an exit code nor a signal.
+TEST_F(SupervisorTest, HardDeadlineAnswersEvenWhenTheWorkerCannotBeKilled) {
+  if (getuid() != 0) GTEST_SKIP() << "needs root to set up a broker without CAP_KILL";
+  Script("scripts/forever.js", "console.log(process.pid); setInterval(() => {}, 1000);");
+  int pipefd[2];
+  ASSERT_EQ(pipe(pipefd), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(pipefd[0]);
+    if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0) _exit(2);
+    if (setresgid(4244, 4244, 4244) != 0 || setresuid(4244, 4244, 4244) != 0) _exit(3);
+    cap_t caps = cap_init();
+    cap_value_t keep[] = {CAP_SETUID, CAP_SETGID};
+    cap_set_flag(caps, CAP_PERMITTED, 2, keep, CAP_SET);
+    cap_set_flag(caps, CAP_EFFECTIVE, 2, keep, CAP_SET);
+    cap_set_flag(caps, CAP_INHERITABLE, 2, keep, CAP_SET);
+    if (cap_set_proc(caps) != 0) _exit(4);
+    cap_free(caps);
+    EventLoop loop;
+    std::string report;
+    {
+      RunSupervisor sup(loop, config_, env_);
+      std::optional<RunOutcome> out;
+      int64_t t0 = EventLoop::NowMs();
+      if (!sup.Start(Request("scripts/forever.js", 500), [&](RunOutcome o) { out = std::move(o); })
+               .empty())
+        _exit(5);
+      while (!out && EventLoop::NowMs() < t0 + 10000) loop.RunOnce(50);
+      if (!out) _exit(6);
+      report = std::to_string(EventLoop::NowMs() - t0) + " " +
+               (out->ran ? out->receipt.dump() : "ERROR " + out->error);
+    }
+    (void)!write(pipefd[1], report.data(), report.size());
+    _exit(0);
+  }
+  close(pipefd[1]);
+  std::string report;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(pipefd[0], buf, sizeof buf)) > 0) report.append(buf, n);
+  close(pipefd[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << " " << report;
+  int64_t took = std::atoll(report.c_str());
+  size_t brace = report.find('{');
+  ASSERT_NE(brace, std::string::npos) << report;
+  auto j = nlohmann::json::parse(report.substr(brace));
+  pid_t node = std::atoi(j["stdout"].get<std::string>().c_str());
+  if (node > 1) kill(node, SIGKILL);  // root cleans up what the broker could not
+  EXPECT_GE(took, 500 + kHardDeadlineExtraMs - 100) << report;
+  EXPECT_LE(took, 500 + kHardDeadlineExtraMs + 1000) << report;
+  EXPECT_EQ(j["timedOut"], true);
+  EXPECT_TRUE(j["exitCode"].is_null());
+  EXPECT_TRUE(j["signal"].is_null());
+  EXPECT_GT(node, 1) << report;
+}
+
+// Runs leave no descriptor behind in the broker.
+TEST_F(SupervisorTest, NoDescriptorLeaksAcrossRuns) {
+  auto count = [] {
+    size_t c = 0;
+    for (auto& e : std::filesystem::directory_iterator("/proc/self/fd")) (void)e, ++c;
+    return c;
+  };
+  Script("scripts/ok.js", "console.log(1);");
+  Script("scripts/fail.js", "process.exit(2);");
+  size_t before = count();
+  for (const char* s : {"scripts/ok.js", "scripts/fail.js", "scripts/ok.js"}) {
+    auto o = RunToEnd(Request(s));
+    ASSERT_TRUE(o && o->ran) << (o ? o->error : "no outcome");
+  }
+  EXPECT_EQ(count(), before);
 }
 
 }  // namespace
