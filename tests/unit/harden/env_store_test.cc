@@ -1,9 +1,13 @@
 #include "broker/harden/env_store.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
+
+#include "tests/unit/harden/child.h"
 
 namespace skillmcp {
 namespace {
@@ -92,6 +96,43 @@ TEST(EnvStoreDeathTest, ValueIsNoAccessOutsideWithValue) {
   ASSERT_TRUE(store.WithValue("SECRET", [&](std::string_view v) { leaked = v.data(); }));
   ASSERT_NE(leaked, nullptr);
   EXPECT_DEATH({ (void)leaked[0]; }, "");
+}
+
+}  // namespace
+}  // namespace skillmcp
+
+namespace skillmcp {
+namespace {
+
+// A large environment (CI runners export hundreds of variables) must not exhaust the
+// locked-memory limit or the mapping count: each value gets its own guarded block.
+TEST(EnvStore, ThousandsOfVariablesFit) {
+  std::vector<std::string> raw;
+  for (int i = 0; i < 3000; ++i)
+    raw.push_back("VAR_" + std::to_string(i) + "=value-" + std::to_string(i));
+  std::vector<char*> envp;
+  for (auto& s : raw) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  EnvStore store = EnvStore::Capture(envp.data());
+  EXPECT_EQ(store.Names().size(), 3000u);
+  EXPECT_EQ(store.GetConfig("VAR_2999"), "value-2999");
+}
+
+// Under a small RLIMIT_MEMLOCK (64 KiB was a common default) the store still works:
+// libsodium's mlock is best effort, the guard pages and no-access are what matter.
+TEST(EnvStore, WorksUnderASmallLockedMemoryLimit) {
+  int rc = testing::InChild([] {
+    rlimit small{65536, 65536};
+    if (setrlimit(RLIMIT_MEMLOCK, &small) != 0) return 1;
+    // Without CAP_IPC_LOCK the limit really applies.
+    if (getuid() == 0 &&
+        (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0))
+      return 2;
+    EnvStore store;
+    for (int i = 0; i < 500; ++i) store.Set("V" + std::to_string(i), "x");
+    return store.GetConfig("V499") == "x" ? 0 : 3;
+  });
+  EXPECT_EQ(rc, 0);
 }
 
 }  // namespace
