@@ -2,7 +2,7 @@
 // as JSON in argv[2]. Prints one "ok"/"not ok" line per check; exits 1 on any failure.
 //   expect: { skills?: [names that must be listed],
 //             load?: "skill", file?: "expected text fragment",
-//             run?: { uid: "<run-as uid>" }   // the probe script's view must match
+//             run?: { uid, gid?, envNames? }  // the probe script's view must match
 //             previewOnly?: true,
 //             broker?: { uid: "<service uid>", capEff: "<hex>" } } // from inspect
 import { readFileSync } from 'node:fs';
@@ -57,11 +57,26 @@ if (expect.run) {
     if (expect.run.gid !== undefined) {
       check(seen.Gid?.every((g) => g === String(expect.run.gid)), `the script runs as gid ${expect.run.gid}`, show(seen.Gid));
     }
-    for (const set of ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb']) {
+    for (const set of ['CapInh', 'CapPrm', 'CapEff', 'CapAmb']) {
       check(/^0+$/.test(seen[set]?.[0] ?? 'x'), `the script holds no capability (${set})`, show(seen[set]));
     }
     check(seen.NoNewPrivs?.[0] === '1', 'the script runs with no_new_privs', show(seen.NoNewPrivs));
+    // The worker empties the bounding set when it holds CAP_SETPCAP (a root broker).
+    // A non-root broker has no CAP_SETPCAP to pass on, so the set stays as inherited:
+    // harmless only because the script is not root and no_new_privs stops every exec
+    // from gaining a capability. Anything else fails.
+    const bnd = seen.CapBnd?.[0] ?? 'x';
+    if (/^0+$/.test(bnd)) {
+      check(true, 'the script bounding set is empty');
+    } else {
+      check(seen.NoNewPrivs?.[0] === '1' && seen.Uid?.every((u) => u !== '0'),
+        `the script bounding set ${bnd} is left (no CAP_SETPCAP to drop it) but cannot be used: non-root, no_new_privs`,
+        show(seen));
+    }
     check(seen.Seccomp?.[0] === '2', 'the script runs under a seccomp filter', show(seen.Seccomp));
+    for (const n of expect.run.envNames ?? []) {
+      check(seen.envNames?.includes(n), `the script receives ${n}`, show(seen.envNames));
+    }
   }
 }
 if (expect.broker) {

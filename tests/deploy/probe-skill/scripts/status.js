@@ -1,5 +1,5 @@
 // Prints the lines of /proc/self/status that say who this process is and what it
-// may do, as one JSON object. The deploy tests compare them with the run-as user.
+// may do, and the names of its environment variables, as one JSON object. The deploy tests compare them with the run-as user.
 'use strict';
 const fs = require('node:fs');
 
@@ -12,4 +12,6 @@ for (const line of fs.readFileSync('/proc/self/status', 'utf8').split('\n')) {
     status[line.slice(0, i)] = line.slice(i + 1).trim().split(/\s+/).filter(Boolean);
   }
 }
+// Names only, never values: the tests check which variables reached the script.
+status.envNames = Object.keys(process.env).sort();
 process.stdout.write(JSON.stringify(status) + '\n');

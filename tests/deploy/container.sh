@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# The container image: builds packaging/container/Containerfile from the local
+# debootstrapped base (podman build --pull=never, no registry), then drives MCP
+# sessions through `podman run --rm -i --network none` with the official SDK client,
+# the way mcp-host's isolated tier runs it (skills read-only under MCP_SKILLS_PATH, an
+# MCP_SKILL_RUN grant, MCP_DATA_DIR mounted):
+#   plain        default non-root user: scripts run under the broker's own uid,
+#                with no capabilities, no_new_privs and seccomp
+#   setid        --cap-add SETUID,SETGID,KILL: scripts run as skill-mcp-run
+#   locked       --cap-drop ALL --cap-add SETUID,SETGID,KILL --read-only
+#                --security-opt no-new-privileges: the same, on a read-only root
+# and `skill-mcp doctor` in each, plus a root start without the setid capabilities,
+# which the doctor must report as failing (a demanded uid switch cannot happen).
+# Usage: container.sh BUILD_DIR SOURCE_ROOT
+set -euo pipefail
+build=$(realpath "$1") SOURCE_ROOT=$(realpath "$2")
+here=${SOURCE_ROOT}/tests/deploy
+DEPLOY_CACHE=${build}/deploy-cache
+# shellcheck source=lib.sh
+source "${here}/lib.sh"
+started=$(date +%s)
+
+require_podman
+command -v node >/dev/null || skip "node is not installed on the host (it drives the MCP client)"
+ensure_base_image
+
+image=localhost/skill-mcp:deploy-test
+log "podman build ${image} (packaging/container/Containerfile)"
+# --network=host for the build only: apt-get inside fetches from the host's mirror.
+if ! podman build --pull=never --network=host --build-arg BASE="${BASE_IMAGE}" \
+  -f "${SOURCE_ROOT}/packaging/container/Containerfile" \
+  --ignorefile "${SOURCE_ROOT}/packaging/container/containerignore" \
+  -t "${image}" "${SOURCE_ROOT}" >"${DEPLOY_CACHE}/container-build.log" 2>&1; then
+  tail -n 30 "${DEPLOY_CACHE}/container-build.log"
+  fail "podman build failed; the whole log is ${DEPLOY_CACHE}/container-build.log"
+fi
+podman image prune -f --filter label=io.github.skill-mcp.stage=build >/dev/null 2>&1 || true
+log "built in $(($(date +%s) - started)) s; size $(podman image inspect -f '{{.Size}}' "${image}") bytes"
+
+# The image's contract, read from its config.
+entry=$(podman image inspect -f '{{json .Config.Entrypoint}} {{.Config.User}}' "${image}")
+[[ ${entry} == '["skill-mcp"] skill-mcp' ]] || fail "entrypoint/user are '${entry}', want [\"skill-mcp\"] skill-mcp"
+echo "ok - ENTRYPOINT [\"skill-mcp\"], default user skill-mcp"
+
+scratch=$(mktemp -d)
+trap 'rm -rf "${scratch}"' EXIT
+mkdir -p "${scratch}/skills"
+cp -r "${here}/probe-skill" "${scratch}/skills/probe"
+chmod -R a+rX "${scratch}"
+
+hosted=(--network none
+  -v "${scratch}/skills:/skills:ro"
+  -e MCP_SKILLS_PATH=/skills:/usr/share/skill-mcp/skills
+  -e 'MCP_SKILL_RUN=[{"skill":"probe","script":"scripts/status.js"}]'
+  --tmpfs /data:rw,mode=1777 -e MCP_DATA_DIR=/data)
+variant_args() {
+  case $1 in
+    plain) ;;
+    setid) echo "--cap-add SETUID,SETGID,KILL" ;;
+    locked) echo "--cap-drop ALL --cap-add SETUID,SETGID,KILL --read-only --security-opt no-new-privileges" ;;
+  esac
+}
+
+rc=0
+for variant in plain setid locked; do
+  # shellcheck disable=SC2207
+  extra=($(variant_args "${variant}"))
+  uid=10001 gid=10001
+  [[ ${variant} != plain ]] && uid=10002 gid=10002
+  echo "# ${variant}: podman run --rm -i ${extra[*]} ${image}"
+  plan=$(node -e 'console.log(JSON.stringify({command: process.argv.slice(1), load: "example",
+      file: ["example", "references/report-fields.md"], run: {name: "probe", script: "scripts/status.js"}}))' \
+    podman run --rm -i "${hosted[@]}" "${extra[@]}" "${image}")
+  node "${here}/mcp-session.mjs" "${plan}" >"${scratch}/${variant}.json" || true
+  node "${here}/check-session.mjs" \
+    "{\"skills\":[\"example\",\"probe\"],\"load\":\"example\",\"file\":\"#\",\"run\":{\"uid\":\"${uid}\",\"gid\":\"${gid}\",\"envNames\":[\"MCP_DATA_DIR\"]}}" \
+    <"${scratch}/${variant}.json" | sed "s/^/${variant}: /" || rc=1
+
+  # The doctor in the same setting: every layer this configuration demands is on.
+  doc_rc=0
+  podman run --rm "${hosted[@]}" "${extra[@]}" "${image}" doctor >"${scratch}/doctor-${variant}.txt" 2>&1 || doc_rc=$?
+  echo "--- skill-mcp doctor (${variant}), exit ${doc_rc}"
+  sed 's/^/    /' "${scratch}/doctor-${variant}.txt"
+  want_switch=on
+  [[ ${variant} == plain ]] && want_switch=off
+  if [[ ${doc_rc} == 0 ]] && grep -q "uid-switch: ${want_switch}" "${scratch}/doctor-${variant}.txt"; then
+    echo "ok - ${variant}: doctor exits 0 and reports uid-switch ${want_switch}"
+  else
+    echo "not ok - ${variant}: doctor should exit 0 and report uid-switch ${want_switch}"
+    rc=1
+  fi
+done
+
+# Started as root without CAP_SETUID/CAP_SETGID the broker cannot leave uid 0: the
+# doctor must say so and fail, and serve must refuse rather than run as root.
+doc_rc=0
+podman run --rm --network none --user root --cap-drop ALL "${image}" doctor >"${scratch}/doctor-root.txt" 2>&1 || doc_rc=$?
+echo "--- skill-mcp doctor (root, --cap-drop ALL), exit ${doc_rc}"
+sed 's/^/    /' "${scratch}/doctor-root.txt"
+if [[ ${doc_rc} == 1 && -s ${scratch}/doctor-root.txt ]] && grep -q "root" "${scratch}/doctor-root.txt"; then
+  echo "ok - root without the setid capabilities: doctor exits 1 and says why"
+else
+  echo "not ok - root without the setid capabilities: doctor should exit 1 and say why"
+  rc=1
+fi
+serve_rc=0
+podman run --rm -i --network none --user root --cap-drop ALL "${image}" </dev/null \
+  >"${scratch}/serve-root.out" 2>"${scratch}/serve-root.err" || serve_rc=$?
+if [[ ${serve_rc} != 0 && ! -s ${scratch}/serve-root.out ]]; then
+  echo "ok - root without the setid capabilities: serve refuses (exit ${serve_rc}): $(head -c 200 "${scratch}/serve-root.err")"
+else
+  echo "not ok - root without the setid capabilities: serve should refuse, got exit ${serve_rc}"
+  rc=1
+fi
+
+echo "elapsed $(($(date +%s) - started)) s"
+[[ ${rc} == 0 ]] || fail "see the failed checks above"
+echo "PASS"
