@@ -2,8 +2,9 @@
 // as JSON in argv[2]. Prints one "ok"/"not ok" line per check; exits 1 on any failure.
 //   expect: { skills?: [names that must be listed],
 //             load?: "skill", file?: "expected text fragment",
-//             run?: { uid, gid?, envNames? }  // the probe script's view must match
-//             previewOnly?: true,
+//             run?: { uid, gid?, envNames?, tokenGiven? } // the probe's view must match;
+//                                  tokenGiven: the session used a token from elsewhere
+//             previewOnly?: true, rejected?: "TOKEN_INVALID" (the token call's error),
 //             broker?: { uid: "<service uid>", capEff: "<hex>" } } // from inspect
 import { readFileSync } from 'node:fs';
 
@@ -35,10 +36,15 @@ if (expect.file) {
   check(!report.file?.isError && typeof e?.content === 'string' && e.content.includes(expect.file),
     'skill_file returns the file text', show(report.file));
 }
-if (expect.run || expect.previewOnly) {
+if ((expect.run && !expect.run.tokenGiven) || expect.previewOnly) {
   const p = report.preview?.json;
   check(p?.status === 'confirmation-required' && typeof p?.confirmToken === 'string' && p?.dispatched === false,
     'the first skill_run call asks for confirmation and starts nothing', show(report.preview));
+}
+if (expect.rejected) {
+  const r = report.receipt?.json;
+  check(report.receipt?.isError === true && r?.error === expect.rejected,
+    `the confirmed call is refused with ${expect.rejected}`, show(report.receipt));
 }
 if (expect.run) {
   const r = report.receipt?.json;

@@ -7,8 +7,9 @@
 #   - a member lists, loads, reads a file and runs a confirmed script whose worker
 #     runs as skill-mcp-run with no capabilities, no_new_privs and seccomp, while the
 #     broker runs as skill-mcp holding exactly CAP_SETUID, CAP_SETGID, CAP_KILL
-#   - the unit starts without the optional MCP_CONFIRM_SECRET credential; with it in
-#     /etc/credstore, a token signed by one broker is honoured by the next one
+#   - the unit starts without the optional MCP_CONFIRM_SECRET credential (and then a
+#     token from one broker is refused by the next); with it in /etc/credstore, a
+#     token signed by one broker is honoured by the next one
 # Usage: systemd-e2e.sh BUILD_DIR SOURCE_ROOT
 set -euo pipefail
 build=$(realpath "$1") SOURCE_ROOT=$(realpath "$2")
@@ -93,12 +94,18 @@ inspect="podman exec ${CTR} sh -c 'cat /proc/\$(pgrep -u skill-mcp -x skill-mcp 
 session "$(printf '{"load":"example","file":["example","references/report-fields.md"],"run":{"name":"probe","script":"scripts/status.js"},"inspect":"%s"}' "${inspect//\"/\\\"}")" \
   "{\"skills\":[\"example\",\"probe\"],\"load\":\"example\",\"file\":\"#\",\"run\":{\"uid\":\"${run_uid}\",\"gid\":\"${run_gid}\"},\"broker\":{\"uid\":\"${svc_uid}\",\"capEff\":\"00000000000000e0\"}}" || rc=1
 
-# 2. With MCP_CONFIRM_SECRET as a credential, a token outlives its broker.
+# 2. Without the credential each broker signs with its own random key, so a token
+#    from one connection is refused by the next ...
+session '{"run":{"name":"probe","script":"scripts/status.js"},"previewOnly":true}' '{"previewOnly":true}' || rc=1
+token=$(node -e 'const r=JSON.parse(require("fs").readFileSync(0,"utf8")); process.stdout.write(r.preview?.json?.confirmToken ?? "")' <"${stage}/report.json")
+session "{\"run\":{\"name\":\"probe\",\"script\":\"scripts/status.js\",\"confirmToken\":\"${token}\"}}" \
+  '{"rejected":"TOKEN_INVALID"}' || rc=1
+# 3. ... and with MCP_CONFIRM_SECRET as a credential, a token outlives its broker.
 in_ctr sh -c 'umask 077; mkdir -p /etc/credstore; head -c 32 /dev/urandom | od -An -tx1 | tr -d " \n" >/etc/credstore/MCP_CONFIRM_SECRET'
 session '{"run":{"name":"probe","script":"scripts/status.js"},"previewOnly":true}' '{"previewOnly":true}' || rc=1
 token=$(node -e 'const r=JSON.parse(require("fs").readFileSync(0,"utf8")); process.stdout.write(r.preview?.json?.confirmToken ?? "")' <"${stage}/report.json")
 session "{\"run\":{\"name\":\"probe\",\"script\":\"scripts/status.js\",\"confirmToken\":\"${token}\"}}" \
-  "{\"run\":{\"uid\":\"${run_uid}\"}}" || rc=1
+  "{\"run\":{\"uid\":\"${run_uid}\",\"tokenGiven\":true}}" || rc=1
 [[ ${rc} == 0 ]] && echo "ok - a token from one broker is honoured by the next (MCP_CONFIRM_SECRET credential loaded)"
 
 echo "elapsed $(($(date +%s) - started)) s"
