@@ -6,6 +6,7 @@
 #   debhelper devscripts lintian     the Debian package test (debhelper provides the
 #     fakeroot dpkg-dev                virtual dh-sequence-installsysusers)
 #   systemd                          systemd-analyze for the unit checks
+#   python3-yaml                     reads mint.yaml in the manifest check
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
@@ -14,7 +15,7 @@ if [[ $(id -u) != 0 ]]; then
   exit 1
 fi
 
-wanted=(podman buildah runc debootstrap scdoc debhelper devscripts lintian fakeroot dpkg-dev
+wanted=(podman buildah runc debootstrap scdoc debhelper devscripts lintian fakeroot dpkg-dev python3-yaml
   systemd)
 missing=()
 for p in "${wanted[@]}"; do
