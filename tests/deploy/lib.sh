@@ -105,3 +105,21 @@ start_systemd_container() {
 }
 
 in_ctr() { podman exec "${CTR}" "$@"; }
+
+dump_journal() { in_ctr journalctl --no-pager -o cat -n 60 _COMM=skill-mcp 2>/dev/null || true; }
+
+# One MCP session through the socket as user alice in CTR: `skill-mcp connect`
+# spawned by the SDK client (mcp-session.mjs), judged by check-session.mjs.
+# $1 plan (JSON without command), $2 expectations. Needs bin (the installed
+# skill-mcp), here and stage; the report is left in ${stage}/report.json.
+session() {
+  local plan
+  plan=$(node -e 'const p=JSON.parse(process.argv[1]); p.command=process.argv.slice(2); console.log(JSON.stringify(p))' \
+    "$1" podman exec -i "${CTR}" runuser -u alice -- "${bin}" connect)
+  node "${here}/mcp-session.mjs" "${plan}" >"${stage}/report.json" || true
+  if ! node "${here}/check-session.mjs" "$2" <"${stage}/report.json"; then
+    echo "--- broker journal"
+    dump_journal
+    return 1
+  fi
+}

@@ -76,18 +76,6 @@ fi
 grep -q "Permission denied" "${stage}/bob.err" || fail "bob's refusal did not say why: $(cat "${stage}/bob.err")"
 echo "ok - a user outside skill-mcp-users is refused: $(head -n 1 "${stage}/bob.err")"
 
-dump_journal() { in_ctr journalctl --no-pager -o cat -n 60 _COMM=skill-mcp 2>/dev/null || true; }
-session() { # $1 plan (JSON without command), $2 expectations
-  local plan
-  plan=$(node -e 'const p=JSON.parse(process.argv[1]); p.command=process.argv.slice(2); console.log(JSON.stringify(p))' \
-    "$1" podman exec -i "${CTR}" runuser -u alice -- "${bin}" connect)
-  node "${here}/mcp-session.mjs" "${plan}" >"${stage}/report.json" || true
-  if ! node "${here}/check-session.mjs" "$2" <"${stage}/report.json"; then
-    echo "--- broker journal"; dump_journal
-    return 1
-  fi
-}
-
 rc=0
 # 1. Without the optional credential the unit starts; list, load, file, confirmed run.
 inspect="podman exec ${CTR} sh -c 'cat /proc/\$(pgrep -u skill-mcp -x skill-mcp | head -n 1)/status'"

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# The Debian package: builds it from packaging/debian with `dpkg-buildpackage -us -uc
+# -b` in a temporary copy of the tree, requires lintian to be clean at --fail-on
+# warning, then in a container running real systemd: installs it, checks the users
+# and group exist, the socket is enabled and listening as root:skill-mcp-users 0660,
+# a member of the group gets answers (list, load, file, confirmed run as
+# skill-mcp-run), then purges it and checks that the units, the enablement, the
+# socket, /etc/skill-mcp and the binaries are gone. The users stay, as Debian
+# policy has it for system users (files they own may outlive the package).
+# Usage: deb.sh BUILD_DIR SOURCE_ROOT
+set -euo pipefail
+build=$(realpath "$1") SOURCE_ROOT=$(realpath "$2")
+here=${SOURCE_ROOT}/tests/deploy
+DEPLOY_CACHE=${build}/deploy-cache
+# shellcheck source=lib.sh
+source "${here}/lib.sh"
+started=$(date +%s)
+
+for tool in dpkg-buildpackage dpkg-checkbuilddeps lintian dh; do
+  command -v "${tool}" >/dev/null || skip "${tool} is not installed (run tests/deploy/prepare-host.sh)"
+done
+mkdir -p "${DEPLOY_CACHE}"
+stage=$(mktemp -d)
+trap 'rm -rf "${stage}"' EXIT
+
+# dpkg-buildpackage writes next to the tree, so the copy sits in its own directory.
+# Build directories, git data and the tests stay out (the package builds with
+# -Dtests=false).
+log "copying the tree and packaging/debian -> debian/"
+mkdir "${stage}/skill-mcp"
+tar -C "${SOURCE_ROOT}" --exclude='./build' --exclude='./build-*' --exclude=./.git \
+  --exclude=./tests --exclude=node_modules -c . | tar -C "${stage}/skill-mcp" -x
+cp -r "${SOURCE_ROOT}/packaging/debian" "${stage}/skill-mcp/debian"
+(cd "${stage}/skill-mcp" && dpkg-checkbuilddeps) >"${stage}/deps.log" 2>&1 ||
+  skip "build dependencies missing: $(cat "${stage}/deps.log") (run tests/deploy/prepare-host.sh)"
+
+log "dpkg-buildpackage -us -uc -b"
+if ! (cd "${stage}/skill-mcp" && dpkg-buildpackage -us -uc -b) >"${DEPLOY_CACHE}/deb-build.log" 2>&1; then
+  tail -n 30 "${DEPLOY_CACHE}/deb-build.log"
+  fail "dpkg-buildpackage failed; the whole log is ${DEPLOY_CACHE}/deb-build.log"
+fi
+deb=$(ls "${stage}"/skill-mcp_*_*.deb)
+log "built $(basename "${deb}") in $(($(date +%s) - started)) s"
+
+lint_rc=0
+lintian --fail-on warning "${stage}"/skill-mcp_*.changes >"${stage}/lintian.txt" 2>&1 || lint_rc=$?
+grep -v "running with root privileges" "${stage}/lintian.txt" || true
+[[ ${lint_rc} == 0 ]] || fail "lintian --fail-on warning exited ${lint_rc}"
+echo "ok - lintian --fail-on warning is clean"
+
+require_podman
+command -v node >/dev/null || skip "node is not installed on the host (it drives the MCP client)"
+ensure_systemd_image
+start_systemd_container
+trap 'podman rm -f -t 0 "${CTR}" >/dev/null 2>&1 || true; rm -rf "${stage}"' EXIT
+
+podman cp "${deb}" "${CTR}:/tmp/skill-mcp.deb"
+# The image carries every runtime dependency, so dpkg alone installs it offline.
+in_ctr dpkg -i /tmp/skill-mcp.deb >"${stage}/install.log" 2>&1 ||
+  { cat "${stage}/install.log"; fail "dpkg -i failed"; }
+echo "ok - dpkg -i installs the package"
+
+for u in skill-mcp skill-mcp-run; do
+  in_ctr getent passwd "${u}" >/dev/null || fail "installing did not create user ${u}"
+done
+in_ctr getent group skill-mcp-users >/dev/null || fail "installing did not create group skill-mcp-users"
+echo "ok - users skill-mcp and skill-mcp-run and group skill-mcp-users exist"
+[[ $(in_ctr systemctl is-enabled skill-mcp.socket 2>&1) == enabled ]] || fail "skill-mcp.socket is not enabled"
+[[ $(in_ctr systemctl is-active skill-mcp.socket 2>&1) == active ]] ||
+  fail "skill-mcp.socket is not active: $(in_ctr systemctl status skill-mcp.socket 2>&1 | tail -n 5)"
+sock=/run/skill-mcp/skill-mcp.sock
+perms=$(in_ctr stat -c '%U:%G %a %F' "${sock}" 2>&1) || fail "no socket at ${sock}: ${perms}"
+[[ ${perms} == "root:skill-mcp-users 660 socket" ]] || fail "socket is '${perms}'"
+echo "ok - skill-mcp.socket is enabled and listening on ${sock} (root:skill-mcp-users 0660)"
+
+bin=/usr/bin/skill-mcp
+run_uid=$(in_ctr id -u skill-mcp-run)
+in_ctr mkdir -p /srv/skills
+tar -C "${here}" -c probe-skill | podman exec -i "${CTR}" sh -c \
+  'tar -C /srv/skills -x --no-same-owner && mv /srv/skills/probe-skill /srv/skills/probe && chmod -R a+rX /srv/skills'
+in_ctr sh -c 'echo "SKILLS_DIR=/srv/skills:/usr/share/skill-mcp/skills" >>/etc/skill-mcp/skill-mcp.env'
+in_ctr useradd -m -G skill-mcp-users alice
+rc=0
+session '{"load":"example","file":["example","references/report-fields.md"],"run":{"name":"probe","script":"scripts/status.js"}}' \
+  "{\"skills\":[\"example\",\"probe\"],\"load\":\"example\",\"file\":\"#\",\"run\":{\"uid\":\"${run_uid}\"}}" || rc=1
+[[ ${rc} == 0 ]] || fail "the installed package did not answer as expected"
+
+in_ctr dpkg --purge skill-mcp >"${stage}/purge.log" 2>&1 || { cat "${stage}/purge.log"; fail "dpkg --purge failed"; }
+for path in /lib/systemd/system/skill-mcp.socket /lib/systemd/system/skill-mcp@.service \
+  /etc/systemd/system/sockets.target.wants/skill-mcp.socket /etc/skill-mcp \
+  /usr/bin/skill-mcp /usr/libexec/skill-mcp-worker /usr/lib/sysusers.d/skill-mcp.conf "${sock}"; do
+  if in_ctr test -e "${path}"; then fail "${path} is still there after purge"; fi
+done
+state=$(in_ctr systemctl is-active skill-mcp.socket 2>&1 || true)
+[[ ${state} != active ]] || fail "skill-mcp.socket is still active after purge"
+echo "ok - purge removes the units, their enablement, the socket, /etc/skill-mcp and the binaries"
+in_ctr getent passwd skill-mcp >/dev/null &&
+  echo "ok - the system users stay after purge (Debian policy: files they own may remain)"
+
+echo "elapsed $(($(date +%s) - started)) s"
+echo "PASS"
