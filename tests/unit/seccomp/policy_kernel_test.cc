@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <gtest/gtest.h>
+
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -15,6 +16,7 @@
 #include <string>
 
 #include "seccomp/policy.h"
+#include "tests/probe/syscall_table.h"
 
 namespace skillmcp::seccomp {
 namespace {
@@ -59,76 +61,7 @@ std::string Outcome(const ProbeRun& run, const char* call) {
   return run.out.substr(prefix.size(), run.out.size() - prefix.size() - 1);
 }
 
-struct Row {
-  const char* call;
-  const char* expected;
-};
-
-const Row kRows[] = {
-    {"ptrace", "SIGSYS"},
-    {"process_vm_readv", "SIGSYS"},
-    {"process_vm_writev", "SIGSYS"},
-    {"pidfd_getfd", "SIGSYS"},
-    {"kcmp", "SIGSYS"},
-    {"perf_event_open", "EPERM"},
-    {"bpf", "EPERM"},
-    {"userfaultfd", "EPERM"},
-    {"keyctl", "EPERM"},
-    {"add_key", "EPERM"},
-    {"request_key", "EPERM"},
-    {"io_uring_setup", "ENOSYS"},
-    {"io_uring_enter", "ENOSYS"},
-    {"io_uring_register", "ENOSYS"},
-    {"unshare", "EPERM"},
-    {"setns", "EPERM"},
-    {"clone_newuser", "EPERM"},
-    {"clone_newns_newpid", "EPERM"},
-    {"clone3", "ENOSYS"},
-    {"mount", "EPERM"},
-    {"umount2", "EPERM"},
-    {"fsopen", "EPERM"},
-    {"fsconfig", "EPERM"},
-    {"fsmount", "EPERM"},
-    {"fspick", "EPERM"},
-    {"move_mount", "EPERM"},
-    {"open_tree", "EPERM"},
-    {"mount_setattr", "EPERM"},
-    {"pivot_root", "EPERM"},
-    {"chroot", "EPERM"},
-    {"init_module", "EPERM"},
-    {"finit_module", "EPERM"},
-    {"delete_module", "EPERM"},
-    {"kexec_load", "EPERM"},
-    {"kexec_file_load", "EPERM"},
-    {"reboot", "EPERM"},
-    {"swapon", "EPERM"},
-    {"swapoff", "EPERM"},
-    {"acct", "EPERM"},
-    {"sethostname", "EPERM"},
-    {"setdomainname", "EPERM"},
-    {"settimeofday", "EPERM"},
-    {"clock_settime", "EPERM"},
-    {"clock_adjtime", "EPERM"},
-    {"adjtimex", "EPERM"},
-    {"iopl", "EPERM"},
-    {"ioperm", "EPERM"},
-    {"quotactl", "EPERM"},
-    {"quotactl_fd", "EPERM"},
-    {"syslog", "EPERM"},
-    {"open_by_handle_at", "EPERM"},
-    {"name_to_handle_at", "EPERM"},
-    {"personality_no_aslr", "EPERM"},
-    {"personality_no_aslr_high", "EPERM"},
-    {"personality_bit31", "EPERM"},
-    {"ioctl_tiocsti", "EPERM"},
-    {"ioctl_tiocsti_high", "EPERM"},
-    {"ioctl_tioclinux", "EPERM"},
-    {"modify_ldt", "ENOSYS"},
-    {"ustat", "ENOSYS"},
-    {"sysfs", "ENOSYS"},
-    {"vhangup", "ENOSYS"},
-    {"uselib", "ENOSYS"},
-};
+using Row = probe::SyscallRow;
 
 class PolicyKernelTest : public ::testing::Test {
  protected:
@@ -140,7 +73,7 @@ class PolicyKernelTest : public ::testing::Test {
 
 TEST_F(PolicyKernelTest, EveryDeniedSyscallGetsTheFilterAnswer) {
   int indistinguishable = 0;
-  for (const Row& row : kRows) {
+  for (const Row& row : probe::kMustDeny) {
     const std::string filtered = Outcome(RunProbe(row.call, true), row.call);
     EXPECT_EQ(filtered, row.expected) << row.call;
     const std::string baseline = Outcome(RunProbe(row.call, false), row.call);

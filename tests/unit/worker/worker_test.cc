@@ -17,6 +17,7 @@
 #include "shared/run_limits_default.h"
 #include "shared/run_spec.h"
 #include "shared/worker_steps.h"
+#include "tests/probe/syscall_table.h"
 #include "tests/unit/worker/launcher.h"
 #include "tests/unit/worker/test_util.h"
 
@@ -342,88 +343,12 @@ TEST(WorkerSteps, DescriptionsAndExitCodesCoverEveryStep) {
 
 // ---- the seccomp policy in force on the exec'd program ------------------------------
 
-struct Row {
-  const char* call;      // a probe call name
-  const char* expected;  // errno name, "ok", or "SIGSYS"
-};
-
-// One row per syscall the policy must deny, plus a few it must allow.
-const Row kMustDeny[] = {
-    {"ptrace", "SIGSYS"},
-    {"process_vm_readv", "SIGSYS"},
-    {"process_vm_writev", "SIGSYS"},
-    {"pidfd_getfd", "SIGSYS"},
-    {"kcmp", "SIGSYS"},
-    {"perf_event_open", "EPERM"},
-    {"bpf", "EPERM"},
-    {"userfaultfd", "EPERM"},
-    {"keyctl", "EPERM"},
-    {"add_key", "EPERM"},
-    {"request_key", "EPERM"},
-    {"io_uring_setup", "ENOSYS"},
-    {"io_uring_enter", "ENOSYS"},
-    {"io_uring_register", "ENOSYS"},
-    {"unshare", "EPERM"},
-    {"setns", "EPERM"},
-    {"clone_newuser", "EPERM"},
-    {"clone_newns_newpid", "EPERM"},
-    {"clone3", "ENOSYS"},
-    {"mount", "EPERM"},
-    {"umount2", "EPERM"},
-    {"fsopen", "EPERM"},
-    {"fsconfig", "EPERM"},
-    {"fsmount", "EPERM"},
-    {"fspick", "EPERM"},
-    {"move_mount", "EPERM"},
-    {"open_tree", "EPERM"},
-    {"mount_setattr", "EPERM"},
-    {"pivot_root", "EPERM"},
-    {"chroot", "EPERM"},
-    {"init_module", "EPERM"},
-    {"finit_module", "EPERM"},
-    {"delete_module", "EPERM"},
-    {"kexec_load", "EPERM"},
-    {"kexec_file_load", "EPERM"},
-    {"reboot", "EPERM"},
-    {"swapon", "EPERM"},
-    {"swapoff", "EPERM"},
-    {"acct", "EPERM"},
-    {"sethostname", "EPERM"},
-    {"setdomainname", "EPERM"},
-    {"settimeofday", "EPERM"},
-    {"clock_settime", "EPERM"},
-    {"clock_adjtime", "EPERM"},
-    {"adjtimex", "EPERM"},
-    {"iopl", "EPERM"},
-    {"ioperm", "EPERM"},
-    {"quotactl", "EPERM"},
-    {"quotactl_fd", "EPERM"},
-    {"syslog", "EPERM"},
-    {"open_by_handle_at", "EPERM"},
-    {"name_to_handle_at", "EPERM"},
-    {"personality_no_aslr", "EPERM"},
-    {"personality_no_aslr_high", "EPERM"},
-    {"personality_bit31", "EPERM"},
-    {"ioctl_tiocsti", "EPERM"},
-    {"ioctl_tiocsti_high", "EPERM"},
-    {"ioctl_tioclinux", "EPERM"},
-    {"modify_ldt", "ENOSYS"},
-    {"ustat", "ENOSYS"},
-    {"sysfs", "ENOSYS"},
-    {"vhangup", "ENOSYS"},
-    {"uselib", "ENOSYS"},
-    // Allowed: ordinary calls reach the kernel and fail on their bad arguments.
-    {"getpid", "ok"},
-    {"read", "EBADF"},
-    {"openat", "EFAULT"},
-    {"ioctl_tiocgwinsz", "EBADF"},
-    {"personality_query", "ok"},
-    {"personality_linux", "ok"},
-    {"clone_plain", "ok"},
-};
+using Row = probe::SyscallRow;
 
 TEST_F(WorkerTest, MustDenyTable) {
-  for (const Row& row : kMustDeny) {
+  std::vector<Row> rows(std::begin(probe::kMustDeny), std::end(probe::kMustDeny));
+  rows.insert(rows.end(), std::begin(probe::kMustAllow), std::end(probe::kMustAllow));
+  for (const Row& row : rows) {
     const LaunchResult r = Probe(ProbeSpec({"call", row.call}));
     if (std::string(row.expected) == "SIGSYS") {
       EXPECT_EQ(r.Signal(), SIGSYS) << row.call << "\n" << r.Describe();
