@@ -73,6 +73,19 @@ async function coldStart(root) {
   return median(times);
 }
 
+// The same spawn path to a process that does nothing, to separate the cost of spawning
+// from node from the broker's own start.
+async function spawnBaseline() {
+  const times = [];
+  for (let i = 0; i < N; i++) {
+    const t0 = process.hrtime.bigint();
+    const c = spawn('/bin/true', [], { stdio: ['pipe', 'pipe', 'ignore'] });
+    await new Promise((r) => c.on('exit', r));
+    times.push(ms(t0));
+  }
+  return median(times);
+}
+
 async function peakRss(root) {
   const b = startBroker({ SKILLS_DIR: root });
   await b.init();
@@ -113,9 +126,11 @@ async function runOverhead(root) {
 const root = makeTree(32);
 try {
   const start = await coldStart(root);
+  const base = await spawnBaseline();
   const rss = await peakRss(root);
   const ov = await runOverhead(root);
   console.log(`cold start to initialize answer (32 skills, median of ${N}): ${fmt(start)} ms`);
+  console.log(`  spawning /bin/true the same way: ${fmt(base)} ms; the broker's own share: ${fmt(start - base)} ms`);
   console.log(`peak RSS after skill_list (${rss.skills} skills): ${(rss.hwmKiB / 1024).toFixed(1)} MiB`);
   console.log(`bare node one-line script (median): ${fmt(ov.bare)} ms`);
   console.log(`confirmed skill_run of it, end to end (median): ${fmt(ov.run)} ms`);
