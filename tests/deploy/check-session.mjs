@@ -2,7 +2,7 @@
 // as JSON in argv[2]. Prints one "ok"/"not ok" line per check; exits 1 on any failure.
 //   expect: { skills?: [names that must be listed],
 //             load?: "skill", file?: "expected text fragment",
-//             run?: { uid, gid?, envNames?, tokenGiven? } // the probe's view must match;
+//             run?: { uid, gid?, envNames?, tokenGiven?, boundingWithin? } // the probe's view;
 //                                  tokenGiven: the session used a token from elsewhere
 //             previewOnly?: true, rejected?: "TOKEN_INVALID" (the token call's error),
 //             broker?: { uid: "<service uid>", capEff: "<hex>" } } // from inspect
@@ -67,13 +67,16 @@ if (expect.run) {
       check(/^0+$/.test(seen[set]?.[0] ?? 'x'), `the script holds no capability (${set})`, show(seen[set]));
     }
     check(seen.NoNewPrivs?.[0] === '1', 'the script runs with no_new_privs', show(seen.NoNewPrivs));
-    // The worker empties the bounding set when it holds CAP_SETPCAP (a root broker).
-    // A non-root broker has no CAP_SETPCAP to pass on, so the set stays as inherited:
-    // harmless only because the script is not root and no_new_privs stops every exec
-    // from gaining a capability. Anything else fails.
+    // The worker empties the bounding set only when it holds CAP_SETPCAP. A broker
+    // that is not root (or has left root) has none to pass on, so the set stays as
+    // inherited (boundingWithin: what it may be at most): harmless only because the
+    // script is not root and no_new_privs stops every exec from gaining a capability.
     const bnd = seen.CapBnd?.[0] ?? 'x';
     if (/^0+$/.test(bnd)) {
       check(true, 'the script bounding set is empty');
+    } else if (expect.run.boundingWithin != null &&
+               (BigInt(`0x${bnd}`) & ~BigInt(`0x${expect.run.boundingWithin}`)) !== 0n) {
+      check(false, `the script bounding set is within ${expect.run.boundingWithin}`, show(seen.CapBnd));
     } else {
       check(seen.NoNewPrivs?.[0] === '1' && seen.Uid?.every((u) => u !== '0'),
         `the script bounding set ${bnd} is left (no CAP_SETPCAP to drop it) but cannot be used: non-root, no_new_privs`,

@@ -9,6 +9,9 @@
 #   setid        --cap-add SETUID,SETGID,KILL: scripts run as skill-mcp-run
 #   locked       --cap-drop ALL --cap-add SETUID,SETGID,KILL --read-only
 #                --security-opt no-new-privileges: the same, on a read-only root
+#   root         --user root (podman's default capabilities): the broker switches
+#                itself to skill-mcp keeping only SETUID/SETGID/KILL; scripts run as
+#                skill-mcp-run, their bounding set within those three
 # and `skill-mcp doctor` in each, plus a root start without the setid capabilities,
 # which the doctor must report as failing (a demanded uid switch cannot happen).
 # Usage: container.sh BUILD_DIR SOURCE_ROOT
@@ -58,22 +61,25 @@ variant_args() {
     plain) ;;
     setid) echo "--cap-add SETUID,SETGID,KILL" ;;
     locked) echo "--cap-drop ALL --cap-add SETUID,SETGID,KILL --read-only --security-opt no-new-privileges" ;;
+    root) echo "--user root" ;;
   esac
 }
 
 rc=0
-for variant in plain setid locked; do
+for variant in plain setid locked root; do
   # shellcheck disable=SC2207
   extra=($(variant_args "${variant}"))
-  uid=10001 gid=10001
+  uid=10001 gid=10001 bounding='null'
   [[ ${variant} != plain ]] && uid=10002 gid=10002
+  # A root broker narrows its bounding set to SETUID/SETGID/KILL before it leaves uid 0.
+  [[ ${variant} == root ]] && bounding='"00000000000000e0"'
   echo "# ${variant}: podman run --rm -i ${extra[*]} ${image}"
   plan=$(node -e 'console.log(JSON.stringify({command: process.argv.slice(1), load: "example",
       file: ["example", "references/report-fields.md"], run: {name: "probe", script: "scripts/status.js"}}))' \
     podman run --rm -i "${hosted[@]}" "${extra[@]}" "${image}")
   node "${here}/mcp-session.mjs" "${plan}" >"${scratch}/${variant}.json" || true
   node "${here}/check-session.mjs" \
-    "{\"skills\":[\"example\",\"probe\"],\"load\":\"example\",\"file\":\"#\",\"run\":{\"uid\":\"${uid}\",\"gid\":\"${gid}\",\"envNames\":[\"MCP_DATA_DIR\"]}}" \
+    "{\"skills\":[\"example\",\"probe\"],\"load\":\"example\",\"file\":\"#\",\"run\":{\"uid\":\"${uid}\",\"gid\":\"${gid}\",\"envNames\":[\"MCP_DATA_DIR\"],\"boundingWithin\":${bounding}}}" \
     <"${scratch}/${variant}.json" | sed "s/^/${variant}: /" || rc=1
 
   # The doctor in the same setting: every layer this configuration demands is on.

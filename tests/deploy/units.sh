@@ -64,12 +64,27 @@ case ${mode} in
       echo "${out}"
       exit 1
     fi
-    if awk -v s="${score}" -v m="${max_exposure}" 'BEGIN { exit !(s <= m) }'; then
-      echo "PASS: exposure ${score} <= ${max_exposure}"
-    else
+    if ! awk -v s="${score}" -v m="${max_exposure}" 'BEGIN { exit !(s <= m) }'; then
       echo "FAIL: exposure ${score} is above ${max_exposure}"
       exit 1
     fi
+    echo "ok - exposure ${score} <= ${max_exposure}"
+    # The drop-in skill-mcp(1) documents for scripts that call an API (network on,
+    # Internet sockets allowed) must stay within the goal too.
+    mkdir net
+    sed -e 's/^PrivateNetwork=yes$/PrivateNetwork=no/' \
+      -e 's/^RestrictAddressFamilies=AF_UNIX$/RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6/' \
+      skill-mcp@.service >net/skill-mcp@.service
+    [[ $(grep -c -e '^PrivateNetwork=no$' -e '^RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6$' net/skill-mcp@.service) == 2 ]] ||
+      { echo "FAIL: the unit no longer has the PrivateNetwork/RestrictAddressFamilies lines the network drop-in replaces"; exit 1; }
+    net_score=$(cd net && systemd-analyze security --offline=true ./skill-mcp@.service 2>&1 |
+      sed -nE 's/.*Overall exposure level.*: ([0-9]+\.[0-9]+) .*/\1/p')
+    if [[ -z ${net_score} ]] || ! awk -v s="${net_score}" -v m="${max_exposure}" 'BEGIN { exit !(s <= m) }'; then
+      echo "FAIL: with the network drop-in the exposure is '${net_score}', above ${max_exposure}"
+      exit 1
+    fi
+    echo "ok - with the documented network drop-in: exposure ${net_score} <= ${max_exposure}"
+    echo "PASS"
     ;;
   *)
     echo "usage: units.sh verify|security UNITDIR SKILL_MCP_BIN [MAN_PAGE]" >&2
