@@ -28,6 +28,13 @@ before(() => {
     'name: slow\ndescription: Sleeps.\nmcp-host:\n  version: 1\n  run:\n' +
     '    - script: scripts/slow.js\n      interpreter: node\n      timeout: 60\n', '\n# Slow\n'));
   writeFileSync(join(dir, 'scripts', 'slow.js'), SLOW_JS);
+  const mark = join(root, 'mark');
+  mkdirSync(join(mark, 'scripts'), { recursive: true });
+  writeFileSync(join(mark, 'SKILL.md'), skillMd(
+    'name: mark\ndescription: Marks.\nmcp-host:\n  version: 1\n  run:\n' +
+    '    - script: scripts/mark.js\n      interpreter: node\n', '\n# Mark\n'));
+  writeFileSync(join(mark, 'scripts', 'mark.js'),
+    "require('node:fs').appendFileSync(process.argv[2], 'ran\\n');\n");
   markers = join(root, 'markers');
   mkdirSync(markers);
   chmodSync(markers, 0o777); // the script may run as another uid
@@ -82,7 +89,7 @@ describe('a running script and the broker', () => {
       assert.deepEqual(pong.result, {});
       const list = await raw.request({ jsonrpc: '2.0', id: 'list-1', method: 'tools/call',
                                        params: { name: 'skill_list', arguments: {} } });
-      assert.equal(JSON.parse(list.result.content[0].text).skills[0].name, 'slow');
+      assert.ok(JSON.parse(list.result.content[0].text).skills.some((s) => s.name === 'slow'));
       const preview = await raw.request({ jsonrpc: '2.0', id: 'p2', method: 'tools/call',
                                           params: { name: 'skill_run', arguments: args } });
       const token = JSON.parse(preview.result.content[0].text).confirmToken;
@@ -124,5 +131,60 @@ describe('a running script and the broker', () => {
     const { code } = await raw.exited;
     assert.equal(code, 0);
     for (const pid of pids) assert.ok(!alive(pid), `pid ${pid} is gone once the broker has exited`);
+  });
+
+  test('two calls carrying one token, pipelined back to back: at most one runs', async () => {
+    const raw = spawnRaw(env());
+    try {
+      await raw.initialize();
+      const marker = join(markers, 'pipelined');
+      const args = { name: 'mark', script: 'scripts/mark.js', args: [marker] };
+      const preview = await raw.request({ jsonrpc: '2.0', id: 'p', method: 'tools/call',
+                                          params: { name: 'skill_run', arguments: args } });
+      const token = JSON.parse(preview.result.content[0].text).confirmToken;
+      const call = (id) => JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call',
+        params: { name: 'skill_run', arguments: { ...args, confirmToken: token } } });
+      raw.child.stdin.write(call('a') + '\n' + call('b') + '\n'); // one write: both queued
+      const answers = [await raw.next(15000), await raw.next(15000)];
+      const ran = answers.filter((a) => !a.result.isError);
+      assert.equal(ran.length, 1, JSON.stringify(answers));
+      assert.equal(JSON.parse(ran[0].result.content[0].text).exitCode, 0);
+      assert.equal(readFileSync(marker, 'utf8'), 'ran\n', 'the script ran exactly once');
+      const again = await raw.request({ jsonrpc: '2.0', id: 'c', method: 'tools/call',
+        params: { name: 'skill_run', arguments: { ...args, confirmToken: token } } });
+      assert.equal(again.result.isError, true);
+      assert.match(again.result.content[0].text, /TOKEN_REUSED/);
+      assert.equal(readFileSync(marker, 'utf8'), 'ran\n');
+    } finally {
+      raw.kill();
+    }
+  });
+
+  test('a pending prompt: the broker keeps answering; a stale answer approves nothing', async () => {
+    const raw = spawnRaw({ SKILLS_DIR: root });
+    try {
+      await raw.initialize('2025-06-18', { elicitation: {} });
+      const marker = join(markers, 'prompt');
+      raw.send({ jsonrpc: '2.0', id: 'run', method: 'tools/call',
+                 params: { name: 'skill_run', arguments: { name: 'mark', script: 'scripts/mark.js',
+                                                           args: [marker] } } });
+      const ask = await raw.next();
+      assert.equal(ask.method, 'elicitation/create');
+      const pong = await raw.request({ jsonrpc: '2.0', id: 'ping', method: 'ping' });
+      assert.deepEqual(pong, { jsonrpc: '2.0', id: 'ping', result: {} });
+      // An approval under an id the server never used is ignored.
+      raw.send({ jsonrpc: '2.0', id: 'not-' + ask.id,
+                 result: { action: 'accept', content: { approve: true } } });
+      const pong2 = await raw.request({ jsonrpc: '2.0', id: 'ping2', method: 'ping' });
+      assert.equal(pong2.id, 'ping2');
+      assert.ok(!existsSync(marker), 'nothing ran on a stale approval');
+      raw.send({ jsonrpc: '2.0', id: ask.id, result: { action: 'decline' } });
+      const answer = await raw.next();
+      assert.equal(answer.id, 'run');
+      assert.equal(JSON.parse(answer.result.content[0].text).cancelled, true);
+      assert.ok(!existsSync(marker), 'nothing ran after a decline');
+    } finally {
+      raw.kill();
+    }
   });
 });
