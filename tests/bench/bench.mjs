@@ -93,13 +93,15 @@ async function peakRss(root) {
   const skills = JSON.parse(list.result.content[0].text).skills.length;
   const status = fs.readFileSync(`/proc/${b.child.pid}/status`, 'utf8');
   const hwm = Number(/VmHWM:\s+(\d+)/.exec(status)[1]);
+  const anon = Number(/RssAnon:\s+(\d+)/.exec(status)[1]);
+  const file = Number(/RssFile:\s+(\d+)/.exec(status)[1]);
   b.child.stdin.end();
   await new Promise((r) => b.child.on('exit', r));
-  return { skills, hwmKiB: hwm };
+  return { skills, hwmKiB: hwm, anonKiB: anon, fileKiB: file };
 }
 
-async function runOverhead(root) {
-  const b = startBroker({ SKILLS_DIR: root, MCP_CONFIRM_MODE: 'auto', ...JSON.parse(process.env.BENCH_RUN_ENV ?? '{}') });
+async function runOverhead(root, extraEnv = {}) {
+  const b = startBroker({ SKILLS_DIR: root, MCP_CONFIRM_MODE: 'auto', ...extraEnv });
   await b.init();
   const script = path.join(root, 'skill-00', 'scripts', 'one.js');
   const args = { name: 'skill-00', script: 'scripts/one.js', args: [] };
@@ -129,12 +131,20 @@ try {
   const base = await spawnBaseline();
   const rss = await peakRss(root);
   const ov = await runOverhead(root);
+  // The same confirmed run with /bin/true pinned as the interpreter: everything but node
+  // (JSON-RPC, fork, worker setup with seccomp and the uid switch, exec, reap).
+  const shell = await runOverhead(root, { SKILL_MCP_NODE: '/bin/true' });
   console.log(`cold start to initialize answer (32 skills, median of ${N}): ${fmt(start)} ms`);
   console.log(`  spawning /bin/true the same way: ${fmt(base)} ms; the broker's own share: ${fmt(start - base)} ms`);
-  console.log(`peak RSS after skill_list (${rss.skills} skills): ${(rss.hwmKiB / 1024).toFixed(1)} MiB`);
+  console.log(`peak RSS after skill_list (${rss.skills} skills): ${(rss.hwmKiB / 1024).toFixed(1)} MiB ` +
+              `(now: ${(rss.anonKiB / 1024).toFixed(1)} MiB private, ` +
+              `${(rss.fileKiB / 1024).toFixed(1)} MiB shared library and file pages)`);
   console.log(`bare node one-line script (median): ${fmt(ov.bare)} ms`);
   console.log(`confirmed skill_run of it, end to end (median): ${fmt(ov.run)} ms`);
   console.log(`run overhead: ${fmt(ov.run - ov.bare)} ms (ratio ${(ov.run / ov.bare).toFixed(2)}x bare node)`);
+  console.log(`the same run with /bin/true as interpreter: ${fmt(shell.run)} ms ` +
+              `(spawning /bin/true directly: ${fmt(base)} ms; broker + worker share: ` +
+              `${fmt(shell.run - base)} ms)`);
 } finally {
   fs.rmSync(root, { recursive: true, force: true });
 }
