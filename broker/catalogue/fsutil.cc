@@ -116,10 +116,18 @@ std::string JoinPath(std::string_view a, std::string_view b) {
 bool ReadCapped(int fd, size_t cap, std::string* out, bool* more) {
   out->clear();
   *more = false;
-  out->resize(cap + 1);
+  // Size the buffer from the file, not the cap: a 2 KiB SKILL.md must not cost a 256 KiB
+  // zero-fill. The limit is still cap + 1 bytes (one more tells "there is more").
+  struct stat st {};
+  size_t limit = cap + 1;
+  size_t size = limit;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    size = std::min(limit, static_cast<size_t>(st.st_size) + 1);
+  }
   size_t got = 0;
-  while (got < cap + 1) {
-    ssize_t n = read(fd, out->data() + got, cap + 1 - got);
+  while (got < limit) {
+    if (got == out->size()) out->resize(std::min(limit, std::max(size, got * 2)));
+    ssize_t n = read(fd, out->data() + got, out->size() - got);
     if (n < 0) {
       if (errno == EINTR) continue;
       return false;
