@@ -30,7 +30,10 @@ Running scripts (skill_run):
   SKILL_MCP_NODE             the node binary to pin (default: node on PATH at start)
   SKILL_MCP_USER             user a root broker switches to (default skill-mcp)
   SKILL_MCP_RUN_AS           user scripts run as (default skill-mcp-run)
-  SKILL_MCP_LIMIT_*          per-run limits: NPROC, AS_MB, CPU_SECONDS, FSIZE_MB, NOFILE
+  SKILL_MCP_WORKER           the worker binary (default: beside the build or in libexecdir)
+  SKILL_MCP_SECCOMP          on (default) | off: the worker's syscall filter
+  SKILL_MCP_LIMIT_*          per-run limits: NPROC, AS_MB, DATA_MB, CPU_SECONDS, FSIZE_MB,
+                             NOFILE (positive integers)
 
 stdout carries JSON-RPC only; diagnostics go to stderr. See skill-mcp(1) and README.md.
 )";
