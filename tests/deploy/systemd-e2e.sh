@@ -96,6 +96,31 @@ session "{\"run\":{\"name\":\"probe\",\"script\":\"scripts/status.js\",\"confirm
   "{\"run\":{\"uid\":\"${run_uid}\",\"tokenGiven\":true}}" || rc=1
 [[ ${rc} == 0 ]] && echo "ok - a token from one broker is honoured by the next (MCP_CONFIRM_SECRET credential loaded)"
 
+# Every broker of this run reported every isolation layer on at boot (the journal).
+layers=$(in_ctr journalctl --no-pager -o cat _COMM=skill-mcp 2>/dev/null | grep 'isolation:' || true)
+if [[ -n ${layers} ]] && ! grep -v 'off \[\]' <<<"${layers}" | grep -q .; then
+  echo "ok - every broker logged all isolation layers on: $(tail -n 1 <<<"${layers}")"
+else
+  echo "not ok - a broker under the unit reported a layer off (or none reported):"
+  echo "${layers:-<no isolation line in the journal>}"
+  rc=1
+fi
+
+# The doctor under the unit's identity and capabilities (systemd-run with the same
+# User=, AmbientCapabilities= and CapabilityBoundingSet=): exits 0, uid switch on.
+doc_rc=0
+in_ctr systemd-run --quiet --wait --pipe --property=User=skill-mcp \
+  "--property=AmbientCapabilities=CAP_SETUID CAP_SETGID CAP_KILL" \
+  "--property=CapabilityBoundingSet=CAP_SETUID CAP_SETGID CAP_KILL" \
+  --property=NoNewPrivileges=yes "${bin}" doctor >"${stage}/doctor.txt" 2>&1 || doc_rc=$?
+sed 's/^/    /' "${stage}/doctor.txt"
+if [[ ${doc_rc} == 0 ]] && grep -q "uid-switch: on" "${stage}/doctor.txt"; then
+  echo "ok - skill-mcp doctor as the service user exits 0 with uid-switch on"
+else
+  echo "not ok - skill-mcp doctor as the service user: exit ${doc_rc}"
+  rc=1
+fi
+
 echo "elapsed $(($(date +%s) - started)) s"
 if [[ ${rc} != 0 ]]; then fail "see the failed checks above"; fi
 echo "PASS"
