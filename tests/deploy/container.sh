@@ -51,6 +51,7 @@ mkdir -p "${scratch}/skills"
 cp -r "${here}/probe-skill" "${scratch}/skills/probe"
 chmod -R a+rX "${scratch}"
 
+# shellcheck disable=SC2054  # the commas are inside --tmpfs options, not separators
 hosted=(--network none
   -v "${scratch}/skills:/skills:ro"
   -e MCP_SKILLS_PATH=/skills:/usr/share/skill-mcp/skills

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the deploy tests (sourced). One debootstrapped base image and one
 # systemd image per host, reused across tests and runs; their inputs are cached
 # under the build directory (DEPLOY_CACHE). Everything is built locally: no registry.
@@ -112,6 +113,7 @@ dump_journal() { in_ctr journalctl --no-pager -o cat -n 60 _COMM=skill-mcp 2>/de
 # spawned by the SDK client (mcp-session.mjs), judged by check-session.mjs.
 # $1 plan (JSON without command), $2 expectations. Needs bin (the installed
 # skill-mcp), here and stage; the report is left in ${stage}/report.json.
+# shellcheck disable=SC2154  # bin, here and stage are the calling test's globals
 session() {
   local plan
   plan=$(node -e 'const p=JSON.parse(process.argv[1]); p.command=process.argv.slice(2); console.log(JSON.stringify(p))' \
