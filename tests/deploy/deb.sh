@@ -35,7 +35,9 @@ cp -r "${SOURCE_ROOT}/packaging/debian" "${stage}/skill-mcp/debian"
   skip "build dependencies missing: $(cat "${stage}/deps.log") (run tests/deploy/prepare-host.sh)"
 
 log "dpkg-buildpackage -us -uc -b"
-if ! (cd "${stage}/skill-mcp" && dpkg-buildpackage -us -uc -b) >"${DEPLOY_CACHE}/deb-build.log" 2>&1; then
+# parallel: dpkg-buildpackage compiles with one job unless told otherwise.
+if ! (cd "${stage}/skill-mcp" && DEB_BUILD_OPTIONS="parallel=$(nproc) ${DEB_BUILD_OPTIONS:-}" \
+      dpkg-buildpackage -us -uc -b) >"${DEPLOY_CACHE}/deb-build.log" 2>&1; then
   tail -n 30 "${DEPLOY_CACHE}/deb-build.log"
   fail "dpkg-buildpackage failed; the whole log is ${DEPLOY_CACHE}/deb-build.log"
 fi
