@@ -329,16 +329,40 @@ TEST_F(SupervisorTest, WorkerThatCannotStartIsAClearError) {
   EXPECT_NE(o->error.find("Exec format error"), std::string::npos) << o->error;
 }
 
+// Runs `body` in a forked child, which may change its own identity or capabilities, and
+// returns the child's wait status and the text it reported. A failing step inside `body`
+// ends the child with its own _exit code, which the status shows.
+struct ChildReport {
+  int status = -1;
+  std::string report;
+};
+
+ChildReport RunInChild(const std::function<std::string()>& body) {
+  int pipefd[2];
+  if (pipe(pipefd) != 0) return {-1, "pipe failed"};
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(pipefd[0]);
+    std::string report = body();
+    (void)!write(pipefd[1], report.data(), report.size());
+    _exit(0);
+  }
+  close(pipefd[1]);
+  ChildReport out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(pipefd[0], buf, sizeof buf)) > 0) out.report.append(buf, n);
+  close(pipefd[0]);
+  waitpid(pid, &out.status, 0);
+  return out;
+}
+
 // As an ordinary uid without capabilities the uid switch is impossible: the worker
 // stops at its identity steps and the broker names the step and the errno.
 TEST_F(SupervisorTest, ImpossibleUidSwitchIsAClearSetupError) {
   if (getuid() != 0) GTEST_SKIP() << "needs root to become an ordinary uid in a child";
   Script("scripts/ok.js", "console.log('must not run');");
-  int pipefd[2];
-  ASSERT_EQ(pipe(pipefd), 0);
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(pipefd[0]);
+  auto [status, report] = RunInChild([&]() -> std::string {
     if (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0) _exit(2);
     // config_ still says switch_ids with uid 64000, as resolved by a privileged broker.
     EventLoop loop;
@@ -352,17 +376,8 @@ TEST_F(SupervisorTest, ImpossibleUidSwitchIsAClearSetupError) {
     fprintf(stderr, "setup error: %s\n", out->error.c_str());
     std::string report = (out->ran ? "RAN " : "FAILED ") +
                          std::to_string(out->failed_step.value_or(-1)) + " " + out->error;
-    (void)!write(pipefd[1], report.data(), report.size());
-    _exit(0);
-  }
-  close(pipefd[1]);
-  std::string report;
-  char buf[1024];
-  ssize_t n;
-  while ((n = read(pipefd[0], buf, sizeof buf)) > 0) report.append(buf, n);
-  close(pipefd[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
+    return report;
+  });
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   EXPECT_EQ(report.rfind("FAILED ", 0), 0u) << report;
   int step = std::atoi(report.c_str() + 7);
@@ -411,11 +426,7 @@ TEST_F(SupervisorTest, BrokerAfterPrivilegeDropLaunchesAndKillsAcrossUids) {
   if (getuid() != 0) GTEST_SKIP() << "needs root";
   Script("scripts/who.js", "console.log(process.getuid());");
   Script("scripts/stubborn.js", "process.on('SIGTERM', () => {}); setInterval(() => {}, 1000);");
-  int pipefd[2];
-  ASSERT_EQ(pipe(pipefd), 0);
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(pipefd[0]);
+  auto [status, report] = RunInChild([&]() -> std::string {
     PrivilegeState st =
         DropPrivileges({"skill-mcp-test-no-such-service", "skill-mcp-test-no-such-run"});
     if (!st.broker_switched || !st.worker_switch) _exit(2);
@@ -433,17 +444,8 @@ TEST_F(SupervisorTest, BrokerAfterPrivilegeDropLaunchesAndKillsAcrossUids) {
       if (!out) _exit(5);
       report += "|" + (out->ran ? out->receipt.dump() : "ERROR " + out->error);
     }
-    (void)!write(pipefd[1], report.data(), report.size());
-    _exit(0);
-  }
-  close(pipefd[1]);
-  std::string report;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(pipefd[0], buf, sizeof buf)) > 0) report.append(buf, n);
-  close(pipefd[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
+    return report;
+  });
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << " " << report;
   EXPECT_EQ(report.rfind(std::to_string(kFallbackServiceId) + "|", 0), 0u) << report;
   EXPECT_NE(report.find("\"stdout\":\"" + std::to_string(kFallbackRunAsId) + "\\n\""),
@@ -469,11 +471,7 @@ namespace {
 TEST_F(SupervisorTest, HardDeadlineAnswersEvenWhenTheWorkerCannotBeKilled) {
   if (getuid() != 0) GTEST_SKIP() << "needs root to set up a broker without CAP_KILL";
   Script("scripts/forever.js", "console.log(process.pid); setInterval(() => {}, 1000);");
-  int pipefd[2];
-  ASSERT_EQ(pipe(pipefd), 0);
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(pipefd[0]);
+  auto [status, report] = RunInChild([&]() -> std::string {
     if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0) _exit(2);
     if (setresgid(4244, 4244, 4244) != 0 || setresuid(4244, 4244, 4244) != 0) _exit(3);
     cap_t caps = cap_init();
@@ -497,17 +495,8 @@ TEST_F(SupervisorTest, HardDeadlineAnswersEvenWhenTheWorkerCannotBeKilled) {
       report = std::to_string(EventLoop::NowMs() - t0) + " " +
                (out->ran ? out->receipt.dump() : "ERROR " + out->error);
     }
-    (void)!write(pipefd[1], report.data(), report.size());
-    _exit(0);
-  }
-  close(pipefd[1]);
-  std::string report;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(pipefd[0], buf, sizeof buf)) > 0) report.append(buf, n);
-  close(pipefd[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
+    return report;
+  });
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << " " << report;
   int64_t took = std::atoll(report.c_str());
   size_t brace = report.find('{');
