@@ -105,6 +105,18 @@ describe('a running script and the broker', () => {
       const after = await raw.request({ jsonrpc: '2.0', id: 'ping-2', method: 'ping' });
       assert.equal(after.id, 'ping-2');
       assert.ok(!raw.lines.some((l) => JSON.parse(l).id === 'run-1'), 'no answer to a cancelled call');
+
+      // The busy refusal spent nothing: the same token now runs the script.
+      const marker = join(markers, 'cancel');
+      raw.send({ jsonrpc: '2.0', id: 'run-3', method: 'tools/call',
+                 params: { name: 'skill_run', arguments: { ...args, confirmToken: token } } });
+      await waitFor(() => {
+        const text = readFileSync(marker, 'utf8');
+        return text.endsWith('\n') && text.split(' ')[0] !== String(pids[0]);
+      }, 15000, 'the script to start again with the token the busy refusal left unspent');
+      const again = readFileSync(marker, 'utf8').trim().split(' ').map(Number);
+      raw.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'run-3' } });
+      await waitFor(() => again.every((p) => !alive(p)), 5000, 'the second script group to die');
     } finally {
       raw.kill();
     }
