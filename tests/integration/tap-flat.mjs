@@ -1,7 +1,9 @@
 // A node:test reporter that writes FLAT TAP 13: one "ok"/"not ok" line per test case,
 // named "suite > case". meson 1.0's TAP parser rejects the indented subtest blocks of
 // node's built-in TAP reporter, so meson gets this instead and counts every case.
-// Failure details go on "#" lines, which TAP readers show and never parse as results.
+// Failure details go on "#" lines, which TAP readers show and never parse as results, and
+// to stderr as well: `meson test --print-errorlogs` shows a TAP test's stderr, not its
+// stdout, and a CI log must say which assertion failed.
 import { inspect } from 'node:util';
 
 function comment(text) {
@@ -42,8 +44,10 @@ export default async function* flatTap(source) {
         count += 1;
         if (failed) {
           counts.fail += 1;
+          const why = describeError(data.details?.error);
           yield `not ok ${count} - ${name}\n`;
-          yield `${comment(describeError(data.details?.error))}\n`;
+          yield `${comment(why)}\n`;
+          process.stderr.write(`FAILED: ${name}\n${why}\n\n`);
         } else if (data.skip !== undefined) {
           counts.skipped += 1;
           yield `ok ${count} - ${name} # SKIP ${typeof data.skip === 'string' ? data.skip : ''}\n`;
