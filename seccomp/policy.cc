@@ -61,6 +61,8 @@ constexpr SyscallRule kObsolete[] = {
 
 constexpr SyscallRule kPersonality[] = {{"personality", ArgFilter::kPersonalityChange}};
 
+constexpr SyscallRule kProcessGroup[] = {{"setpgid"}, {"setsid"}};
+
 constexpr SyscallRule kTerminal[] = {{"ioctl", ArgFilter::kTerminalInjectIoctl}};
 
 constexpr SyscallGroup kGroups[] = {
@@ -114,6 +116,10 @@ constexpr SyscallGroup kGroups[] = {
      "personality flags such as ADDR_NO_RANDOMIZE or READ_IMPLIES_EXEC weaken the "
      "next exec's ASLR and W^X; only PER_LINUX and the query stay allowed",
      Action::kErrnoEperm, kPersonality},
+    {"@process-group",
+     "a process that leaves the run's process group (setsid, setpgid) escapes the group "
+     "kill that ends a run; EPERM, as for a process already leading its group",
+     Action::kErrnoEperm, kProcessGroup},
     {"@terminal-injection",
      "TIOCSTI/TIOCLINUX push input into a terminal the script shares with the user; "
      "EPERM",

@@ -69,6 +69,8 @@ inline constexpr SyscallRow kMustDeny[] = {
     {"ioctl_tiocsti", "EPERM"},
     {"ioctl_tiocsti_high", "EPERM"},
     {"ioctl_tioclinux", "EPERM"},
+    {"setsid_child", "EPERM"},
+    {"setpgid_child", "EPERM"},
     {"modify_ldt", "ENOSYS"},
     {"ustat", "ENOSYS"},
     {"sysfs", "ENOSYS"},

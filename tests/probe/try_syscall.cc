@@ -52,6 +52,20 @@ long S(long nr, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0, long
 }
 long B() { return reinterpret_cast<long>(kBad); }
 
+// Runs `call` in a forked child; its errno (0: success) comes back as the exit code.
+long InChild(long (*call)()) {
+  const pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) _exit(call() >= 0 ? 0 : errno);
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) {
+    errno = ECHILD;
+    return -1;
+  }
+  errno = WEXITSTATUS(status);
+  return errno == 0 ? 0 : -1;
+}
+
 // Every call must be harmless even if allowed and even as root with all capabilities.
 const Call kCalls[] = {
     {"acct", [] { return S(SYS_acct, B()); }},
@@ -137,6 +151,10 @@ const Call kCalls[] = {
        if (pid > 0) waitpid(static_cast<pid_t>(pid), nullptr, 0);
        return pid < 0 ? -1L : 0L;
      }},
+    // Leaving the process group, tried in a fresh child: the probe itself already leads
+    // a session, where the kernel alone would answer EPERM.
+    {"setsid_child", [] { return InChild([] { return S(SYS_setsid); }); }},
+    {"setpgid_child", [] { return InChild([] { return S(SYS_setpgid, 0, 0); }); }},
     {"clone_newns_newpid",
      [] {
        long pid = S(SYS_clone, CLONE_NEWNS | CLONE_NEWPID | SIGCHLD, 0, 0, 0, 0);
