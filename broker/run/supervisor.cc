@@ -125,12 +125,16 @@ struct RunSupervisor::Run {
 };
 
 RunSupervisor::RunSupervisor(EventLoop& loop, const LaunchConfig& config, const EnvStore& env)
-    : loop_(loop), config_(config), env_(env) {}
-
-RunSupervisor::~RunSupervisor() {
-  KillAndReapNow();
-  for (auto& [fd, pidfd] : lingering_) loop_.RemoveFd(fd);
+    : loop_(loop),
+      config_(config),
+      env_(env),
+      reaper_(loop, [this] { return run_ && !run_->reaped ? run_->pid : -1; }) {
+  // why: orphans of a run re-parent to us instead of init, so none outlives its run.
+  if (!BecomeSubreaper())
+    LOG_WARN_ERRNO("cannot become the runs' child subreaper; a run's orphans outlive it");
 }
+
+RunSupervisor::~RunSupervisor() { KillAndReapNow(); }
 
 pid_t RunSupervisor::pid() const { return run_ ? run_->pid : -1; }
 
@@ -442,23 +446,14 @@ void RunSupervisor::Settle() {
   }
   if (!reaped) {
     // why: never block the loop on a worker that has not died (stuck in the kernel, or
-    // beyond our signals); its pidfd stays watched and it is reaped when it dies.
+    // beyond our signals); the reaper's sweeps kill and reap it when it can die.
     LOG_WARN("worker %d did not die at the end of its run; it is reaped when it exits",
              static_cast<int>(r.pid));
-    int fd = r.pidfd.get();
-    loop_.RemoveFd(fd);
-    lingering_.emplace(fd, std::move(r.pidfd));
-    loop_.AddFd(fd, EPOLLIN, [this, fd](uint32_t) {
-      siginfo_t late{};
-      if (waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(fd), &late, WEXITED | WNOHANG) ==
-              0 &&
-          late.si_pid != 0) {
-        loop_.RemoveFd(fd);
-        lingering_.erase(fd);
-      }
-    });
   }
   r.reaped = true;
+  // What the run left behind (orphans re-parented to us) dies with it, before the
+  // result is out and before the next run can start.
+  reaper_.Sweep();
 
   RunOutcome outcome;
   if (r.status_buf.size() == sizeof(WorkerFailure)) {
@@ -505,15 +500,13 @@ void RunSupervisor::Teardown() {
 }
 
 void RunSupervisor::KillAndReapNow() {
-  if (!run_) return;
-  SignalGroup(SIGKILL);
-  siginfo_t info{};
-  while (waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(run_->pidfd.get()), &info,
-                WEXITED) != 0 &&
-         errno == EINTR) {
+  if (run_) {
+    SignalGroup(SIGKILL);
+    Teardown();  // the leader is now one more child for the sweep below
   }
-  run_->reaped = true;
-  Teardown();
+  if (!reaper_.SweepAndWait(kShutdownReapMs))
+    LOG_WARN("%zu process(es) a run started did not die within %lld ms of SIGKILL",
+             reaper_.left(), static_cast<long long>(kShutdownReapMs));
 }
 
 }  // namespace skillmcp

@@ -19,6 +19,7 @@
 #include "broker/harden/env_store.h"
 #include "broker/loop/event_loop.h"
 #include "broker/run/launch_config.h"
+#include "broker/run/reaper.h"
 #include "broker/run/receipt.h"
 
 namespace skillmcp {
@@ -26,6 +27,7 @@ namespace skillmcp {
 inline constexpr int64_t kKillGraceMs = 2000;          // SIGTERM -> SIGKILL
 inline constexpr int64_t kDrainMs = 250;               // after the worker exited
 inline constexpr int64_t kHardDeadlineExtraMs = 3250;  // timeout + this: settle whatever happens
+inline constexpr int64_t kShutdownReapMs = 3000;       // at exit, for leftovers to die
 
 struct RunRequest {
   std::string skill;             // directory name, for the receipt
@@ -66,9 +68,13 @@ class RunSupervisor {
   // Kills the run's whole process group; the run then settles as usual (signal SIGKILL).
   void Cancel();
 
-  // Shutdown (client gone, SIGTERM): SIGKILL to the group, reap synchronously, drop the
-  // run. on_done is not called. No worker outlives its client.
+  // Shutdown (client gone, SIGTERM): SIGKILL to the group, drop the run, then kill and
+  // reap every child left (the run's and earlier runs' leftovers), waiting at most
+  // kShutdownReapMs. on_done is not called. Nothing a run started outlives its client.
   void KillAndReapNow();
+
+  // Leftovers of finished runs still dying (tests).
+  size_t leftovers() const { return reaper_.left(); }
 
   pid_t pid() const;  // the worker's pid while a run is active, else -1 (tests)
 
@@ -88,7 +94,7 @@ class RunSupervisor {
   const LaunchConfig& config_;
   const EnvStore& env_;
   std::unique_ptr<Run> run_;
-  std::map<int, UniqueFd> lingering_;  // pidfds of killed workers not reaped yet
+  Reaper reaper_;  // kills and reaps what finished runs leave behind
 };
 
 }  // namespace skillmcp

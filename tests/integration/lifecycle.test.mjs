@@ -9,11 +9,14 @@ import { after, before, describe, test } from 'node:test';
 import { freshDir, removeDir, skillMd } from './fixtures.mjs';
 import { sleep, spawnRaw } from './lib.mjs';
 
-// Records its own pid and a child's (same process group), then waits forever.
+// Records its own pid and a child's, then waits forever. The child is spawned detached:
+// under seccomp it stays in the run's group all the same; with seccomp off it leads a
+// group of its own, and only the broker's subreaper sweep can end it.
 const SLOW_JS = `'use strict';
 const fs = require('node:fs');
 const { spawn } = require('node:child_process');
-const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'],
+                    { stdio: 'ignore', detached: true });
 fs.writeFileSync(process.argv[2], process.pid + ' ' + child.pid + '\\n');
 setInterval(() => {}, 1000);
 `;
@@ -132,6 +135,17 @@ describe('a running script and the broker', () => {
     const { code } = await raw.end(10000);
     assert.equal(code, 0);
     assert.ok(Date.now() - t0 < 5000, 'the broker exits promptly');
+    for (const pid of pids) assert.ok(!alive(pid), `pid ${pid} is gone once the broker has exited`);
+  });
+
+  test('a client that goes away takes even a process that left the group with it', async () => {
+    const raw = spawnRaw({ ...env(), SKILL_MCP_SECCOMP: 'off' });
+    await raw.initialize();
+    const { pids } = await startRun(raw, 'run-1', join(markers, 'escaped'));
+    const pgrp = (pid) => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[2];
+    assert.equal(pgrp(pids[1]), String(pids[1]), 'without seccomp the child leads its own group');
+    const { code } = await raw.end(10000);
+    assert.equal(code, 0);
     for (const pid of pids) assert.ok(!alive(pid), `pid ${pid} is gone once the broker has exited`);
   });
 

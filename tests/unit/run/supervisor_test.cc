@@ -35,6 +35,17 @@ class SupervisorTest : public ::testing::Test {
     chmod((skill_ + "/scripts").c_str(), 0755);
     dir_fd_.reset(open(skill_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
     ASSERT_TRUE(dir_fd_.valid());
+    Configure();
+  }
+
+  // A new supervisor whose worker installs no seccomp filter.
+  void UseSeccompOff() {
+    sup_.reset();
+    env_.Set("SKILL_MCP_SECCOMP", "off");
+    Configure();
+  }
+
+  void Configure() {
     env_.Set("SKILL_MCP_WORKER", SKILL_MCP_TEST_WORKER);
     env_.Set("SKILL_MCP_NODE", "/usr/bin/node");
     env_.Set("PATH", "/usr/bin:/bin");
@@ -176,7 +187,39 @@ TEST_F(SupervisorTest, TimeoutIgnoringSigtermIsKilled) {
   EXPECT_LE(took, 1500 + kHardDeadlineExtraMs + 500);
 }
 
-TEST_F(SupervisorTest, DetachedGrandchildHoldingThePipesDoesNotHang) {
+// Reports whether a detached child (node's spawn runs setsid() in it) leads a group of
+// its own or stayed in the script's.
+constexpr char kDetachProbeJs[] =
+    "const r = require('child_process').spawnSync(process.execPath, ['-e', "
+    "\"const f = require('fs').readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ');"
+    "console.log(f[2] === String(process.pid) ? 'own group' : 'same group')\"], "
+    "{detached: true, encoding: 'utf8'});"
+    "console.log(r.stdout.trim());";
+
+// Under the seccomp policy a script cannot leave the run's process group: the setsid()
+// of node's detached spawn fails (libuv goes on without it), so the group kill reaches
+// the child too.
+TEST_F(SupervisorTest, LeavingTheProcessGroupIsRefused) {
+  Script("scripts/detach.js", kDetachProbeJs);
+  auto o = RunToEnd(Request("scripts/detach.js"));
+  ASSERT_TRUE(o && o->ran) << (o ? o->error : "no outcome");
+  EXPECT_EQ(o->receipt["stdout"], "same group\n") << o->receipt.dump();
+}
+
+// The control for the rule above: without the filter the same child leads its own group.
+TEST_F(SupervisorTest, WithoutSeccompADetachedChildLeavesTheGroup) {
+  UseSeccompOff();
+  Script("scripts/detach.js", kDetachProbeJs);
+  auto o = RunToEnd(Request("scripts/detach.js"));
+  ASSERT_TRUE(o && o->ran) << (o ? o->error : "no outcome");
+  EXPECT_EQ(o->receipt["stdout"], "own group\n") << o->receipt.dump();
+}
+
+// With seccomp off a detached grandchild leaves the group and holds the output pipes:
+// the run still settles on the script's exit plus the drain, and the grandchild, an
+// orphan re-parented to the broker, is killed and reaped with the run.
+TEST_F(SupervisorTest, DetachedGrandchildDiesWithItsRun) {
+  UseSeccompOff();
   Script("scripts/detach.js",
          "const c = require('child_process').spawn('/bin/sleep', ['30'], {detached: true, stdio: "
          "'inherit'});"
@@ -191,7 +234,11 @@ TEST_F(SupervisorTest, DetachedGrandchildHoldingThePipesDoesNotHang) {
   EXPECT_LT(took, 5000);
   pid_t grandchild = std::atoi(o->receipt["stdout"].get<std::string>().c_str());
   ASSERT_GT(grandchild, 1);
-  kill(grandchild, SIGKILL);
+  int64_t until = EventLoop::NowMs() + 3000;
+  while (sup_->leftovers() > 0 && EventLoop::NowMs() < until) loop_.RunOnce(20);
+  EXPECT_EQ(sup_->leftovers(), 0u);
+  EXPECT_EQ(kill(grandchild, 0), -1) << "the detached grandchild outlived its run";
+  EXPECT_EQ(errno, ESRCH);  // not even a zombie: reaped by the broker
 }
 
 TEST_F(SupervisorTest, FloodOnBothStreamsIsCappedWithoutDeadlock) {
