@@ -1,14 +1,18 @@
-// Turns the group table into a libseccomp filter and loads it.
-// Runs in the worker: a fresh, single-threaded process, so allocating is fine.
+// Turns the group table into a libseccomp filter and exports its BPF program. Runs in
+// the broker once at boot; the workers only load the bytes (seccomp/load.cc).
 #include <linux/sched.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <memory>
 #include <string>
 
+#include "seccomp/load.h"
 #include "seccomp/policy.h"
+#include "shared/unique_fd.h"
 
 namespace skillmcp::seccomp {
 namespace {
@@ -95,7 +99,7 @@ int AddRule(scmp_filter_ctx ctx, const SyscallRule& rule, uint32_t action) {
 
 }  // namespace
 
-int InstallWorkerPolicy() {
+int CompileWorkerPolicy(std::string* bpf) {
   // Fixed suffix: default ALLOW (see policy.h for why a deny-list).
   Ctx ctx(seccomp_init(SCMP_ACT_ALLOW));
   if (!ctx) return -ENOMEM;
@@ -119,8 +123,31 @@ int InstallWorkerPolicy() {
       if (rc < 0) return rc;
     }
   }
-  rc = seccomp_load(ctx.get());
-  return rc < 0 ? rc : 0;
+  // libseccomp 2.5 exports to a descriptor only: a memfd, read back whole.
+  UniqueFd mem(memfd_create("skill-mcp-seccomp", MFD_CLOEXEC));
+  if (!mem.valid()) return -errno;
+  rc = seccomp_export_bpf(ctx.get(), mem.get());
+  if (rc < 0) return rc;
+  std::string out;
+  char buf[4096];
+  for (off_t off = 0;;) {
+    ssize_t n = pread(mem.get(), buf, sizeof buf, off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return -errno;
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+    off += n;
+    if (out.size() > kBpfMaxInsns * kBpfInsnBytes) return -E2BIG;
+  }
+  if (!IsPlausibleBpf(out)) return -EINVAL;
+  *bpf = std::move(out);
+  return 0;
+}
+
+int InstallWorkerPolicy() {
+  std::string bpf;
+  if (int rc = CompileWorkerPolicy(&bpf); rc < 0) return rc;
+  return LoadCompiledPolicy(bpf);
 }
 
 }  // namespace skillmcp::seccomp

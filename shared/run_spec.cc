@@ -9,7 +9,7 @@ namespace skillmcp {
 namespace {
 
 constexpr char kMagic[4] = {'S', 'M', 'R', 'S'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 
 void PutU8(std::string& out, uint8_t v) { out.push_back(static_cast<char>(v)); }
 
@@ -126,6 +126,13 @@ bool IsValidRunSpec(const RunSpec& spec) {
     // A name twice is ambiguous (libc takes the first, others the last): refuse it.
     if (!names.insert(name).second) return false;
   }
+  // why: seccomp on with no program would run the script unfiltered; fail closed.
+  if (spec.seccomp) {
+    const size_t n = spec.seccomp_bpf.size();
+    if (n == 0 || n % 8 != 0 || n > kRunSpecMaxBpfBytes) return false;
+  } else if (!spec.seccomp_bpf.empty()) {
+    return false;  // a program that would not be loaded: the broker meant something else
+  }
   switch (spec.program) {
     case RunProgram::kNodeScript:
       // The bootstrap names the module by this path; a relative one would resolve
@@ -155,6 +162,7 @@ std::string EncodeRunSpec(const RunSpec& spec) {
   PutString(out, spec.script_path);
   PutStrings(out, spec.args);
   PutStrings(out, spec.envp);
+  PutString(out, spec.seccomp_bpf);
   return out;
 }
 
@@ -179,6 +187,7 @@ std::optional<RunSpec> DecodeRunSpec(std::string_view bytes) {
   if (!r.String(spec.script_path)) return std::nullopt;
   size_t budget = kRunSpecMaxStrings;
   if (!r.Strings(spec.args, budget) || !r.Strings(spec.envp, budget)) return std::nullopt;
+  if (!r.String(spec.seccomp_bpf)) return std::nullopt;
   if (!r.AtEnd()) return std::nullopt;  // trailing bytes: not what the broker meant
   if (!IsValidRunSpec(spec)) return std::nullopt;
   return spec;

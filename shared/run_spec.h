@@ -67,20 +67,27 @@ struct RunSpec {
   uint32_t uid = 0;
   uint32_t gid = 0;
   RunLimits limits;
-  bool seccomp = true;  // install the policy in seccomp/
+  bool seccomp = true;       // load seccomp_bpf as the last step before exec
+  std::string seccomp_bpf;   // the compiled policy (seccomp/policy.h): struct sock_filter
+                             // records; required when seccomp, empty otherwise
 };
 
+inline constexpr size_t kRunSpecMaxBpfBytes = 4096 * 8;  // BPF_MAXINSNS instructions
+
 // The wire format (little-endian, no padding; see shared/run_spec.cc):
-//   "SMRS" u32 version=1 | u8 program u8 switch_ids u8 seccomp u8 0 | u32 uid u32 gid |
+//   "SMRS" u32 version=2 | u8 program u8 switch_ids u8 seccomp u8 0 | u32 uid u32 gid |
 //   u64 nproc,address_space,data,cpu_seconds,fsize,nofile | str script_path |
-//   u32 argc, argc x str | u32 envc, envc x str            (str = u32 length + bytes)
+//   u32 argc, argc x str | u32 envc, envc x str | str seccomp_bpf
+//                                                           (str = u32 length + bytes)
 // Encode does not validate; Decode (and the worker) accept only what IsValidRunSpec does.
 std::string EncodeRunSpec(const RunSpec& spec);
 
 // The rules Decode enforces on the decoded value: no NUL in any string; argv + envp at
 // most kRunSpecMaxStrings entries; every envp entry NAME=value with NAME matching
 // [A-Za-z_][A-Za-z0-9_]* and no NAME twice; kNodeScript needs an absolute
-// script_path, kDirectArgv a non-empty args. Brokers can check a spec before forking.
+// script_path, kDirectArgv a non-empty args; with seccomp, seccomp_bpf is 1 to
+// kRunSpecMaxBpfBytes / 8 whole 8-byte instructions, without it empty. Brokers can
+// check a spec before forking.
 bool IsValidRunSpec(const RunSpec& spec);
 
 // nullopt on any malformed, oversized or trailing input.

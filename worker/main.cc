@@ -8,7 +8,7 @@
 
 #include <cerrno>
 
-#include "seccomp/policy.h"
+#include "seccomp/load.h"
 #include "shared/run_spec.h"
 #include "worker/caps.h"
 #include "worker/exec.h"
@@ -63,8 +63,10 @@ void Run() {
   // argv/envp are built before the filter so that nothing but the exec follows it.
   const ExecPlan plan(spec);
   // 13. Seccomp last: every earlier step may use what the filter denies.
+  //     The program was compiled by the broker at boot; the kernel verifies it.
   if (spec.seccomp) {
-    if (int rc = seccomp::InstallWorkerPolicy(); rc < 0) FailAndExit({WorkerStep::kSeccomp, -rc});
+    if (int rc = seccomp::LoadCompiledPolicy(spec.seccomp_bpf); rc < 0)
+      FailAndExit({WorkerStep::kSeccomp, -rc});
   }
   // 14. Exec the interpreter by descriptor. Returns only on failure.
   FailAndExit(plan.Exec());

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "config.h"
+#include "seccomp/policy.h"
 #include "shared/run_limits_default.h"
 
 namespace skillmcp {
@@ -172,6 +173,13 @@ LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState
     }
   }
   if (!node_why.empty()) why_not += (why_not.empty() ? "" : "; ") + node_why;
+  if (c.seccomp) {
+    // why: fail closed; with seccomp configured on, no run starts without the filter.
+    if (int rc = seccomp::CompileWorkerPolicy(&c.seccomp_bpf); rc < 0)
+      why_not += std::string(why_not.empty() ? "" : "; ") +
+                 "the seccomp policy cannot be compiled (" + std::strerror(-rc) +
+                 "); runs stay off while SKILL_MCP_SECCOMP is on";
+  }
   c.refusal = why_not;
   result.config = std::move(c);
   return result;

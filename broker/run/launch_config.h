@@ -1,6 +1,6 @@
 // What every run needs, resolved once at boot: the worker binary and the pinned node,
 // both held open by descriptor (so a later swap of either path changes nothing), the
-// run-as identity, the resource limits and whether seccomp is on.
+// run-as identity, the resource limits and the compiled seccomp program.
 #pragma once
 
 #include <optional>
@@ -25,6 +25,7 @@ struct LaunchConfig {
   std::string run_as;  // how the identity was resolved, for reports
   RunLimits limits;
   bool seccomp = true;
+  std::string seccomp_bpf;  // compiled once here, handed to every worker (RunSpec)
   std::string refusal;  // non-empty: why runs are refused (missing node or worker)
 
   bool ready() const { return refusal.empty() && worker.valid() && node.valid(); }

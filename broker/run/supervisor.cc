@@ -162,6 +162,7 @@ std::string RunSupervisor::Start(RunRequest request, Done on_done) {
   spec.gid = config_.gid;
   spec.limits = config_.limits;
   spec.seccomp = config_.seccomp;
+  spec.seccomp_bpf = config_.seccomp_bpf;
   bool valid = IsValidRunSpec(spec);
   std::string encoded = valid ? EncodeRunSpec(spec) : std::string();
   for (std::string& e : spec.envp) Wipe(e);  // why: values leave plain memory at once

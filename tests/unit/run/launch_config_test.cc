@@ -80,6 +80,9 @@ TEST(ResolveLaunchConfig, OpensWorkerAndNodeByDescriptor) {
   EXPECT_EQ(c.limits.nproc, kDefaultRunLimits.nproc);
   EXPECT_EQ(c.limits.data, kDefaultRunLimits.data);
   EXPECT_TRUE(c.seccomp);
+  // Compiled once here for every worker: whole 8-byte instructions.
+  EXPECT_GT(c.seccomp_bpf.size(), 8u);
+  EXPECT_EQ(c.seccomp_bpf.size() % 8, 0u);
   EXPECT_FALSE(c.switch_ids);
   WorkerLayerFacts f = LayerFacts(c);
   EXPECT_TRUE(f.runs_possible);
@@ -119,6 +122,7 @@ TEST(ResolveLaunchConfig, LimitOverridesAndRunAs) {
   EXPECT_EQ(r.config->limits.nofile, 128u);
   EXPECT_EQ(r.config->limits.data, kDefaultRunLimits.data);
   EXPECT_FALSE(r.config->seccomp);
+  EXPECT_TRUE(r.config->seccomp_bpf.empty());
   EXPECT_TRUE(r.config->switch_ids);
   EXPECT_EQ(r.config->uid, 64000u);
   EXPECT_EQ(r.config->gid, 64005u);

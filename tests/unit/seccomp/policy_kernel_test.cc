@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <string>
 
+#include "seccomp/load.h"
 #include "seccomp/policy.h"
 #include "tests/probe/syscall_table.h"
 
@@ -146,6 +147,29 @@ TEST_F(PolicyKernelTest, AKillInOneThreadEndsTheWholeProcess) {
   int status = 0;
   waitpid(pid, &status, 0);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS) << "status " << status;
+}
+
+// Loading checks the size itself and leaves the kernel to check the program; a refused
+// program loads nothing.
+TEST(PolicyLoad, MalformedProgramsAreRefusedAndLoadNothing) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) _exit(10);
+    if (LoadCompiledPolicy("") != -EINVAL) _exit(11);
+    if (LoadCompiledPolicy(std::string(7, '\x06')) != -EINVAL) _exit(12);
+    if (LoadCompiledPolicy(std::string(8 * 4097, '\x06')) != -EINVAL) _exit(13);
+    if (LoadCompiledPolicy(std::string(16, '\xff')) != -EINVAL) _exit(14);  // kernel's check
+    if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) != 0) _exit(15);                  // still no filter
+    std::string bpf;
+    if (CompileWorkerPolicy(&bpf) != 0) _exit(16);
+    if (LoadCompiledPolicy(bpf) != 0) _exit(17);
+    if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) != 2) _exit(18);  // SECCOMP_MODE_FILTER
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 TEST(PolicyInstall, FailsWithoutNoNewPrivsWhenUnprivileged) {

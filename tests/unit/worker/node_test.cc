@@ -39,7 +39,7 @@ class NodeWorkerTest : public ::testing::Test {
     s.switch_ids = true;
     s.uid = s.gid = 65534;
     s.limits = kDefaultRunLimits;
-    s.seccomp = true;
+    SetSeccomp(s, true);
     return s;
   }
 

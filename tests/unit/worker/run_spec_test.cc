@@ -19,6 +19,7 @@ RunSpec Sample() {
   s.gid = 64001;
   s.limits = kDefaultRunLimits;
   s.seccomp = true;
+  s.seccomp_bpf = std::string(16, '\x06');  // two records; the decoder checks sizes only
   return s;
 }
 
@@ -31,6 +32,7 @@ void ExpectSame(const RunSpec& a, const RunSpec& b) {
   EXPECT_EQ(a.uid, b.uid);
   EXPECT_EQ(a.gid, b.gid);
   EXPECT_EQ(a.seccomp, b.seccomp);
+  EXPECT_EQ(a.seccomp_bpf, b.seccomp_bpf);
   EXPECT_EQ(a.limits.nproc, b.limits.nproc);
   EXPECT_EQ(a.limits.address_space, b.limits.address_space);
   EXPECT_EQ(a.limits.data, b.limits.data);
@@ -52,6 +54,7 @@ TEST(RunSpec, RoundtripDirectArgvWithoutScriptPath) {
   s.script_path.clear();
   s.switch_ids = false;
   s.seccomp = false;
+  s.seccomp_bpf.clear();
   auto d = DecodeRunSpec(EncodeRunSpec(s));
   ASSERT_TRUE(d.has_value());
   ExpectSame(s, *d);
@@ -136,6 +139,27 @@ TEST(RunSpec, DuplicateEnvNamesAreRefused) {
   RunSpec s = Sample();
   s.envp.push_back("PATH=/evil");
   EXPECT_FALSE(DecodeRunSpec(EncodeRunSpec(s)).has_value());
+}
+
+// Seccomp on needs a program of whole 8-byte instructions within BPF_MAXINSNS; off
+// needs none (a program that would not be loaded means the broker meant otherwise).
+TEST(RunSpec, SeccompProgramSizeIsChecked) {
+  for (size_t bad : {size_t{0}, size_t{7}, size_t{9}, kRunSpecMaxBpfBytes + 8}) {
+    RunSpec s = Sample();
+    s.seccomp_bpf.assign(bad, '\x06');
+    EXPECT_FALSE(IsValidRunSpec(s)) << bad;
+    EXPECT_FALSE(DecodeRunSpec(EncodeRunSpec(s)).has_value()) << bad;
+  }
+  for (size_t good : {size_t{8}, kRunSpecMaxBpfBytes}) {
+    RunSpec s = Sample();
+    s.seccomp_bpf.assign(good, '\x06');
+    EXPECT_TRUE(DecodeRunSpec(EncodeRunSpec(s)).has_value()) << good;
+  }
+  RunSpec off = Sample();
+  off.seccomp = false;
+  EXPECT_FALSE(IsValidRunSpec(off)) << "seccomp off with a program";
+  off.seccomp_bpf.clear();
+  EXPECT_TRUE(IsValidRunSpec(off));
 }
 
 TEST(RunSpec, NodeScriptNeedsAnAbsolutePathAndDirectArgvAnArgv0) {

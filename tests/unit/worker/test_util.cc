@@ -5,9 +5,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 #include <stdexcept>
+
+#include "seccomp/policy.h"
 
 namespace skillmcp::testing {
 
@@ -57,6 +61,19 @@ std::map<std::string, std::string> KeyValues(const std::string& text) {
     out[line.substr(0, colon)] = value;
   }
   return out;
+}
+
+void SetSeccomp(RunSpec& spec, bool on) {
+  static const std::string compiled = [] {
+    std::string bpf;
+    if (int rc = seccomp::CompileWorkerPolicy(&bpf); rc < 0) {
+      std::fprintf(stderr, "cannot compile the seccomp policy: %s\n", std::strerror(-rc));
+      std::abort();
+    }
+    return bpf;
+  }();
+  spec.seccomp = on;
+  spec.seccomp_bpf = on ? compiled : std::string();
 }
 
 }  // namespace skillmcp::testing

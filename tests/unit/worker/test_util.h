@@ -1,6 +1,8 @@
 // Small helpers for the worker tests: temp dirs, files, /proc/self/status parsing.
 #pragma once
 
+#include "shared/run_spec.h"
+
 #include <map>
 #include <string>
 #include <vector>
@@ -26,5 +28,8 @@ void WriteFile(const std::string& path, const std::string& content, int mode = 0
 std::vector<std::string> Lines(const std::string& text);
 // "Key:\tvalue" lines -> {"Key": "value"} (value with tabs turned into single spaces).
 std::map<std::string, std::string> KeyValues(const std::string& text);
+
+// Turns seccomp on (with the policy compiled as the broker compiles it at boot) or off.
+void SetSeccomp(RunSpec& spec, bool on);
 
 }  // namespace skillmcp::testing

@@ -45,7 +45,7 @@ class WorkerTest : public ::testing::Test {
     spec.uid = kNobody;
     spec.gid = kNobody;
     spec.limits = kDefaultRunLimits;
-    spec.seccomp = true;
+    SetSeccomp(spec, true);
     return spec;
   }
 
@@ -103,6 +103,14 @@ TEST_F(WorkerTest, SwitchedIdentityNoCapabilitiesNoNewPrivsSeccompAndLimits) {
   EXPECT_EQ(kv["SigIgn"], kZeroCaps);
 }
 
+// The worker loads the broker's program as is; one the kernel refuses is a failed
+// setup step, never a run without the filter.
+TEST_F(WorkerTest, AProgramTheKernelRefusesFailsTheSeccompStep) {
+  RunSpec spec = ProbeSpec({"status"});
+  spec.seccomp_bpf = std::string(16, '\xff');  // two records of an undefined opcode
+  ExpectStep(Probe(spec), WorkerStep::kSeccomp, EINVAL);
+}
+
 TEST_F(WorkerTest, TheDropCannotBeUndone) {
   const LaunchResult r = Probe(ProbeSpec({"setuid0"}));
   ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
@@ -130,7 +138,7 @@ TEST_F(WorkerTest, EnvironmentIsExactlyTheSpecBlock) {
 
 TEST_F(WorkerTest, SeccompFlagOffLeavesNoFilter) {
   RunSpec spec = ProbeSpec({"status"});
-  spec.seccomp = false;
+  SetSeccomp(spec, false);
   const LaunchResult r = Probe(spec);
   ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
   EXPECT_EQ(KeyValues(r.out)["Seccomp"], "0");
@@ -361,7 +369,7 @@ TEST_F(WorkerTest, MustDenyTable) {
 
 TEST_F(WorkerTest, I386SyscallThroughInt80KillsTheProcess) {
   RunSpec spec = ProbeSpec({"int80"});
-  spec.seccomp = false;
+  SetSeccomp(spec, false);
   const LaunchResult baseline = Probe(spec);
   if (baseline.out.rfind("int80 returned", 0) != 0)
     GTEST_SKIP() << "no i386 emulation on this kernel: " << baseline.Describe();
