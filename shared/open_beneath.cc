@@ -53,7 +53,11 @@ UniqueFd OpenBeneath(int dirfd, std::string_view rel, int flags) {
   how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
   long fd = syscall(SYS_openat2, dirfd, path.c_str(), &how, sizeof how);
   if (fd >= 0) return UniqueFd(static_cast<int>(fd));
-  if (errno != ENOSYS) return {};
+  // Why: a kernel before 5.6 answers ENOSYS, and container seccomp profiles written
+  // before openat2 existed answer ENOSYS or EPERM. The walk is safe on its own (no
+  // symlink followed, no ".."), so falling back loses symlinks inside a skill, never
+  // containment.
+  if (errno != ENOSYS && errno != EPERM) return {};
   return WalkNoFollow(dirfd, path, flags);
 }
 

@@ -10,8 +10,9 @@ namespace skillmcp {
 
 // Opens `rel` beneath `dirfd` with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS):
 // symlinks that stay beneath are followed, anything leaving `dirfd` fails with EXDEV.
-// `flags` gets O_CLOEXEC | O_NOCTTY added. On a kernel without openat2 it falls back
-// to a component walk with O_NOFOLLOW (fails closed: any symlink is refused, ELOOP).
+// `flags` gets O_CLOEXEC | O_NOCTTY added. Where openat2 is missing (ENOSYS) or
+// filtered (EPERM) it falls back to a component walk with O_NOFOLLOW that refuses "..",
+// "." and empty components (EXDEV) and every symlink (ELOOP): fails closed.
 // Returns an invalid fd and sets errno on failure.
 UniqueFd OpenBeneath(int dirfd, std::string_view rel, int flags);
 

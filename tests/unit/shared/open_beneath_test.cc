@@ -2,7 +2,9 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -10,8 +12,37 @@
 #include <fstream>
 #include <string>
 
+// Built twice more with SKILL_MCP_TEST_OPENAT2_ERRNO set (ENOSYS, EPERM): a seccomp
+// filter then answers openat2 with that errno for the whole test program, so every case
+// below runs on the fallback walk, as on an old kernel or under an old container profile.
+#ifdef SKILL_MCP_TEST_OPENAT2_ERRNO
+#include <seccomp.h>
+#include <sys/prctl.h>
+#endif
+
 namespace skillmcp {
 namespace {
+
+#ifdef SKILL_MCP_TEST_OPENAT2_ERRNO
+constexpr bool kFallback = true;
+class NoOpenat2 : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    ASSERT_EQ(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+    ASSERT_NE(ctx, nullptr);
+    ASSERT_EQ(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(SKILL_MCP_TEST_OPENAT2_ERRNO),
+                               SCMP_SYS(openat2), 0),
+              0);
+    ASSERT_EQ(seccomp_load(ctx), 0);
+    seccomp_release(ctx);
+  }
+};
+const ::testing::Environment* const kNoOpenat2 =
+    ::testing::AddGlobalTestEnvironment(new NoOpenat2);
+#else
+constexpr bool kFallback = false;
+#endif
 
 class OpenBeneathTest : public ::testing::Test {
  protected:
@@ -45,11 +76,50 @@ TEST_F(OpenBeneathTest, OpensAFileInside) {
   EXPECT_EQ(ReadAll(fd.get()), "inside");
 }
 
+// Which path this program exercises: openat2 itself, or the walk because it is missing.
+TEST_F(OpenBeneathTest, RunsOnTheIntendedPath) {
+  open_how how{};
+  how.flags = O_PATH | O_CLOEXEC;
+  how.resolve = RESOLVE_BENEATH;
+  errno = 0;
+  long fd = syscall(SYS_openat2, dir_.get(), "sub", &how, sizeof how);
+  if (fd >= 0) close(static_cast<int>(fd));
+#ifdef SKILL_MCP_TEST_OPENAT2_ERRNO
+  EXPECT_EQ(fd, -1);
+  EXPECT_EQ(errno, SKILL_MCP_TEST_OPENAT2_ERRNO);
+#else
+  EXPECT_GE(fd, 0) << "openat2 is unavailable here: " << strerror(errno);
+#endif
+}
+
 TEST_F(OpenBeneathTest, FollowsASymlinkThatStaysInside) {
   ASSERT_EQ(symlink("sub/file.txt", (root_ + "/skill/link.txt").c_str()), 0);
+  errno = 0;
   UniqueFd fd = OpenRegularBeneath(dir_.get(), "link.txt");
+  if (kFallback) {  // the walk follows no symlink at all
+    EXPECT_FALSE(fd.valid());
+    EXPECT_EQ(errno, ELOOP);
+    return;
+  }
   ASSERT_TRUE(fd.valid());
   EXPECT_EQ(ReadAll(fd.get()), "inside");
+}
+
+TEST_F(OpenBeneathTest, RefusesASymlinkedDirectoryOnTheWay) {
+  ASSERT_EQ(symlink("..", (root_ + "/skill/up").c_str()), 0);
+  EXPECT_FALSE(OpenRegularBeneath(dir_.get(), "up/secret.txt").valid());
+}
+
+TEST_F(OpenBeneathTest, RefusesEmptyAndDotComponents) {
+  for (const char* rel : {"sub//file.txt", "./sub/file.txt", "sub/./file.txt", "/etc/passwd"}) {
+    UniqueFd fd = OpenRegularBeneath(dir_.get(), rel);
+    if (kFallback) {
+      EXPECT_FALSE(fd.valid()) << rel;
+      EXPECT_EQ(errno, EXDEV) << rel;
+    } else if (std::string(rel) == "/etc/passwd") {
+      EXPECT_FALSE(fd.valid()) << rel;  // openat2 refuses absolute paths beneath
+    }
+  }
 }
 
 TEST_F(OpenBeneathTest, OpensPathOnlyDescriptors) {
@@ -61,7 +131,7 @@ TEST_F(OpenBeneathTest, RefusesASymlinkLeadingOut) {
   ASSERT_EQ(symlink("../secret.txt", (root_ + "/skill/out.txt").c_str()), 0);
   errno = 0;
   EXPECT_FALSE(OpenRegularBeneath(dir_.get(), "out.txt").valid());
-  EXPECT_EQ(errno, EXDEV);
+  EXPECT_EQ(errno, kFallback ? ELOOP : EXDEV);
 }
 
 TEST_F(OpenBeneathTest, RefusesAnAbsoluteSymlink) {
