@@ -9,7 +9,7 @@ namespace skillmcp {
 namespace {
 
 constexpr char kMagic[4] = {'S', 'M', 'R', 'S'};
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = 3;
 
 void PutU8(std::string& out, uint8_t v) { out.push_back(static_cast<char>(v)); }
 
@@ -96,6 +96,8 @@ class Reader {
 
 bool HasNul(std::string_view s) { return s.find('\0') != std::string_view::npos; }
 
+bool IsAbsolutePath(std::string_view s) { return !s.empty() && s[0] == '/' && !HasNul(s); }
+
 bool IsEnvNameStart(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; }
 
 bool IsEnvNameChar(char c) { return IsEnvNameStart(c) || (c >= '0' && c <= '9'); }
@@ -133,6 +135,14 @@ bool IsValidRunSpec(const RunSpec& spec) {
   } else if (!spec.seccomp_bpf.empty()) {
     return false;  // a program that would not be loaded: the broker meant something else
   }
+  if (spec.namespaces) {
+    if (!IsAbsolutePath(spec.skill_dir_path)) return false;
+    if (spec.hidden_roots.size() > kRunSpecMaxHiddenRoots) return false;
+    for (const auto& root : spec.hidden_roots)
+      if (!IsAbsolutePath(root) || root == "/") return false;  // "/" would hide everything
+  } else if (!spec.skill_dir_path.empty() || !spec.hidden_roots.empty()) {
+    return false;
+  }
   switch (spec.program) {
     case RunProgram::kNodeScript:
       // The bootstrap names the module by this path; a relative one would resolve
@@ -150,7 +160,7 @@ std::string EncodeRunSpec(const RunSpec& spec) {
   PutU8(out, static_cast<uint8_t>(spec.program));
   PutU8(out, spec.switch_ids ? 1 : 0);
   PutU8(out, spec.seccomp ? 1 : 0);
-  PutU8(out, 0);
+  PutU8(out, spec.namespaces ? 1 : 0);
   PutU32(out, spec.uid);
   PutU32(out, spec.gid);
   PutU64(out, spec.limits.nproc);
@@ -163,6 +173,8 @@ std::string EncodeRunSpec(const RunSpec& spec) {
   PutStrings(out, spec.args);
   PutStrings(out, spec.envp);
   PutString(out, spec.seccomp_bpf);
+  PutString(out, spec.skill_dir_path);
+  PutStrings(out, spec.hidden_roots);
   return out;
 }
 
@@ -172,13 +184,12 @@ std::optional<RunSpec> DecodeRunSpec(std::string_view bytes) {
   RunSpec spec;
   uint32_t version = 0;
   uint8_t program = 0;
-  uint8_t reserved = 0;
   if (!r.Magic() || !r.U32(version) || version != kVersion) return std::nullopt;
   if (!r.U8(program) || program > static_cast<uint8_t>(RunProgram::kDirectArgv))
     return std::nullopt;
   spec.program = static_cast<RunProgram>(program);
-  if (!r.Bool(spec.switch_ids) || !r.Bool(spec.seccomp)) return std::nullopt;
-  if (!r.U8(reserved) || reserved != 0) return std::nullopt;
+  if (!r.Bool(spec.switch_ids) || !r.Bool(spec.seccomp) || !r.Bool(spec.namespaces))
+    return std::nullopt;
   if (!r.U32(spec.uid) || !r.U32(spec.gid)) return std::nullopt;
   RunLimits& l = spec.limits;
   if (!r.U64(l.nproc) || !r.U64(l.address_space) || !r.U64(l.data) || !r.U64(l.cpu_seconds) ||
@@ -187,7 +198,9 @@ std::optional<RunSpec> DecodeRunSpec(std::string_view bytes) {
   if (!r.String(spec.script_path)) return std::nullopt;
   size_t budget = kRunSpecMaxStrings;
   if (!r.Strings(spec.args, budget) || !r.Strings(spec.envp, budget)) return std::nullopt;
-  if (!r.String(spec.seccomp_bpf)) return std::nullopt;
+  if (!r.String(spec.seccomp_bpf) || !r.String(spec.skill_dir_path)) return std::nullopt;
+  size_t root_budget = kRunSpecMaxHiddenRoots;
+  if (!r.Strings(spec.hidden_roots, root_budget)) return std::nullopt;
   if (!r.AtEnd()) return std::nullopt;  // trailing bytes: not what the broker meant
   if (!IsValidRunSpec(spec)) return std::nullopt;
   return spec;

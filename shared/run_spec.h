@@ -67,17 +67,25 @@ struct RunSpec {
   uint32_t uid = 0;
   uint32_t gid = 0;
   RunLimits limits;
+  // The run's own view (worker/namespaces.h): a user and a mount namespace with a
+  // private /tmp, every hidden_roots directory covered by an empty tmpfs, and the skill
+  // directory bound back at skill_dir_path, which becomes the cwd.
+  bool namespaces = false;
+  std::string skill_dir_path;             // real absolute path of the skill directory (fd 7)
+  std::vector<std::string> hidden_roots;  // absolute, not "/"; shortest first
   bool seccomp = true;       // load seccomp_bpf as the last step before exec
   std::string seccomp_bpf;   // the compiled policy (seccomp/policy.h): struct sock_filter
                              // records; required when seccomp, empty otherwise
 };
 
 inline constexpr size_t kRunSpecMaxBpfBytes = 4096 * 8;  // BPF_MAXINSNS instructions
+inline constexpr size_t kRunSpecMaxHiddenRoots = 64;
 
 // The wire format (little-endian, no padding; see shared/run_spec.cc):
-//   "SMRS" u32 version=2 | u8 program u8 switch_ids u8 seccomp u8 0 | u32 uid u32 gid |
-//   u64 nproc,address_space,data,cpu_seconds,fsize,nofile | str script_path |
-//   u32 argc, argc x str | u32 envc, envc x str | str seccomp_bpf
+//   "SMRS" u32 version=3 | u8 program u8 switch_ids u8 seccomp u8 namespaces | u32 uid
+//   u32 gid | u64 nproc,address_space,data,cpu_seconds,fsize,nofile | str script_path |
+//   u32 argc, argc x str | u32 envc, envc x str | str seccomp_bpf | str skill_dir_path |
+//   u32 rootc, rootc x str
 //                                                           (str = u32 length + bytes)
 // Encode does not validate; Decode (and the worker) accept only what IsValidRunSpec does.
 std::string EncodeRunSpec(const RunSpec& spec);
@@ -86,8 +94,9 @@ std::string EncodeRunSpec(const RunSpec& spec);
 // most kRunSpecMaxStrings entries; every envp entry NAME=value with NAME matching
 // [A-Za-z_][A-Za-z0-9_]* and no NAME twice; kNodeScript needs an absolute
 // script_path, kDirectArgv a non-empty args; with seccomp, seccomp_bpf is 1 to
-// kRunSpecMaxBpfBytes / 8 whole 8-byte instructions, without it empty. Brokers can
-// check a spec before forking.
+// kRunSpecMaxBpfBytes / 8 whole 8-byte instructions, without it empty; with namespaces
+// an absolute skill_dir_path and at most kRunSpecMaxHiddenRoots absolute hidden_roots
+// other than "/", without them both empty. Brokers can check a spec before forking.
 bool IsValidRunSpec(const RunSpec& spec);
 
 // nullopt on any malformed, oversized or trailing input.

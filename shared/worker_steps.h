@@ -1,4 +1,5 @@
-// The worker's setup steps, in the order the worker performs them.
+// The worker's setup steps, in the order the worker performs them (the two namespace
+// steps, numbered last, come right after the identity switch).
 //
 // Contract between the broker (broker/run) and skill-mcp-worker: when a setup step
 // fails, the worker writes one WorkerFailure{step, errno} (shared/run_spec.h) on the
@@ -36,6 +37,10 @@ enum class WorkerStep : int32_t {
   kChdir = 216,          // fchdir(7) into the skill directory, close 7
   kSeccomp = 217,        // install the seccomp policy (seccomp/)
   kExec = 218,           // execveat(5, "", argv, envp, AT_EMPTY_PATH)
+  // With RunSpec::namespaces only, right after kSetUid (worker/main.cc); numbered
+  // after kExec so that the codes above stay what they were.
+  kUserNamespace = 219,  // unshare(CLONE_NEWUSER|CLONE_NEWNS), own uid/gid maps
+  kMountView = 220,      // private /tmp, skills roots covered, the skill dir bound back
 };
 
 inline constexpr int32_t kWorkerStepFirst = 200;
@@ -82,13 +87,18 @@ inline const char* DescribeWorkerStep(WorkerStep step) {
       return "install the seccomp filter";
     case WorkerStep::kExec:
       return "execute the interpreter";
+    case WorkerStep::kUserNamespace:
+      return "create the run's user and mount namespace";
+    case WorkerStep::kMountView:
+      return "build the run's filesystem view (private /tmp, other skills hidden)";
   }
   return "complete an unknown setup step";
 }
 
 // The step named by a worker exit code, if the code is one of ours.
 inline std::optional<WorkerStep> WorkerStepFromExitCode(int code) {
-  if (code < static_cast<int>(WorkerStep::kReadSpec) || code > static_cast<int>(WorkerStep::kExec))
+  if (code < static_cast<int>(WorkerStep::kReadSpec) ||
+      code > static_cast<int>(WorkerStep::kMountView))
     return std::nullopt;
   return static_cast<WorkerStep>(code);
 }

@@ -15,6 +15,7 @@
 #include "worker/fds.h"
 #include "worker/identity.h"
 #include "worker/limits.h"
+#include "worker/namespaces.h"
 #include "worker/report.h"
 #include "worker/session.h"
 #include "worker/spec_input.h"
@@ -49,6 +50,13 @@ void Run() {
     Check(CheckTargetIds(spec.uid, spec.gid));
     Check(SwitchIds(spec.uid, spec.gid));
   }
+  // 8b. With namespaces: the run's own user and mount namespace and filesystem view
+  //     (worker/namespaces.h). The worker holds CAP_SETPCAP over the new namespace, so
+  //     the bounding set is emptied now even where step 7 lacked the capability.
+  if (spec.namespaces) {
+    Check(EnterRunView(spec));
+    Check(DropBoundingSet(/*will_be_root=*/true));  // strict: every drop must succeed
+  }
   // 9. Ambient, effective, permitted and inheritable capabilities: all cleared.
   Check(ClearCapabilities());
   // 10. Verify: the ids cannot be switched back, no capability is left.
@@ -58,7 +66,13 @@ void Run() {
   //     an unprivileged process may install a seccomp filter.
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) FailAndExit({WorkerStep::kNoNewPrivs, errno});
   // 12. The skill directory becomes the cwd; its descriptor does not reach the script.
-  if (fchdir(kWorkerSkillDirFd) != 0) FailAndExit({WorkerStep::kChdir, errno});
+  //     In the run's view, by its bound path: fd 7 belongs to the host's mount
+  //     namespace, where ".." would lead back to the hidden skills.
+  if (spec.namespaces) {
+    Check(EnterBoundSkillDir(spec.skill_dir_path, kWorkerSkillDirFd));
+  } else if (fchdir(kWorkerSkillDirFd) != 0) {
+    FailAndExit({WorkerStep::kChdir, errno});
+  }
   close(kWorkerSkillDirFd);
   // argv/envp are built before the filter so that nothing but the exec follows it.
   const ExecPlan plan(spec);

@@ -61,6 +61,12 @@ std::unique_ptr<Boot> BootBroker() {
   // 5. The catalogue, scanned once.
   b->roots = ResolveRoots(b->env);
   b->catalogue = ScanCatalogue(b->roots.paths, b->roots.from);
+  {
+    std::vector<std::string> dirs;
+    for (const Skill& s : b->catalogue.skills) dirs.push_back(s.source);
+    SetHiddenRoots(*b->launch, b->roots.paths, dirs);
+    b->facts.worker = LayerFacts(*b->launch);  // SetHiddenRoots may have refused runs
+  }
   b->grants = DecideGrants(
       b->catalogue, [env = &b->env](std::string_view n) { return env->GetConfig(n); },
       is_present);

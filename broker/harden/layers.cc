@@ -120,6 +120,16 @@ std::vector<Layer> ComputeLayers(const IsolationFacts& f) {
                                                 : "no resource limits are configured",
                      "set the SKILL_MCP_LIMIT_* options to positive values"));
 
+  const bool ns_on = f.worker.namespaces_configured && f.worker.namespaces_problem.empty();
+  out.push_back(Make("run-namespaces", ns_on, f.worker.namespaces_configured,
+                     ns_on ? "each run gets its own user and mount namespace: a private /tmp, "
+                             "and the other skills do not exist"
+                     : f.worker.namespaces_configured
+                         ? f.worker.namespaces_problem
+                         : "runs share the host's /tmp and can read the other skills' bundles "
+                           "(SKILL_MCP_NAMESPACES is off)",
+                     "set SKILL_MCP_NAMESPACES=on where unprivileged user namespaces are allowed"));
+
   out.push_back(Make(
       "runs", f.worker.runs_possible, false,
       f.worker.runs_possible ? "the worker and the pinned node are open" : f.worker.runs_reason,

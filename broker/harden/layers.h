@@ -24,6 +24,8 @@ struct Layer {
 // Worker-side facts come from the run area's launch configuration.
 struct WorkerLayerFacts {
   bool seccomp_configured = true;
+  bool namespaces_configured = false;  // SKILL_MCP_NAMESPACES=on
+  std::string namespaces_problem;      // why that cannot work here (the boot probe)
   bool limits_configured = false;
   std::string limits_text;  // e.g. "nproc 64, as 4096 MiB, cpu 300 s, fsize 64 MiB, nofile 256"
   bool runs_possible = false;

@@ -6,10 +6,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <set>
 
+#include "broker/run/namespace_probe.h"
 #include "config.h"
 #include "seccomp/policy.h"
 #include "shared/run_limits_default.h"
@@ -125,6 +128,18 @@ LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState
     }
   }
 
+  std::optional<std::string> ns = env.GetConfig("SKILL_MCP_NAMESPACES");
+  if (ns) {
+    if (*ns == "on" || *ns == "1") {
+      c.namespaces = true;
+    } else if (*ns == "off" || *ns == "0") {
+      c.namespaces = false;
+    } else {
+      result.error = "SKILL_MCP_NAMESPACES=\"" + *ns + "\" is neither on nor off";
+      return result;
+    }
+  }
+
   c.switch_ids = privileges.worker_switch;
   if (c.switch_ids) {
     c.uid = privileges.run_as.uid;
@@ -180,14 +195,56 @@ LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState
                  "the seccomp policy cannot be compiled (" + std::strerror(-rc) +
                  "); runs stay off while SKILL_MCP_SECCOMP is on";
   }
+  if (c.namespaces && why_not.empty()) {
+    // why: the view is requested, so a host that cannot build it runs nothing (fail
+    // closed) and says so at boot rather than at every run.
+    if (int err = ProbeRunNamespaces(c); err != 0) {
+      c.namespaces_problem = std::string("SKILL_MCP_NAMESPACES=on, but ") +
+                             (c.switch_ids ? "the run-as user" : "this user") +
+                             " cannot create a user and mount namespace here (" +
+                             std::strerror(err) +
+                             "); allow unprivileged user namespaces (under systemd: "
+                             "RestrictNamespaces=user mnt) or set SKILL_MCP_NAMESPACES=off";
+      why_not = c.namespaces_problem;
+    }
+  }
   c.refusal = why_not;
   result.config = std::move(c);
   return result;
 }
 
+std::vector<std::string> HiddenRoots(const std::vector<std::string>& roots,
+                                     const std::vector<std::string>& skill_dirs) {
+  std::set<std::string> all;
+  for (const std::string& r : roots) {
+    std::string real = RealPath(r);
+    if (!real.empty()) all.insert(real);
+  }
+  for (const std::string& d : skill_dirs) {
+    size_t slash = d.rfind('/');
+    if (slash != std::string::npos && slash > 0) all.insert(d.substr(0, slash));
+  }
+  all.erase("/");
+  std::vector<std::string> out(all.begin(), all.end());
+  std::stable_sort(out.begin(), out.end(),
+                   [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
+  return out;
+}
+
+void SetHiddenRoots(LaunchConfig& c, const std::vector<std::string>& roots,
+                    const std::vector<std::string>& skill_dirs) {
+  c.hidden_roots = HiddenRoots(roots, skill_dirs);
+  if (c.namespaces && c.hidden_roots.size() > kRunSpecMaxHiddenRoots && c.refusal.empty())
+    c.refusal = "SKILL_MCP_NAMESPACES=on, but the skills live in " +
+                std::to_string(c.hidden_roots.size()) + " directories (at most " +
+                std::to_string(kRunSpecMaxHiddenRoots) + " can be hidden from a run)";
+}
+
 WorkerLayerFacts LayerFacts(const LaunchConfig& c) {
   WorkerLayerFacts f;
   f.seccomp_configured = c.seccomp;
+  f.namespaces_configured = c.namespaces;
+  f.namespaces_problem = c.namespaces_problem;
   const RunLimits& l = c.limits;
   f.limits_configured =
       l.nproc || l.address_space || l.data || l.cpu_seconds || l.fsize || l.nofile;

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "broker/harden/env_store.h"
 #include "broker/harden/layers.h"
@@ -26,6 +27,9 @@ struct LaunchConfig {
   RunLimits limits;
   bool seccomp = true;
   std::string seccomp_bpf;  // compiled once here, handed to every worker (RunSpec)
+  bool namespaces = false;  // each run in its own user + mount namespace (worker/namespaces.h)
+  std::string namespaces_problem;  // the boot probe failed: why (runs are then refused)
+  std::vector<std::string> hidden_roots;  // what those runs do not see (SetHiddenRoots)
   std::string refusal;  // non-empty: why runs are refused (missing node or worker)
 
   bool ready() const { return refusal.empty() && worker.valid() && node.valid(); }
@@ -37,6 +41,7 @@ struct LaunchConfigResult {
 };
 
 // Options: SKILL_MCP_WORKER, SKILL_MCP_NODE, SKILL_MCP_SECCOMP (on|off),
+// SKILL_MCP_NAMESPACES (off|on; on probes the host once and refuses runs if it cannot),
 // SKILL_MCP_LIMIT_{NPROC,AS_MB,DATA_MB,CPU_SECONDS,FSIZE_MB,NOFILE} (strict positive
 // integers). The run-as identity comes from what DropPrivileges resolved.
 LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState& privileges);
@@ -48,6 +53,16 @@ std::optional<uint64_t> ParsePositive(std::string_view text);
 // Pure: the first absolute directory of a PATH value holding an executable regular
 // `name`; relative entries are skipped (they would depend on the cwd). "" when none.
 std::string SearchPath(std::string_view path_value, std::string_view name);
+
+// After the catalogue scan: the directories a namespaced run must not see, i.e. every
+// skills root (real path) and every skill's parent directory, without "/", shortest
+// first. More than kRunSpecMaxHiddenRoots refuses runs (a view could not be built).
+void SetHiddenRoots(LaunchConfig& config, const std::vector<std::string>& roots,
+                    const std::vector<std::string>& skill_dirs);
+
+// Pure: the list SetHiddenRoots keeps.
+std::vector<std::string> HiddenRoots(const std::vector<std::string>& roots,
+                                     const std::vector<std::string>& skill_dirs);
 
 // What the isolation report needs from this configuration.
 WorkerLayerFacts LayerFacts(const LaunchConfig& config);

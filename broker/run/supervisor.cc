@@ -163,6 +163,11 @@ std::string RunSupervisor::Start(RunRequest request, Done on_done) {
   spec.limits = config_.limits;
   spec.seccomp = config_.seccomp;
   spec.seccomp_bpf = config_.seccomp_bpf;
+  if (config_.namespaces) {
+    spec.namespaces = true;
+    spec.skill_dir_path = request.skill_dir_path;
+    spec.hidden_roots = config_.hidden_roots;
+  }
   bool valid = IsValidRunSpec(spec);
   std::string encoded = valid ? EncodeRunSpec(spec) : std::string();
   for (std::string& e : spec.envp) Wipe(e);  // why: values leave plain memory at once

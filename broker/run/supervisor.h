@@ -33,6 +33,7 @@ struct RunRequest {
   std::string skill;             // directory name, for the receipt
   std::string script;            // declared relative path, already string-checked
   int skill_dir_fd = -1;         // Skill::dir (borrowed; O_PATH|O_DIRECTORY)
+  std::string skill_dir_path;    // Skill::source: its real path (the run's view binds it)
   std::string script_real_path;  // real absolute path (node's module identity)
   std::vector<std::string> args;
   std::vector<std::string> env_names;  // sorted; values come from the EnvStore

@@ -196,6 +196,7 @@ void SkillRunTool::Dispatch(const Prepared& p, const Json& request_id, ToolDone 
   RunRequest req;
   req.skill = p.skill->name;
   req.skill_dir_fd = p.skill->dir.get();
+  req.skill_dir_path = p.skill->source;
   req.script = p.script.script;
   req.script_real_path = p.script_real_path;
   req.args = p.args;

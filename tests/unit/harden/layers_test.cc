@@ -43,6 +43,26 @@ TEST(Layers, AllDemandedOnGivesExitZero) {
             0);
 }
 
+// Off by default and not demanded; asked for, it is demanded, and a failed boot probe
+// turns it off with the probe's reason and fails doctor.
+TEST(Layers, RunNamespacesAreDemandedOnceAskedFor) {
+  EXPECT_EQ(InChild([] {
+              IsolationFacts f = GoodFacts();
+              auto off = ComputeLayers(f);
+              const Layer* l = Find(off, "run-namespaces");
+              if (!l || l->on || l->demanded || DoctorExitCode(off) != 0) return 1;
+              f.worker.namespaces_configured = true;
+              auto on = ComputeLayers(f);
+              if (!Find(on, "run-namespaces")->on || DoctorExitCode(on) != 0) return 2;
+              f.worker.namespaces_problem = "probe said EPERM";
+              auto failed = ComputeLayers(f);
+              l = Find(failed, "run-namespaces");
+              if (l->on || !l->demanded || l->reason != "probe said EPERM") return 3;
+              return DoctorExitCode(failed) == 1 ? 0 : 4;
+            }),
+            0);
+}
+
 TEST(Layers, DumpableIsReadFromTheKernelNotAssumed) {
   EXPECT_EQ(InChild([] {
               IsolationFacts f = GoodFacts();

@@ -128,6 +128,28 @@ TEST(ResolveLaunchConfig, LimitOverridesAndRunAs) {
   EXPECT_EQ(r.config->gid, 64005u);
 }
 
+// What a namespaced run must not see: every root (real path) and every skill's parent,
+// never "/", shortest first so that a cover hides what lies beneath it.
+TEST(HiddenRoots, RootsAndSkillParentsShortestFirstWithoutSlash) {
+  char tmpl[] = "/tmp/skillmcp-hr-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string root = tmpl;
+  ASSERT_EQ(symlink(root.c_str(), (root + "-link").c_str()), 0);
+  const auto hidden = HiddenRoots({root + "-link", "/", "/nonexistent/root"},
+                                  {root + "/a", root + "/nested/deeper/b", "/c"});
+  EXPECT_EQ(hidden, (std::vector<std::string>{root, root + "/nested/deeper"}));
+  unlink((root + "-link").c_str());
+  rmdir(root.c_str());
+}
+
+TEST(ResolveLaunchConfig, NamespacesOptionIsStrict) {
+  EnvStore env = WorkingEnv();
+  env.Set("SKILL_MCP_NAMESPACES", "maybe");
+  LaunchConfigResult r = ResolveLaunchConfig(env, PrivilegeState{});
+  EXPECT_FALSE(r.config.has_value());
+  EXPECT_NE(r.error.find("SKILL_MCP_NAMESPACES"), std::string::npos) << r.error;
+}
+
 TEST(ResolveLaunchConfig, BadLimitIsABootError) {
   for (const char* bad : {"abc", "0", "-5", "12MB", "99999999999999999999"}) {
     EnvStore env = WorkingEnv();

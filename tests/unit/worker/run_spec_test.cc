@@ -162,6 +162,33 @@ TEST(RunSpec, SeccompProgramSizeIsChecked) {
   EXPECT_TRUE(IsValidRunSpec(off));
 }
 
+TEST(RunSpec, NamespacesNeedAnAbsoluteSkillPathAndNeverHideTheRoot) {
+  RunSpec s = Sample();
+  s.namespaces = true;
+  s.skill_dir_path = "/srv/skills/weather";
+  s.hidden_roots = {"/srv/skills", "/tmp/more"};
+  auto d = DecodeRunSpec(EncodeRunSpec(s));
+  ASSERT_TRUE(d.has_value());
+  EXPECT_TRUE(d->namespaces);
+  EXPECT_EQ(d->skill_dir_path, s.skill_dir_path);
+  EXPECT_EQ(d->hidden_roots, s.hidden_roots);
+  for (auto bad : {std::vector<std::string>{"/"}, std::vector<std::string>{"relative"},
+                   std::vector<std::string>{""}}) {
+    RunSpec b = s;
+    b.hidden_roots = bad;
+    EXPECT_FALSE(DecodeRunSpec(EncodeRunSpec(b)).has_value()) << bad[0];
+  }
+  RunSpec rel = s;
+  rel.skill_dir_path = "weather";
+  EXPECT_FALSE(DecodeRunSpec(EncodeRunSpec(rel)).has_value());
+  RunSpec many = s;
+  many.hidden_roots.assign(kRunSpecMaxHiddenRoots + 1, "/srv/x");
+  EXPECT_FALSE(DecodeRunSpec(EncodeRunSpec(many)).has_value());
+  RunSpec off = s;  // a view that would not be built: the broker meant something else
+  off.namespaces = false;
+  EXPECT_FALSE(IsValidRunSpec(off));
+}
+
 TEST(RunSpec, NodeScriptNeedsAnAbsolutePathAndDirectArgvAnArgv0) {
   RunSpec rel = Sample();
   rel.script_path = "scripts/main.js";

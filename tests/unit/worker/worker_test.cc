@@ -103,6 +103,42 @@ TEST_F(WorkerTest, SwitchedIdentityNoCapabilitiesNoNewPrivsSeccompAndLimits) {
   EXPECT_EQ(kv["SigIgn"], kZeroCaps);
 }
 
+// ---- the run's own namespaces (worker/namespaces.h) ----------------------------------
+
+// A namespaced spec for the probe; SKIPs the caller when this host refuses user
+// namespaces to the run-as uid (then the layer is reported off and runs are refused).
+#define SKIP_WITHOUT_USER_NAMESPACES(r)                                                   \
+  if ((r).failure && (r).failure->step == static_cast<int32_t>(WorkerStep::kUserNamespace)) \
+  GTEST_SKIP() << "this host refuses a user namespace to uid " << kNobody << ": "         \
+               << strerror((r).failure->err)
+
+TEST_F(WorkerTest, NamespacedRunSeesItsBoundSkillDirAndHasNoBoundingSet) {
+  RunSpec spec = ProbeSpec({"status"});
+  spec.namespaces = true;
+  spec.skill_dir_path = dir_.path();
+  spec.hidden_roots = {"/tmp"};
+  const LaunchResult r = Probe(spec);
+  SKIP_WITHOUT_USER_NAMESPACES(r);
+  ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
+  auto kv = KeyValues(r.out);
+  EXPECT_EQ(kv["Cwd"], dir_.path());
+  EXPECT_EQ(kv["CapBnd"], kZeroCaps) << "the namespace's CAP_SETPCAP empties the bounding set";
+  EXPECT_EQ(kv["CapEff"], kZeroCaps);
+  EXPECT_EQ(kv["Uid"], "65534 65534 65534 65534");
+}
+
+// The directory bound into the view must be the one the broker checked (fd 7): a path
+// that now names another directory is refused, never bound.
+TEST_F(WorkerTest, NamespacedRunRefusesASkillPathThatIsNotTheCheckedDirectory) {
+  TempDir elsewhere;
+  RunSpec spec = ProbeSpec({"status"});
+  spec.namespaces = true;
+  spec.skill_dir_path = elsewhere.path();
+  const LaunchResult r = Probe(spec);
+  SKIP_WITHOUT_USER_NAMESPACES(r);
+  ExpectStep(r, WorkerStep::kMountView, ESTALE);
+}
+
 // The worker loads the broker's program as is; one the kernel refuses is a failed
 // setup step, never a run without the filter.
 TEST_F(WorkerTest, AProgramTheKernelRefusesFailsTheSeccompStep) {

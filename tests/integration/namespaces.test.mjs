@@ -1,0 +1,140 @@
+// SKILL_MCP_NAMESPACES=on: each run in its own user and mount namespace, with a private
+// /tmp and a filesystem in which the other skills do not exist. Every rule is checked
+// against the same script with the option off (the control), and a host that refuses
+// user namespaces (unshare denied by seccomp, as a container profile would) makes the
+// broker refuse runs and `doctor` fail, never run without the view.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import { freshDir, removeDir, skillMd } from './fixtures.mjs';
+import { BIN, callJson, connect, serverEnv } from './lib.mjs';
+
+// Prints what the script can see, and leaves a file in /tmp named by argv[2].
+const VIEW_JS = `'use strict';
+const fs = require('node:fs');
+const path = require('node:path');
+const helper = require('./helper');
+const leave = process.argv[2];
+const seen = fs.existsSync(leave);
+fs.writeFileSync(leave, 'left by a run');
+const tryRead = (p) => { try { fs.readFileSync(p); return 'read'; } catch (e) { return e.code; } };
+const status = fs.readFileSync('/proc/self/status', 'utf8');
+console.log(JSON.stringify({
+  helper: helper(),
+  cwd: process.cwd(),
+  uid: process.getuid(),
+  hostFile: fs.existsSync(process.argv[3]),
+  leftBefore: seen,
+  siblings: fs.readdirSync(path.dirname(process.cwd())).sort(),
+  other: tryRead(path.join(path.dirname(process.cwd()), 'other', 'notes.md')),
+  capBnd: /CapBnd:\\s+(\\S+)/.exec(status)[1],
+}));
+`;
+
+let root;
+let hostFile;
+before(() => {
+  root = freshDir('skill-mcp-ns-');
+  const view = join(root, 'view');
+  mkdirSync(join(view, 'scripts'), { recursive: true });
+  writeFileSync(join(view, 'SKILL.md'), skillMd(
+    'name: view\ndescription: Shows its view.\nmcp-host:\n  version: 1\n  run:\n' +
+    '    - script: scripts/view.js\n      interpreter: node\n', '\n# View\n'));
+  writeFileSync(join(view, 'scripts', 'view.js'), VIEW_JS);
+  writeFileSync(join(view, 'scripts', 'helper.js'), "module.exports = () => 'required';\n");
+  const other = join(root, 'other');
+  mkdirSync(other);
+  writeFileSync(join(other, 'SKILL.md'), skillMd('name: other\ndescription: Another.', '\n# Other\n'));
+  writeFileSync(join(other, 'notes.md'), 'not for the view skill\n');
+  hostFile = join(tmpdir(), `skill-mcp-ns-host-${process.pid}`);
+  writeFileSync(hostFile, 'on the host');
+});
+after(() => {
+  removeDir(root);
+  rmSync(hostFile, { force: true });
+});
+
+async function runView(env, leave) {
+  const conn = await connect({ env: { SKILLS_DIR: root, MCP_CONFIRM_MODE: 'auto', ...env } });
+  try {
+    const args = { name: 'view', script: 'scripts/view.js', args: [leave, hostFile] };
+    const first = await callJson(conn.client, 'skill_run', args);
+    assert.equal(first.json?.status, 'confirmation-required', first.text);
+    const done = await callJson(conn.client, 'skill_run',
+                                { ...args, confirmToken: first.json.confirmToken });
+    assert.equal(done.isError, false, done.text);
+    assert.equal(done.json.exitCode, 0, done.text);
+    return JSON.parse(done.json.stdout);
+  } finally {
+    await conn.close();
+  }
+}
+
+// Whether this host lets the run-as user create a user namespace at all.
+function hostAllowsNamespaces() {
+  const r = spawnSync(BIN, ['doctor'], { env: serverEnv({ SKILLS_DIR: root, SKILL_MCP_NAMESPACES: 'on' }),
+                                         encoding: 'utf8' });
+  return /run-namespaces: on/.test(r.stdout) ? '' : r.stdout.split('\n').find((l) => /run-namespaces/.test(l)) ?? r.stdout;
+}
+
+describe('SKILL_MCP_NAMESPACES=on', () => {
+  test('the script sees a private /tmp, only its own skill, and no capability at all', async (t) => {
+    const why = hostAllowsNamespaces();
+    if (why) return t.skip(`this host refuses user namespaces: ${why}`);
+    const leave = join(tmpdir(), `skill-mcp-ns-left-${process.pid}-on`);
+    const seen = await runView({ SKILL_MCP_NAMESPACES: 'on' }, leave);
+    assert.equal(seen.helper, 'required', 'require() beside the script works in the view');
+    assert.equal(seen.cwd, join(root, 'view'), 'cwd is the skill directory at its real path');
+    assert.equal(seen.hostFile, false, 'the host /tmp is not visible');
+    assert.deepEqual(seen.siblings, ['view'], 'the skills root holds only this skill');
+    assert.equal(seen.other, 'ENOENT', 'the other skill does not exist');
+    assert.equal(seen.capBnd, '0000000000000000', 'the bounding set is empty');
+    assert.equal(existsSync(leave), false, 'what the run left in its /tmp stays there');
+    // A second run starts with an empty /tmp again.
+    const again = await runView({ SKILL_MCP_NAMESPACES: 'on' }, leave);
+    assert.equal(again.leftBefore, false, 'runs do not share /tmp');
+    assert.equal(again.uid, seen.uid);
+  });
+
+  test('control: with the option off the same script sees the host', async () => {
+    const leave = join(tmpdir(), `skill-mcp-ns-left-${process.pid}-off`);
+    try {
+      const seen = await runView({}, leave);
+      assert.equal(seen.hostFile, true);
+      assert.deepEqual(seen.siblings, ['other', 'view']);
+      assert.equal(seen.other, 'read');
+      assert.equal(existsSync(leave), true);
+    } finally {
+      rmSync(leave, { force: true });
+    }
+  });
+
+  test('a host that refuses user namespaces: runs are refused and doctor fails', async () => {
+    const denied = process.env.SKILL_MCP_TEST_UNSHARE_DENIED;
+    assert.ok(denied, 'SKILL_MCP_TEST_UNSHARE_DENIED names the wrapper (meson sets it)');
+    const env = serverEnv({ SKILLS_DIR: root, SKILL_MCP_NAMESPACES: 'on', MCP_CONFIRM_MODE: 'auto' });
+    const doctor = spawnSync(denied, [BIN, 'doctor'], { env, encoding: 'utf8' });
+    assert.equal(doctor.status, 1, doctor.stdout + doctor.stderr);
+    assert.match(doctor.stdout, /run-namespaces: off/);
+    assert.match(doctor.stdout, /cannot create a user and mount namespace here \(Operation not permitted\)/);
+    // The same broker serving: skill_run refuses with that reason, nothing runs.
+    const leave = join(tmpdir(), `skill-mcp-ns-left-${process.pid}-denied`);
+    const lines = [
+      { jsonrpc: '2.0', id: 1, method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } },
+      { jsonrpc: '2.0', id: 2, method: 'tools/call',
+        params: { name: 'skill_run', arguments: { name: 'view', script: 'scripts/view.js', args: [leave, hostFile] } } },
+    ].map((m) => JSON.stringify(m)).join('\n') + '\n';
+    const served = spawnSync(denied, [BIN], { env, input: lines, encoding: 'utf8' });
+    const answer = served.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((m) => m.id === 2);
+    assert.ok(answer, served.stdout + served.stderr);
+    const text = answer.result.content[0].text;
+    assert.equal(answer.result.isError, true, text);
+    assert.match(text, /SKILL_MCP_NAMESPACES=on/);
+    assert.equal(existsSync(leave), false, 'nothing ran');
+  });
+});

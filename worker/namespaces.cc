@@ -1,0 +1,117 @@
+#include "worker/namespaces.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "shared/unique_fd.h"
+
+namespace skillmcp::worker {
+namespace {
+
+int WriteProcFile(const char* path, const std::string& text) {
+  UniqueFd fd(open(path, O_WRONLY | O_CLOEXEC));
+  if (!fd.valid()) return errno;
+  ssize_t n = write(fd.get(), text.data(), text.size());
+  if (n < 0) return errno;
+  return static_cast<size_t>(n) == text.size() ? 0 : EIO;
+}
+
+bool SameDirectory(const struct stat& a, const struct stat& b) {
+  return S_ISDIR(a.st_mode) && S_ISDIR(b.st_mode) && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+// mkdir -p for the components of `path` that do not exist; only ever reached beneath a
+// tmpfs this worker mounted (elsewhere every component exists).
+int MakeParents(const std::string& path) {
+  for (size_t i = 1; i <= path.size(); ++i) {
+    if (i != path.size() && path[i] != '/') continue;
+    const std::string prefix = path.substr(0, i);
+    if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) return errno;
+  }
+  return 0;
+}
+
+StepResult MountFailed(int err) { return StepFailed(WorkerStep::kMountView, err); }
+
+}  // namespace
+
+StepResult EnterRunView(const RunSpec& spec) {
+  const uid_t uid = geteuid();
+  const gid_t gid = getegid();
+  // The uid switch made the worker non-dumpable, which makes /proc/self/* root-owned:
+  // the maps below could not be written. Dumpable again only until the maps are set.
+  if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) return StepFailed(WorkerStep::kUserNamespace, errno);
+  if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0)
+    return StepFailed(WorkerStep::kUserNamespace, errno);
+  // why: the script keeps exactly its own uid and gid; nothing else (root included) is
+  // mapped, and setgroups stays refused so no group can be dropped to gain access.
+  if (int e = WriteProcFile("/proc/self/setgroups", "deny"); e != 0)
+    return StepFailed(WorkerStep::kUserNamespace, e);
+  if (int e = WriteProcFile("/proc/self/uid_map",
+                            std::to_string(uid) + " " + std::to_string(uid) + " 1");
+      e != 0)
+    return StepFailed(WorkerStep::kUserNamespace, e);
+  if (int e = WriteProcFile("/proc/self/gid_map",
+                            std::to_string(gid) + " " + std::to_string(gid) + " 1");
+      e != 0)
+    return StepFailed(WorkerStep::kUserNamespace, e);
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) return StepFailed(WorkerStep::kUserNamespace, errno);
+
+  // why: nothing mounted below may propagate back into the host's mount namespace.
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return MountFailed(errno);
+  // A bind source must belong to this mount namespace, so the skill directory is
+  // opened again here by path; it must be the directory the broker checked (fd 7).
+  UniqueFd dir(open(spec.skill_dir_path.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir.valid()) return MountFailed(errno);
+  struct stat checked {}, reopened {};
+  if (fstat(kWorkerSkillDirFd, &checked) != 0 || fstat(dir.get(), &reopened) != 0)
+    return MountFailed(errno);
+  // why: a directory swapped since the broker's check is refused, never bound.
+  if (!SameDirectory(checked, reopened)) return MountFailed(ESTALE);
+
+  constexpr unsigned long kTmpFlags = MS_NOSUID | MS_NODEV;
+  if (mount("tmpfs", "/tmp", "tmpfs", kTmpFlags, kRunTmpOptions) != 0) return MountFailed(errno);
+  std::vector<const std::string*> covered;
+  for (const std::string& root : spec.hidden_roots) {
+    struct stat st {};
+    // A root beneath an earlier cover (e.g. under /tmp) is already gone.
+    if (stat(root.c_str(), &st) != 0) {
+      if (errno == ENOENT) continue;
+      return MountFailed(errno);
+    }
+    if (mount("tmpfs", root.c_str(), "tmpfs", kTmpFlags | MS_NOEXEC, "mode=0755,size=1m") != 0)
+      return MountFailed(errno);
+    covered.push_back(&root);
+  }
+  if (int e = MakeParents(spec.skill_dir_path); e != 0) return MountFailed(e);
+  const std::string source = "/proc/self/fd/" + std::to_string(dir.get());
+  if (mount(source.c_str(), spec.skill_dir_path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
+    return MountFailed(errno);
+  // The covers become read-only once the skill's mount point is made.
+  for (const std::string* root : covered) {
+    if (mount(nullptr, root->c_str(), nullptr, MS_REMOUNT | MS_RDONLY | kTmpFlags | MS_NOEXEC,
+              nullptr) != 0)
+      return MountFailed(errno);
+  }
+  return StepOk();
+}
+
+StepResult EnterBoundSkillDir(const std::string& path, int skill_dir_fd) {
+  if (chdir(path.c_str()) != 0) return StepFailed(WorkerStep::kChdir, errno);
+  struct stat cwd {}, checked {};
+  if (stat(".", &cwd) != 0 || fstat(skill_dir_fd, &checked) != 0)
+    return StepFailed(WorkerStep::kChdir, errno);
+  if (!SameDirectory(cwd, checked)) return StepFailed(WorkerStep::kChdir, ESTALE);
+  return StepOk();
+}
+
+}  // namespace skillmcp::worker

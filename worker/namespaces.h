@@ -1,0 +1,31 @@
+// The run's own view of the filesystem (optional, RunSpec::namespaces; the broker's
+// SKILL_MCP_NAMESPACES=on). After the identity switch the worker enters a new user and
+// mount namespace, where it holds capabilities over that namespace only, and builds:
+//   - a private, empty /tmp (tmpfs): nothing left there by other runs, other skills or
+//     other users is visible, and nothing this run leaves there outlives it;
+//   - an empty read-only tmpfs over every skills root: the other skills' bundles do not
+//     exist;
+//   - the skill's own directory bound back at its real path, verified to be the very
+//     directory the broker checked (fd 7), so the script's paths and require() work.
+// The namespace's capabilities go with the capability steps that follow; the seccomp
+// filter then refuses unshare, setns and mount, so the script cannot undo any of it.
+#pragma once
+
+#include <string>
+
+#include "shared/run_spec.h"
+#include "worker/step_result.h"
+
+namespace skillmcp::worker {
+
+inline constexpr char kRunTmpOptions[] = "mode=1777,size=256m,nr_inodes=65536";
+
+// kUserNamespace, then kMountView. Call after the identity switch (the namespace maps
+// exactly the run-as uid and gid onto themselves) and before the capability steps.
+StepResult EnterRunView(const RunSpec& spec);
+
+// kChdir with namespaces: chdir to the bound skill directory by path, then require it
+// to be the directory of fd 7 (same device and inode).
+StepResult EnterBoundSkillDir(const std::string& path, int skill_dir_fd);
+
+}  // namespace skillmcp::worker
