@@ -2,7 +2,7 @@
 // as JSON in argv[2]. Prints one "ok"/"not ok" line per check; exits 1 on any failure.
 //   expect: { skills?: [names that must be listed],
 //             load?: "skill", file?: "expected text fragment",
-//             run?: { uid, gid?, envNames?, tokenGiven?, boundingWithin? } // the probe's view;
+//             run?: { uid, gid?, envNames?, tokenGiven?, boundingWithin?, boundingEmpty? } // the probe's view;
 //                                  tokenGiven: the session used a token from elsewhere
 //             previewOnly?: true, rejected?: "TOKEN_INVALID" (the token call's error),
 //             broker?: { uid: "<service uid>", capEff: "<hex>" } } // from inspect
@@ -72,7 +72,10 @@ if (expect.run) {
     // inherited (boundingWithin: what it may be at most): harmless only because the
     // script is not root and no_new_privs stops every exec from gaining a capability.
     const bnd = seen.CapBnd?.[0] ?? 'x';
-    if (/^0+$/.test(bnd)) {
+    if (expect.run.boundingEmpty) {
+      // In its own user namespace the worker holds CAP_SETPCAP there: nothing is left.
+      check(/^0+$/.test(bnd), 'the script bounding set is empty (emptied in its user namespace)', show(seen.CapBnd));
+    } else if (/^0+$/.test(bnd)) {
       check(true, 'the script bounding set is empty');
     } else if (expect.run.boundingWithin != null &&
                (BigInt(`0x${bnd}`) & ~BigInt(`0x${expect.run.boundingWithin}`)) !== 0n) {

@@ -96,10 +96,11 @@ session "{\"run\":{\"name\":\"probe\",\"script\":\"scripts/status.js\",\"confirm
   "{\"run\":{\"uid\":\"${run_uid}\",\"tokenGiven\":true}}" || rc=1
 [[ ${rc} == 0 ]] && echo "ok - a token from one broker is honoured by the next (MCP_CONFIRM_SECRET credential loaded)"
 
-# Every broker of this run reported every isolation layer on at boot (the journal).
+# Every broker of this run reported every isolation layer on at boot (the journal),
+# but for run-namespaces, which is opt-in (stage 4 turns it on).
 layers=$(in_ctr journalctl --no-pager -o cat _COMM=skill-mcp 2>/dev/null | grep 'isolation:' || true)
-if [[ -n ${layers} ]] && ! grep -v 'off \[\]' <<<"${layers}" | grep -q .; then
-  echo "ok - every broker logged all isolation layers on: $(tail -n 1 <<<"${layers}")"
+if [[ -n ${layers} ]] && ! grep -v -E 'off \[(run-namespaces \(.*\))?\]$' <<<"${layers}" | grep -q .; then
+  echo "ok - every broker logged all isolation layers on but the opt-in run-namespaces: $(tail -n 1 <<<"${layers}")"
 else
   echo "not ok - a broker under the unit reported a layer off (or none reported):"
   echo "${layers:-<no isolation line in the journal>}"
@@ -118,6 +119,22 @@ if [[ ${doc_rc} == 0 ]] && grep -q "uid-switch: on" "${stage}/doctor.txt"; then
   echo "ok - skill-mcp doctor as the service user exits 0 with uid-switch on"
 else
   echo "not ok - skill-mcp doctor as the service user: exit ${doc_rc}"
+  rc=1
+fi
+
+# 4. SKILL_MCP_NAMESPACES=on under the unit, with the drop-in skill-mcp(1) documents:
+#    the run gets its own user and mount namespace, so its bounding set is empty too,
+#    and the broker's boot line has run-namespaces among the layers on.
+in_ctr mkdir -p /etc/systemd/system/skill-mcp@.service.d
+podman exec -i "${CTR}" sh -c 'cat >/etc/systemd/system/skill-mcp@.service.d/namespaces.conf' <"${SOURCE_ROOT}/packaging/systemd/namespaces.conf"
+in_ctr systemctl daemon-reload
+session '{"run":{"name":"probe","script":"scripts/status.js"}}' \
+  "{\"run\":{\"uid\":\"${run_uid}\",\"gid\":\"${run_gid}\",\"boundingEmpty\":true}}" || rc=1
+last=$(in_ctr journalctl --no-pager -o cat _COMM=skill-mcp 2>/dev/null | grep 'isolation:' | tail -n 1 || true)
+if grep -q 'on \[.*run-namespaces' <<<"${last}" && grep -q 'off \[\]' <<<"${last}"; then
+  echo "ok - with the namespaces drop-in every layer is on, run-namespaces included"
+else
+  echo "not ok - with the namespaces drop-in: ${last:-<no isolation line>}"
   rc=1
 fi
 

@@ -84,6 +84,22 @@ case ${mode} in
       exit 1
     fi
     echo "ok - with the documented network drop-in: exposure ${net_score} <= ${max_exposure}"
+    # The namespaces drop-in (packaging/systemd/namespaces.conf): user and mnt
+    # namespaces allowed, @mount added to the filter. Offline analysis reads no drop-in
+    # directory, so its two lines are applied to a copy of the unit.
+    dropin=$(dirname "$0")/../../packaging/systemd/namespaces.conf
+    grep -qx 'RestrictNamespaces=user mnt' "${dropin}" && grep -qx 'SystemCallFilter=@mount' "${dropin}" ||
+      { echo "FAIL: ${dropin} no longer has the lines this check applies"; exit 1; }
+    mkdir ns
+    sed -e 's/^RestrictNamespaces=yes$/RestrictNamespaces=user mnt/' \
+      -e 's/^\(SystemCallFilter=.*\)$/\1 @mount/' skill-mcp@.service >ns/skill-mcp@.service
+    ns_score=$(cd ns && systemd-analyze security --offline=true ./skill-mcp@.service 2>&1 |
+      sed -nE 's/.*Overall exposure level.*: ([0-9]+\.[0-9]+) .*/\1/p')
+    if [[ -z ${ns_score} ]] || ! awk -v s="${ns_score}" -v m="${max_exposure}" 'BEGIN { exit !(s <= m) }'; then
+      echo "FAIL: with the namespaces drop-in the exposure is '${ns_score}', above ${max_exposure}"
+      exit 1
+    fi
+    echo "ok - with the documented namespaces drop-in: exposure ${ns_score} <= ${max_exposure}"
     echo "PASS"
     ;;
   *)
