@@ -17,10 +17,8 @@
 namespace skillmcp::worker {
 namespace {
 
-int WriteProcFile(const char* path, const std::string& text) {
-  UniqueFd fd(open(path, O_WRONLY | O_CLOEXEC));
-  if (!fd.valid()) return errno;
-  ssize_t n = write(fd.get(), text.data(), text.size());
+int WriteAll(int fd, const std::string& text) {
+  ssize_t n = write(fd, text.data(), text.size());
   if (n < 0) return errno;
   return static_cast<size_t>(n) == text.size() ? 0 : EIO;
 }
@@ -47,24 +45,30 @@ StepResult MountFailed(int err) { return StepFailed(WorkerStep::kMountView, err)
 StepResult EnterRunView(const RunSpec& spec) {
   const uid_t uid = geteuid();
   const gid_t gid = getegid();
-  // The uid switch made the worker non-dumpable, which makes /proc/self/* root-owned:
-  // the maps below could not be written. Dumpable again only until the maps are set.
-  if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) return StepFailed(WorkerStep::kUserNamespace, errno);
   if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0)
     return StepFailed(WorkerStep::kUserNamespace, errno);
+  // The uid switch left the worker non-dumpable, which makes /proc/self/* root-owned, so
+  // the map files could not be opened. why: dumpable only while opening them (the write
+  // is checked against the opener), so a same-uid process gets no window worth having
+  // to attach; and past unshare the worker holds no capability outside its namespace.
+  if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) return StepFailed(WorkerStep::kUserNamespace, errno);
+  UniqueFd setgroups_fd(open("/proc/self/setgroups", O_WRONLY | O_CLOEXEC));
+  UniqueFd uid_map(open("/proc/self/uid_map", O_WRONLY | O_CLOEXEC));
+  UniqueFd gid_map(open("/proc/self/gid_map", O_WRONLY | O_CLOEXEC));
+  const int open_err = errno;
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) return StepFailed(WorkerStep::kUserNamespace, errno);
+  if (!setgroups_fd.valid() || !uid_map.valid() || !gid_map.valid())
+    return StepFailed(WorkerStep::kUserNamespace, open_err);
   // why: the script keeps exactly its own uid and gid; nothing else (root included) is
   // mapped, and setgroups stays refused so no group can be dropped to gain access.
-  if (int e = WriteProcFile("/proc/self/setgroups", "deny"); e != 0)
+  if (int e = WriteAll(setgroups_fd.get(), "deny"); e != 0)
     return StepFailed(WorkerStep::kUserNamespace, e);
-  if (int e = WriteProcFile("/proc/self/uid_map",
-                            std::to_string(uid) + " " + std::to_string(uid) + " 1");
+  if (int e = WriteAll(uid_map.get(), std::to_string(uid) + " " + std::to_string(uid) + " 1");
       e != 0)
     return StepFailed(WorkerStep::kUserNamespace, e);
-  if (int e = WriteProcFile("/proc/self/gid_map",
-                            std::to_string(gid) + " " + std::to_string(gid) + " 1");
+  if (int e = WriteAll(gid_map.get(), std::to_string(gid) + " " + std::to_string(gid) + " 1");
       e != 0)
     return StepFailed(WorkerStep::kUserNamespace, e);
-  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) return StepFailed(WorkerStep::kUserNamespace, errno);
 
   // why: nothing mounted below may propagate back into the host's mount namespace.
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return MountFailed(errno);
