@@ -12,6 +12,8 @@
 #   root         --user root (podman's default capabilities): the broker switches
 #                itself to skill-mcp keeping only SETUID/SETGID/KILL; scripts run as
 #                skill-mcp-run, their bounding set within those three
+#   namespaces   setid plus SKILL_MCP_NAMESPACES=on: each run in its own user and mount
+#                namespace under podman's default profile; the bounding set is empty
 # and `skill-mcp doctor` in each, plus a root start without the setid capabilities,
 # which the doctor must report as failing (a demanded uid switch cannot happen).
 # Usage: container.sh BUILD_DIR SOURCE_ROOT
@@ -63,24 +65,27 @@ variant_args() {
     setid) echo "--cap-add SETUID,SETGID,KILL" ;;
     locked) echo "--cap-drop ALL --cap-add SETUID,SETGID,KILL --read-only --security-opt no-new-privileges" ;;
     root) echo "--user root" ;;
+    namespaces) echo "--cap-add SETUID,SETGID,KILL -e SKILL_MCP_NAMESPACES=on" ;;
   esac
 }
 
 rc=0
-for variant in plain setid locked root; do
+for variant in plain setid locked root namespaces; do
   # shellcheck disable=SC2207
   extra=($(variant_args "${variant}"))
   uid=10001 gid=10001 bounding='null'
   [[ ${variant} != plain ]] && uid=10002 gid=10002
   # A root broker narrows its bounding set to SETUID/SETGID/KILL before it leaves uid 0.
   [[ ${variant} == root ]] && bounding='"00000000000000e0"'
+  bounding_check="\"boundingWithin\":${bounding}"
+  [[ ${variant} == namespaces ]] && bounding_check='"boundingEmpty":true'
   echo "# ${variant}: podman run --rm -i ${extra[*]} ${image}"
   plan=$(node -e 'console.log(JSON.stringify({command: process.argv.slice(1), load: "example",
       file: ["example", "references/report-fields.md"], run: {name: "probe", script: "scripts/status.js"}}))' \
     podman run --rm -i "${hosted[@]}" "${extra[@]}" "${image}")
   node "${here}/mcp-session.mjs" "${plan}" >"${scratch}/${variant}.json" || true
   node "${here}/check-session.mjs" \
-    "{\"skills\":[\"example\",\"probe\"],\"load\":\"example\",\"file\":\"#\",\"run\":{\"uid\":\"${uid}\",\"gid\":\"${gid}\",\"envNames\":[\"MCP_DATA_DIR\"],\"boundingWithin\":${bounding}}}" \
+    "{\"skills\":[\"example\",\"probe\"],\"load\":\"example\",\"file\":\"#\",\"run\":{\"uid\":\"${uid}\",\"gid\":\"${gid}\",\"envNames\":[\"MCP_DATA_DIR\"],${bounding_check}}}" \
     <"${scratch}/${variant}.json" | sed "s/^/${variant}: /" || rc=1
 
   # The doctor in the same setting: every layer this configuration demands is on.
@@ -90,10 +95,13 @@ for variant in plain setid locked root; do
   sed 's/^/    /' "${scratch}/doctor-${variant}.txt"
   want_switch=on
   [[ ${variant} == plain ]] && want_switch=off
-  if [[ ${doc_rc} == 0 ]] && grep -q "uid-switch: ${want_switch}" "${scratch}/doctor-${variant}.txt"; then
-    echo "ok - ${variant}: doctor exits 0 and reports uid-switch ${want_switch}"
+  want_ns=off
+  [[ ${variant} == namespaces ]] && want_ns=on
+  if [[ ${doc_rc} == 0 ]] && grep -q "uid-switch: ${want_switch}" "${scratch}/doctor-${variant}.txt" &&
+    grep -q "run-namespaces: ${want_ns}" "${scratch}/doctor-${variant}.txt"; then
+    echo "ok - ${variant}: doctor exits 0 and reports uid-switch ${want_switch}, run-namespaces ${want_ns}"
   else
-    echo "not ok - ${variant}: doctor should exit 0 and report uid-switch ${want_switch}"
+    echo "not ok - ${variant}: doctor should exit 0 and report uid-switch ${want_switch}, run-namespaces ${want_ns}"
     rc=1
   fi
 done
