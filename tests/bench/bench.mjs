@@ -3,7 +3,8 @@
 //   1. cold start: spawn to the `initialize` answer (median of N)
 //   2. peak RSS of the broker after listing a 32-skill tree (VmHWM)
 //   3. a confirmed skill_run of a one-line node script, end to end, against bare
-//      `node script.js`, interleaved, medians; the difference is the run overhead.
+//      `node script.js`, interleaved, medians; the difference is the run overhead
+//      (also with SKILL_MCP_NAMESPACES=on, and with /bin/true pinned as interpreter).
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -134,6 +135,8 @@ try {
   // The same confirmed run with /bin/true pinned as the interpreter: everything but node
   // (JSON-RPC, fork, worker setup with seccomp and the uid switch, exec, reap).
   const shell = await runOverhead(root, { SKILL_MCP_NODE: '/bin/true' });
+  // The same run in its own user and mount namespace (private /tmp, other skills hidden).
+  const ns = await runOverhead(root, { SKILL_MCP_NAMESPACES: 'on' });
   console.log(`cold start to initialize answer (32 skills, median of ${N}): ${fmt(start)} ms`);
   console.log(`  spawning /bin/true the same way: ${fmt(base)} ms; the broker's own share: ${fmt(start - base)} ms`);
   console.log(`peak RSS after skill_list (${rss.skills} skills): ${(rss.hwmKiB / 1024).toFixed(1)} MiB ` +
@@ -142,6 +145,8 @@ try {
   console.log(`bare node one-line script (median): ${fmt(ov.bare)} ms`);
   console.log(`confirmed skill_run of it, end to end (median): ${fmt(ov.run)} ms`);
   console.log(`run overhead: ${fmt(ov.run - ov.bare)} ms (ratio ${(ov.run / ov.bare).toFixed(2)}x bare node)`);
+  console.log(`with SKILL_MCP_NAMESPACES=on: ${fmt(ns.run)} ms against ${fmt(ns.bare)} ms bare ` +
+              `(overhead ${fmt(ns.run - ns.bare)} ms)`);
   console.log(`the same run with /bin/true as interpreter: ${fmt(shell.run)} ms ` +
               `(spawning /bin/true directly: ${fmt(base)} ms; broker + worker share: ` +
               `${fmt(shell.run - base)} ms)`);
