@@ -32,6 +32,8 @@ console.log(JSON.stringify({
   siblings: fs.readdirSync(path.dirname(process.cwd())).sort(),
   other: tryRead(path.join(path.dirname(process.cwd()), 'other', 'notes.md')),
   capBnd: /CapBnd:\\s+(\\S+)/.exec(status)[1],
+  uidMap: fs.readFileSync('/proc/self/uid_map', 'utf8').trim().split(/\\s+/),
+  setgroups: fs.readFileSync('/proc/self/setgroups', 'utf8').trim(),
 }));
 `;
 
@@ -93,6 +95,9 @@ describe('SKILL_MCP_NAMESPACES=on', () => {
     assert.deepEqual(seen.siblings, ['view'], 'the skills root holds only this skill');
     assert.equal(seen.other, 'ENOENT', 'the other skill does not exist');
     assert.equal(seen.capBnd, '0000000000000000', 'the bounding set is empty');
+    const uid = String(seen.uid);
+    assert.deepEqual(seen.uidMap, [uid, uid, '1'], 'only the run-as uid is mapped, onto itself');
+    assert.equal(seen.setgroups, 'deny', 'setgroups stays refused in the namespace');
     assert.equal(existsSync(leave), false, 'what the run left in its /tmp stays there');
     // A second run starts with an empty /tmp again.
     const again = await runView({ SKILL_MCP_NAMESPACES: 'on' }, leave);
@@ -107,6 +112,8 @@ describe('SKILL_MCP_NAMESPACES=on', () => {
       assert.equal(seen.hostFile, true);
       assert.deepEqual(seen.siblings, ['other', 'view']);
       assert.equal(seen.other, 'read');
+      assert.notDeepEqual(seen.uidMap, [String(seen.uid), String(seen.uid), '1'],
+                          'the host user namespace maps more than the run-as uid');
       assert.equal(existsSync(leave), true);
     } finally {
       rmSync(leave, { force: true });
