@@ -24,7 +24,7 @@ export default async function* flatTap(source) {
   yield 'TAP version 13\n';
   let count = 0;
   const path = [];
-  const counts = { pass: 0, fail: 0, skipped: 0, todo: 0 };
+  const counts = { pass: 0, fail: 0, skipped: 0 };
   for await (const event of source) {
     const data = event.data ?? {};
     switch (event.type) {
@@ -51,9 +51,6 @@ export default async function* flatTap(source) {
         } else if (data.skip !== undefined) {
           counts.skipped += 1;
           yield `ok ${count} - ${name} # SKIP ${typeof data.skip === 'string' ? data.skip : ''}\n`;
-        } else if (data.todo !== undefined) {
-          counts.todo += 1;
-          yield `ok ${count} - ${name} # TODO ${typeof data.todo === 'string' ? data.todo : ''}\n`;
         } else {
           counts.pass += 1;
           yield `ok ${count} - ${name}\n`;
@@ -69,5 +66,5 @@ export default async function* flatTap(source) {
     }
   }
   yield `1..${count}\n`;
-  yield `# tests ${count}\n# pass ${counts.pass}\n# fail ${counts.fail}\n# skipped ${counts.skipped}\n# todo ${counts.todo}\n`;
+  yield `# tests ${count}\n# pass ${counts.pass}\n# fail ${counts.fail}\n# skipped ${counts.skipped}\n`;
 }
