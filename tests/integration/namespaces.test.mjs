@@ -5,7 +5,7 @@
 // broker refuse runs and `doctor` fail, never run without the view.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -13,7 +13,10 @@ import { after, before, describe, test } from 'node:test';
 import { freshDir, removeDir, skillMd } from './fixtures.mjs';
 import { BIN, callJson, connect, serverEnv } from './lib.mjs';
 
-// Prints what the script can see, and leaves a file in /tmp named by argv[2].
+// Prints what the script can see, and leaves a file in /tmp named by argv[2]. It also
+// tries to write and to mkdir in the skills root, and reports the per-mount options
+// (/proc/self/mountinfo field 6) of the topmost mount on /tmp and on the skills root
+// (null when that path is no mount point).
 const VIEW_JS = `'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
@@ -22,46 +25,69 @@ const leave = process.argv[2];
 const seen = fs.existsSync(leave);
 fs.writeFileSync(leave, 'left by a run');
 const tryRead = (p) => { try { fs.readFileSync(p); return 'read'; } catch (e) { return e.code; } };
+const tryDo = (f) => { try { f(); return 'done'; } catch (e) { return e.code; } };
+const mountOptions = (dir) => {
+  const lines = fs.readFileSync('/proc/self/mountinfo', 'utf8').split('\\n')
+    .map((l) => l.split(' ')).filter((f) => f[4] === dir);
+  return lines.length ? lines[lines.length - 1][5].split(',').sort() : null;
+};
 const status = fs.readFileSync('/proc/self/status', 'utf8');
+const skillsRoot = path.dirname(process.cwd());
+const siblings = fs.readdirSync(skillsRoot).sort();
 console.log(JSON.stringify({
   helper: helper(),
   cwd: process.cwd(),
   uid: process.getuid(),
   hostFile: fs.existsSync(process.argv[3]),
   leftBefore: seen,
-  siblings: fs.readdirSync(path.dirname(process.cwd())).sort(),
-  other: tryRead(path.join(path.dirname(process.cwd()), 'other', 'notes.md')),
+  siblings,
+  other: tryRead(path.join(skillsRoot, 'other', 'notes.md')),
+  writeRoot: tryDo(() => fs.writeFileSync(path.join(skillsRoot, 'planted'), 'x')),
+  mkdirRoot: tryDo(() => fs.mkdirSync(path.join(skillsRoot, 'made'))),
+  tmpOptions: mountOptions('/tmp'),
+  rootOptions: mountOptions(skillsRoot),
   capBnd: /CapBnd:\\s+(\\S+)/.exec(status)[1],
   uidMap: fs.readFileSync('/proc/self/uid_map', 'utf8').trim().split(/\\s+/),
   setgroups: fs.readFileSync('/proc/self/setgroups', 'utf8').trim(),
 }));
 `;
 
+// Two skills roots holding the same two skills: `root` under /tmp (so in the view it lies
+// beneath the private /tmp), and `coveredRoot` outside /tmp, which the worker covers
+// with its own read-only, noexec tmpfs.
 let root;
+let coveredRoot;
 let hostFile;
-before(() => {
-  root = freshDir('skill-mcp-ns-');
-  const view = join(root, 'view');
+function plantSkills(dir) {
+  const view = join(dir, 'view');
   mkdirSync(join(view, 'scripts'), { recursive: true });
   writeFileSync(join(view, 'SKILL.md'), skillMd(
     'name: view\ndescription: Shows its view.\nmcp-host:\n  version: 1\n  run:\n' +
     '    - script: scripts/view.js\n      interpreter: node\n', '\n# View\n'));
   writeFileSync(join(view, 'scripts', 'view.js'), VIEW_JS);
   writeFileSync(join(view, 'scripts', 'helper.js'), "module.exports = () => 'required';\n");
-  const other = join(root, 'other');
+  const other = join(dir, 'other');
   mkdirSync(other);
   writeFileSync(join(other, 'SKILL.md'), skillMd('name: other\ndescription: Another.', '\n# Other\n'));
   writeFileSync(join(other, 'notes.md'), 'not for the view skill\n');
+}
+before(() => {
+  root = freshDir('skill-mcp-ns-');
+  plantSkills(root);
+  coveredRoot = realpathSync(mkdtempSync('/var/tmp/skill-mcp-ns-'));
+  chmodSync(coveredRoot, 0o755);
+  plantSkills(coveredRoot);
   hostFile = join(tmpdir(), `skill-mcp-ns-host-${process.pid}`);
   writeFileSync(hostFile, 'on the host');
 });
 after(() => {
   removeDir(root);
+  if (coveredRoot) removeDir(coveredRoot);
   rmSync(hostFile, { force: true });
 });
 
-async function runView(env, leave) {
-  const conn = await connect({ env: { SKILLS_DIR: root, MCP_CONFIRM_MODE: 'auto', ...env } });
+async function runView(env, leave, skillsRoot = root) {
+  const conn = await connect({ env: { SKILLS_DIR: skillsRoot, MCP_CONFIRM_MODE: 'auto', ...env } });
   try {
     const args = { name: 'view', script: 'scripts/view.js', args: [leave, hostFile] };
     const first = await callJson(conn.client, 'skill_run', args);
@@ -76,17 +102,20 @@ async function runView(env, leave) {
   }
 }
 
-// Whether this host lets the run-as user create a user namespace at all.
-function hostAllowsNamespaces() {
+// The doctor line of a host whose kernel or sandbox refuses the run-as user a user
+// namespace, or '' when it does not say so. Only that refusal skips the test: any other
+// doctor output (a broken view included) lets the test run and fail.
+function namespacesRefusedHere() {
   const r = spawnSync(BIN, ['doctor'], { env: serverEnv({ SKILLS_DIR: root, SKILL_MCP_NAMESPACES: 'on' }),
                                          encoding: 'utf8' });
-  return /run-namespaces: on/.test(r.stdout) ? '' : r.stdout.split('\n').find((l) => /run-namespaces/.test(l)) ?? r.stdout;
+  const refused = /cannot create a user and mount namespace here \((Operation not permitted|Permission denied|No space left on device)\)/;
+  return `${r.stdout}\n${r.stderr}`.split('\n').find((l) => refused.test(l)) ?? '';
 }
 
 describe('SKILL_MCP_NAMESPACES=on', () => {
   test('the script sees a private /tmp, only its own skill, and no capability at all', async (t) => {
-    const why = hostAllowsNamespaces();
-    if (why) return t.skip(`this host refuses user namespaces: ${why}`);
+    const why = namespacesRefusedHere();
+    if (why) return t.skip(`this host refuses user namespaces: ${why.trim()}`);
     const leave = join(tmpdir(), `skill-mcp-ns-left-${process.pid}-on`);
     const seen = await runView({ SKILL_MCP_NAMESPACES: 'on' }, leave);
     assert.equal(seen.helper, 'required', 'require() beside the script works in the view');
@@ -98,11 +127,34 @@ describe('SKILL_MCP_NAMESPACES=on', () => {
     const uid = String(seen.uid);
     assert.deepEqual(seen.uidMap, [uid, uid, '1'], 'only the run-as uid is mapped, onto itself');
     assert.equal(seen.setgroups, 'deny', 'setgroups stays refused in the namespace');
+    assert.ok(seen.tmpOptions, '/tmp is a mount point in the view');
+    assert.ok(seen.tmpOptions.includes('nosuid'), `/tmp is nosuid: ${seen.tmpOptions}`);
+    assert.ok(seen.tmpOptions.includes('nodev'), `/tmp is nodev: ${seen.tmpOptions}`);
     assert.equal(existsSync(leave), false, 'what the run left in its /tmp stays there');
     // A second run starts with an empty /tmp again.
     const again = await runView({ SKILL_MCP_NAMESPACES: 'on' }, leave);
     assert.equal(again.leftBefore, false, 'runs do not share /tmp');
     assert.equal(again.uid, seen.uid);
+  });
+
+  test('a skills root outside /tmp is covered by a read-only, noexec tmpfs', async (t) => {
+    const why = namespacesRefusedHere();
+    if (why) return t.skip(`this host refuses user namespaces: ${why.trim()}`);
+    const leave = join(tmpdir(), `skill-mcp-ns-left-${process.pid}-covered`);
+    const seen = await runView({ SKILL_MCP_NAMESPACES: 'on' }, leave, coveredRoot);
+    assert.equal(seen.helper, 'required');
+    assert.equal(seen.cwd, join(coveredRoot, 'view'), 'cwd is the skill directory at its real path');
+    assert.deepEqual(seen.siblings, ['view'], 'the skills root holds only this skill');
+    assert.equal(seen.other, 'ENOENT', 'the other skill does not exist');
+    assert.equal(seen.writeRoot, 'EROFS', 'no file can be written in the covered skills root');
+    assert.equal(seen.mkdirRoot, 'EROFS', 'no directory can be made in the covered skills root');
+    assert.ok(seen.rootOptions, 'the skills root is a mount point in the view');
+    for (const option of ['ro', 'nosuid', 'nodev', 'noexec'])
+      assert.ok(seen.rootOptions.includes(option), `the cover is ${option}: ${seen.rootOptions}`);
+    assert.ok(seen.tmpOptions?.includes('nosuid') && seen.tmpOptions.includes('nodev'),
+              `/tmp is nosuid and nodev: ${seen.tmpOptions}`);
+    assert.equal(existsSync(join(coveredRoot, 'planted')), false);
+    assert.equal(existsSync(leave), false, 'what the run left in its /tmp stays there');
   });
 
   test('control: with the option off the same script sees the host', async () => {
@@ -115,6 +167,17 @@ describe('SKILL_MCP_NAMESPACES=on', () => {
       assert.notDeepEqual(seen.uidMap, [String(seen.uid), String(seen.uid), '1'],
                           'the host user namespace maps more than the run-as uid');
       assert.equal(existsSync(leave), true);
+      // As the run-as user the host's skills root may refuse a write (EACCES), but it is
+      // never a read-only cover, and it is no mount point of its own.
+      assert.notEqual(seen.writeRoot, 'EROFS', 'the host skills root is not read-only');
+      assert.notEqual(seen.mkdirRoot, 'EROFS', 'the host skills root is not read-only');
+      assert.equal(seen.rootOptions, null, 'the host skills root is not covered');
+      const outside = await runView({}, leave, coveredRoot);
+      assert.deepEqual(outside.siblings, ['other', 'view']);
+      assert.equal(outside.other, 'read');
+      assert.notEqual(outside.writeRoot, 'EROFS', 'the host skills root is not read-only');
+      assert.notEqual(outside.mkdirRoot, 'EROFS', 'the host skills root is not read-only');
+      assert.equal(outside.rootOptions, null, 'the host skills root is not covered');
     } finally {
       rmSync(leave, { force: true });
     }
