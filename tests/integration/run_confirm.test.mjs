@@ -330,14 +330,31 @@ describe('the fence, before the gate', () => {
 
   test('argument checks: NUL, too many, too long; nothing runs', async () => {
     const m = marker();
+    // The content checks (a NUL, over 8192 bytes in all) come after the gate (WIRE.md
+    // order): the preview is issued, and the confirmed call is refused.
     for (const args of [[m, 'a\u0000b'], [m, 'x'.repeat(9000)]]) {
       const r = await run(conn.client, { args });
       assert.ok(r.isError || r.json?.status === 'confirmation-required', r.text.slice(0, 200));
+      assert.equal(r.isError, false, r.text.slice(0, 200));
+      assert.equal(r.json.status, 'confirmation-required', r.text.slice(0, 200));
       if (!r.isError) {
         const second = await run(conn.client, { args, confirmToken: r.json.confirmToken });
         assert.equal(second.isError, true, 'refused at the latest when it would run');
+        assert.equal(second.json?.error, 'INVALID_ARGUMENT', second.text);
+        assert.equal(second.json?.argument, 'args', second.text);
       }
     }
+    // Too many (65 > kMaxRunArgs = 64): a shape check, refused before any preview.
+    const tooMany = [m, ...Array.from({ length: 64 }, (_, i) => `a${i}`)];
+    assert.equal(tooMany.length, 65);
+    const r = await run(conn.client, { args: tooMany });
+    assert.equal(r.isError, true, r.text.slice(0, 200));
+    assert.equal(r.json?.error, 'INVALID_ARGUMENT', r.text);
+    assert.equal(r.json?.argument, 'args', r.text);
+    assert.equal(r.json?.confirmToken, undefined, 'no token for a refused call');
+    // 64 is within the limit: previewed as usual.
+    const atLimit = await run(conn.client, { args: tooMany.slice(0, 64) });
+    assert.equal(atLimit.json?.status, 'confirmation-required', atLimit.text.slice(0, 200));
     assert.equal(runs(m), 0);
   });
 });
@@ -474,14 +491,22 @@ describe('MCP_CONFIRM_MODE', () => {
   });
 
   for (const mode of ['refuse', 'yolo', 'AUTO', '']) {
-    test(`${JSON.stringify(mode)}: refused, nothing runs`, async () => {
+    const title = mode === '' ? '"": blank counts as unset (the default preview), nothing runs'
+                              : `${JSON.stringify(mode)}: refused, nothing runs`;
+    test(title, async () => {
       const conn = await connect({ env: runEnv({ MCP_CONFIRM_MODE: mode }) });
       try {
         const m = marker();
         const r = await run(conn.client, { args: [m, '0'] });
         if (mode === '') {
-          // An empty value is "unset" or "unrecognised": either default ask-user or refuse.
+          // A blank value counts as unset (WIRE.md; EnvStore::IsSet), so the default
+          // applies: a client without a prompt gets the preview and a token.
           assert.ok(r.json?.status === 'confirmation-required' || r.json?.reason === 'confirmation-unsupported', r.text);
+          assert.equal(r.isError, false, r.text);
+          assert.equal(r.json.status, 'confirmation-required', r.text);
+          assert.equal(r.json.confirmed, false);
+          assert.equal(r.json.dispatched, false);
+          assert.equal(typeof r.json.confirmToken, 'string', r.text);
         } else {
           assertKeyOrder(r.json, ['confirmed', 'dispatched', 'action', 'reason', 'note'], 'refusal');
           assert.equal(r.json.confirmed, false);
