@@ -241,14 +241,23 @@ describe('skill-limit', () => {
     const ps = problemsOf(list, 'skill-limit');
     assert.ok(ps.length >= 1, JSON.stringify(list.problems));
     for (const p of ps) assert.ok(p.path.includes(tree.manyRoot), p.path);
-    // One problem for the overflow, or one per ignored skill: either way every
-    // skill left out is accounted for, by the path or by the detail.
+    // One problem per skill left out (scan.cc): the first 32 by name are served, and
+    // s32 and s33 are each reported, by their own path and by name in the detail.
     const served = new Set(list.skills.map((s) => s.name));
     const text = ps.map((p) => `${p.path} ${p.detail}`).join('\n');
+    assert.equal(ps.length, 2, text);
+    const leftOut = [];
     for (let i = 0; i < 34; i += 1) {
       const name = `s${String(i).padStart(2, '0')}`;
-      if (!served.has(name)) assert.ok(ps.length === 1 || text.includes(name), `${name} accounted for: ${text}`);
+      if (!served.has(name)) {
+        leftOut.push(name);
+        assert.ok(ps.length === 1 || text.includes(name), `${name} accounted for: ${text}`);
+        const own = ps.filter((p) => p.detail.includes(`'${name}' is not served`));
+        assert.equal(own.length, 1, `one problem names ${name}: ${text}`);
+        assert.ok(own[0].path.includes(join(tree.manyRoot, name)), own[0].path);
+      }
     }
+    assert.deepEqual(leftOut, ['s32', 's33']);
   });
 });
 

@@ -107,7 +107,11 @@ describe('framing and JSON-RPC errors', () => {
       raw.send(line);
       const answer = await raw.next();
       assert.ok(answer.error || answer.result?.isError, JSON.stringify(answer));
-      if (answer.error) assert.ok([-32700, -32600, -32602].includes(answer.error.code), JSON.stringify(answer.error));
+      // The line is refused as a whole: a parse error, with no id to answer to.
+      assert.ok(answer.error, `a JSON-RPC error: ${JSON.stringify(answer)}`);
+      assert.ok([-32700, -32600, -32602].includes(answer.error.code), JSON.stringify(answer.error));
+      assert.equal(answer.error.code, -32700, JSON.stringify(answer.error));
+      assert.equal(answer.id, null, JSON.stringify(answer));
       await stillServes(raw);
     }));
 
@@ -174,6 +178,12 @@ describe('tool arguments of the wrong type: isError naming the argument', () => 
         // arguments that are not an object at all
         const notObject = await raw.request({ jsonrpc: '2.0', id: 'na', method: 'tools/call', params: { name: tool, arguments: 'good' } });
         assert.ok(notObject.error || notObject.result?.isError, JSON.stringify(notObject));
+        // A tool result naming the argument, like every other argument error.
+        assert.equal(notObject.error, undefined, JSON.stringify(notObject));
+        assert.equal(notObject.result.isError, true, JSON.stringify(notObject));
+        const notObjectJson = JSON.parse(notObject.result.content[0].text);
+        assert.equal(notObjectJson.error, 'INVALID_ARGUMENT', JSON.stringify(notObject));
+        assert.equal(notObjectJson.argument, 'arguments', JSON.stringify(notObject));
         await stillServes(raw);
       }));
   }
