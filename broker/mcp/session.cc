@@ -89,6 +89,8 @@ void Session::HandleLine(std::string_view line) {
         return;
       }
       std::string key = m.id.dump();
+      // Why: cancellation and answers are matched by id; a second request under a live
+      // id would let one cancel or answer stand for the other.
       if (in_flight_.count(key) != 0) {
         Send(MakeError(m.id, rpc::kInvalidRequest,
                        "a request with this id is still in progress; use a fresh id"));
@@ -126,6 +128,8 @@ void Session::HandleResponse(const RpcMessage& m) {
   Outgoing out = std::move(it->second);
   outgoing_.erase(it);
   loop_.CancelTimer(out.timer);
+  // Why: an answer carrying both error and result is taken as the error, so an
+  // ambiguous answer to a confirmation prompt never reads as approval.
   if (!m.error.is_null()) {
     out.handler(nullptr, &m.error);
   } else {

@@ -152,6 +152,8 @@ void SkillRunTool::Call(const Json& args, const Json& request_id, bool client_el
 }
 
 void SkillRunTool::Elicit(std::shared_ptr<Prepared> p, const Json& request_id, ToolDone done) {
+  // Why: one open prompt at a time, so the user always knows which run a prompt is for
+  // and a client cannot queue prompts to wear the user down.
   if (pending_prompt_) {
     return done(Refusal("CONFIRMATION_PENDING",
                         "another run is waiting for the user's confirmation; answer that "
@@ -169,11 +171,19 @@ void SkillRunTool::Elicit(std::shared_ptr<Prepared> p, const Json& request_id, T
         bool approved = false;
         bool declined = false;
         if (error == nullptr && result != nullptr && result->is_object()) {
-          std::string action = result->value("action", "");
-          const Json content = result->value("content", Json::object());
+          // The answer is the client's: fields of the wrong type read as absent, never
+          // as a throw (json::value() throws on a type mismatch).
+          auto action_it = result->find("action");
+          const std::string action =
+              action_it != result->end() && action_it->is_string() ? action_it->get<std::string>()
+                                                                    : std::string();
+          auto content_it = result->find("content");
+          const bool approve_true =
+              content_it != result->end() && content_it->is_object() &&
+              content_it->contains(kApproveProperty) &&
+              (*content_it)[std::string(kApproveProperty)] == true;
           // Why: only an explicit accept carrying approve == true authorises the run.
-          approved = action == "accept" && content.is_object() &&
-                     content.value(std::string(kApproveProperty), false) == true;
+          approved = action == "accept" && approve_true;
           declined = action == "decline" || (action == "accept" && !approved);
         }
         if (!approved) {
