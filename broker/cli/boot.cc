@@ -2,7 +2,7 @@
 
 #include <unistd.h>
 
-#include <set>
+#include <algorithm>
 
 #include "broker/catalogue/reasons.h"
 #include "broker/catalogue/scan.h"
@@ -33,10 +33,11 @@ std::unique_ptr<Boot> BootBroker() {
     for (const auto& r : creds.refused) LOG_WARN("credential refused: %s", r.c_str());
     if (!creds.detail.empty()) LOG_WARN("credentials: %s", creds.detail.c_str());
   }
-  std::set<std::string> present;
-  for (const auto& n : b->env.Names()) present.insert(n);
-  auto is_present = [present](std::string_view n) { return present.count(std::string(n)) > 0; };
-  b->facts.hosted = IsHosted(is_present);
+  const std::vector<std::string> names = b->env.Names();  // sorted; presence, not IsSet
+  b->facts.hosted = IsHosted([&names](std::string_view n) {
+    return std::binary_search(names.begin(), names.end(), n);
+  });
+  // Why: only the exact value "1" waives the refusal; "0", "no" or a typo keep it.
   b->facts.allow_unscrubbed = b->env.GetConfig("MCP_SKILL_ALLOW_UNSCRUBBED") == "1";
 
   // 3. Stop being root before touching any skill: parsing untrusted SKILL.md files and
@@ -56,7 +57,6 @@ std::unique_ptr<Boot> BootBroker() {
     return b;
   }
   b->launch = std::move(launch.config);
-  b->facts.worker = LayerFacts(*b->launch);
 
   // 5. The catalogue, scanned once.
   b->roots = ResolveRoots(b->env);
@@ -65,11 +65,9 @@ std::unique_ptr<Boot> BootBroker() {
     std::vector<std::string> dirs;
     for (const Skill& s : b->catalogue.skills) dirs.push_back(s.source);
     SetHiddenRoots(*b->launch, b->roots.paths, dirs);
-    b->facts.worker = LayerFacts(*b->launch);  // SetHiddenRoots may have refused runs
   }
-  b->grants = DecideGrants(
-      b->catalogue, [env = &b->env](std::string_view n) { return env->GetConfig(n); },
-      is_present);
+  b->facts.worker = LayerFacts(*b->launch);
+  b->grants = DecideGrants(b->catalogue, b->env.GetConfig("MCP_SKILL_RUN"), b->facts.hosted);
 
   // 6. Whether anything may run at all.
   if (b->facts.hosted && !b->facts.scrub.ok && !b->facts.allow_unscrubbed) {

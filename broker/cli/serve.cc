@@ -20,15 +20,18 @@
 namespace skillmcp {
 namespace {
 
-// SIGTERM/SIGINT/SIGHUP arrive through the loop, so shutdown runs in one place.
+// SIGTERM/SIGINT/SIGHUP arrive through the loop, so shutdown runs in one place. The
+// signals are blocked only once the descriptor exists: a failed signalfd must not leave
+// them blocked for ever (the broker would then ignore SIGTERM).
 UniqueFd BlockTerminationSignals() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGHUP);
-  sigprocmask(SIG_BLOCK, &set, nullptr);
-  return UniqueFd(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+  UniqueFd fd(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (fd.valid() && sigprocmask(SIG_BLOCK, &set, nullptr) != 0) fd.reset();
+  return fd;
 }
 
 std::string Join(const std::vector<std::string>& v, const char* sep) {
@@ -45,6 +48,8 @@ int RunServe() {
     LOG_ERROR("%s", b->fatal.c_str());
     return 1;
   }
+  // Why: standalone, the environment is the user's own (SPEC section 4): a warning, not a
+  // refusal; hosted, boot.cc refuses every run instead.
   if (!b->facts.scrub.ok && !b->facts.hosted) {
     LOG_WARN("the exec-time environment block could not be wiped (%s); a same-uid process "
              "may read /proc/%d/environ",
@@ -72,13 +77,20 @@ int RunServe() {
   server.Register();
   session.OnClosed([&loop] { loop.Stop(); });
   UniqueFd sigfd = BlockTerminationSignals();
-  loop.AddFd(sigfd.get(), EPOLLIN, [&loop, &sigfd](uint32_t) {
-    signalfd_siginfo si{};
-    if (read(sigfd.get(), &si, sizeof si) == sizeof si) {
-      LOG_INFO("received signal %u; shutting down", si.ssi_signo);
-    }
-    loop.Stop();
-  });
+  if (!sigfd.valid()) {
+    LOG_ERROR_ERRNO("cannot receive termination signals through a signalfd");
+    return 1;
+  }
+  if (!loop.AddFd(sigfd.get(), EPOLLIN, [&loop, &sigfd](uint32_t) {
+        signalfd_siginfo si{};
+        if (read(sigfd.get(), &si, sizeof si) == sizeof si) {
+          LOG_INFO("received signal %u; shutting down", si.ssi_signo);
+        }
+        loop.Stop();
+      })) {
+    LOG_ERROR_ERRNO("cannot watch the termination signals");
+    return 1;
+  }
   if (!session.Start()) {
     LOG_ERROR_ERRNO("cannot watch stdin");
     return 1;
