@@ -40,9 +40,11 @@ int MakeParents(const std::string& path) {
 
 StepResult MountFailed(int err) { return StepFailed(WorkerStep::kMountView, err); }
 
+constexpr unsigned long kTmpFlags = MS_NOSUID | MS_NODEV;
+
 }  // namespace
 
-StepResult EnterRunView(const RunSpec& spec) {
+StepResult EnterUserNamespace() {
   const uid_t uid = geteuid();
   const gid_t gid = getegid();
   if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0)
@@ -69,9 +71,22 @@ StepResult EnterRunView(const RunSpec& spec) {
   if (int e = WriteAll(gid_map.get(), std::to_string(gid) + " " + std::to_string(gid) + " 1");
       e != 0)
     return StepFailed(WorkerStep::kUserNamespace, e);
+  return StepOk();
+}
 
-  // why: nothing mounted below may propagate back into the host's mount namespace.
+StepResult MountPrivateTmp() {
+  // A mount namespace owned by a new user namespace already receives the host's mounts
+  // as slaves, so nothing flows back. why: private, so no host mount event flows in
+  // either: the run's view stays what was built here.
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return MountFailed(errno);
+  // why: nosuid and nodev, so nothing the script drops in /tmp gains privileges or
+  // reaches a device; exec stays allowed (tools unpack and run helpers there).
+  if (mount("tmpfs", "/tmp", "tmpfs", kTmpFlags, kRunTmpOptions) != 0) return MountFailed(errno);
+  return StepOk();
+}
+
+StepResult EnterRunView(const RunSpec& spec) {
+  if (StepResult r = EnterUserNamespace()) return r;
   // A bind source must belong to this mount namespace, so the skill directory is
   // opened again here by path; it must be the directory the broker checked (fd 7).
   UniqueFd dir(open(spec.skill_dir_path.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
@@ -82,8 +97,7 @@ StepResult EnterRunView(const RunSpec& spec) {
   // why: a directory swapped since the broker's check is refused, never bound.
   if (!SameDirectory(checked, reopened)) return MountFailed(ESTALE);
 
-  constexpr unsigned long kTmpFlags = MS_NOSUID | MS_NODEV;
-  if (mount("tmpfs", "/tmp", "tmpfs", kTmpFlags, kRunTmpOptions) != 0) return MountFailed(errno);
+  if (StepResult r = MountPrivateTmp()) return r;
   std::vector<const std::string*> covered;
   for (const std::string& root : spec.hidden_roots) {
     struct stat st {};
@@ -92,6 +106,8 @@ StepResult EnterRunView(const RunSpec& spec) {
       if (errno == ENOENT) continue;
       return MountFailed(errno);
     }
+    // why: an empty cover, noexec and (below) read-only: nothing can be placed or run
+    // where the other skills were.
     if (mount("tmpfs", root.c_str(), "tmpfs", kTmpFlags | MS_NOEXEC, "mode=0755,size=1m") != 0)
       return MountFailed(errno);
     covered.push_back(&root);

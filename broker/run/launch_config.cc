@@ -195,7 +195,9 @@ LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState
                  "the seccomp policy cannot be compiled (" + std::strerror(-rc) +
                  "); runs stay off while SKILL_MCP_SECCOMP is on";
   }
-  if (c.namespaces && why_not.empty()) {
+  if (c.namespaces && !why_not.empty()) {
+    c.namespaces_problem = "not tried: no script can run here anyway (" + why_not + ")";
+  } else if (c.namespaces) {
     // why: the view is requested, so a host that cannot build it runs nothing (fail
     // closed) and says so at boot rather than at every run.
     if (int err = ProbeRunNamespaces(c); err != 0) {
@@ -203,8 +205,9 @@ LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState
                              (c.switch_ids ? "the run-as user" : "this user") +
                              " cannot create a user and mount namespace here (" +
                              std::strerror(err) +
-                             "); allow unprivileged user namespaces (under systemd: "
-                             "RestrictNamespaces=user mnt) or set SKILL_MCP_NAMESPACES=off";
+                             "); allow unprivileged user namespaces and mount in them "
+                             "(under systemd: the namespaces.conf drop-in) or set "
+                             "SKILL_MCP_NAMESPACES=off";
       why_not = c.namespaces_problem;
     }
   }
@@ -234,10 +237,14 @@ std::vector<std::string> HiddenRoots(const std::vector<std::string>& roots,
 void SetHiddenRoots(LaunchConfig& c, const std::vector<std::string>& roots,
                     const std::vector<std::string>& skill_dirs) {
   c.hidden_roots = HiddenRoots(roots, skill_dirs);
-  if (c.namespaces && c.hidden_roots.size() > kRunSpecMaxHiddenRoots && c.refusal.empty())
-    c.refusal = "SKILL_MCP_NAMESPACES=on, but the skills live in " +
-                std::to_string(c.hidden_roots.size()) + " directories (at most " +
-                std::to_string(kRunSpecMaxHiddenRoots) + " can be hidden from a run)";
+  // why: a view that cannot hide every skills directory is not built at all (fail closed).
+  if (c.namespaces && c.hidden_roots.size() > kRunSpecMaxHiddenRoots &&
+      c.namespaces_problem.empty()) {
+    c.namespaces_problem = "SKILL_MCP_NAMESPACES=on, but the skills live in " +
+                           std::to_string(c.hidden_roots.size()) + " directories (at most " +
+                           std::to_string(kRunSpecMaxHiddenRoots) + " can be hidden from a run)";
+    if (c.refusal.empty()) c.refusal = c.namespaces_problem;
+  }
 }
 
 WorkerLayerFacts LayerFacts(const LaunchConfig& c) {

@@ -30,7 +30,7 @@ struct LaunchConfig {
   bool namespaces = false;  // each run in its own user + mount namespace (worker/namespaces.h)
   std::string namespaces_problem;  // the boot probe failed: why (runs are then refused)
   std::vector<std::string> hidden_roots;  // what those runs do not see (SetHiddenRoots)
-  std::string refusal;  // non-empty: why runs are refused (missing node or worker)
+  std::string refusal;  // non-empty: why runs are refused (node, worker, seccomp, namespaces)
 
   bool ready() const { return refusal.empty() && worker.valid() && node.valid(); }
 };
@@ -60,7 +60,7 @@ std::string SearchPath(std::string_view path_value, std::string_view name);
 void SetHiddenRoots(LaunchConfig& config, const std::vector<std::string>& roots,
                     const std::vector<std::string>& skill_dirs);
 
-// Pure: the list SetHiddenRoots keeps.
+// The list SetHiddenRoots keeps (resolves the roots with realpath; no other effect).
 std::vector<std::string> HiddenRoots(const std::vector<std::string>& roots,
                                      const std::vector<std::string>& skill_dirs);
 

@@ -1,13 +1,13 @@
 #include "broker/run/namespace_probe.h"
 
-#include <grp.h>
-#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 
 #include "broker/run/launch_config.h"
+#include "worker/identity.h"
+#include "worker/namespaces.h"
 
 namespace skillmcp {
 
@@ -15,13 +15,13 @@ int ProbeRunNamespaces(const LaunchConfig& config) {
   const pid_t pid = fork();
   if (pid < 0) return errno;
   if (pid == 0) {
-    // Only async-signal-safe calls from here: the broker may have other state.
-    if (config.switch_ids) {
-      if (setgroups(0, nullptr) != 0 || setresgid(config.gid, config.gid, config.gid) != 0 ||
-          setresuid(config.uid, config.uid, config.uid) != 0)
-        _exit(errno & 0xff);
-    }
-    _exit(unshare(CLONE_NEWUSER | CLONE_NEWNS) == 0 ? 0 : (errno & 0xff));
+    // The worker's own steps, in its order, up to the run-specific mounts: the probe
+    // fails exactly where a run would (unshare, the maps, or mount).
+    worker::StepResult r;
+    if (config.switch_ids) r = worker::SwitchIds(config.uid, config.gid);
+    if (!r) r = worker::EnterUserNamespace();
+    if (!r) r = worker::MountPrivateTmp();
+    _exit(r ? (r->err & 0xff) : 0);
   }
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {

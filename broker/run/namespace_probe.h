@@ -6,10 +6,12 @@ namespace skillmcp {
 
 struct LaunchConfig;
 
-// Forks a child that takes the run-as identity (when the config switches ids) and
-// calls unshare(CLONE_NEWUSER | CLONE_NEWNS). Returns 0 when that worked, else the
-// errno that stopped it (EPERM under RestrictNamespaces= or a container profile,
-// ENOSPC when user.max_user_namespaces is 0, ...).
+// Forks a child that takes the run-as identity (when the config switches ids) and runs
+// the worker's run-independent namespace steps: unshare(CLONE_NEWUSER | CLONE_NEWNS),
+// the uid/gid maps, / private and a tmpfs on /tmp. Returns 0 when all worked, else the
+// errno that stopped it (EPERM under RestrictNamespaces= or a container profile, or
+// from mount under a system call filter without @mount; ENOSPC when
+// user.max_user_namespaces is 0, ...).
 int ProbeRunNamespaces(const LaunchConfig& config);
 
 }  // namespace skillmcp

@@ -2,7 +2,10 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <seccomp.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -140,6 +143,61 @@ TEST(HiddenRoots, RootsAndSkillParentsShortestFirstWithoutSlash) {
   EXPECT_EQ(hidden, (std::vector<std::string>{root, root + "/nested/deeper"}));
   unlink((root + "-link").c_str());
   rmdir(root.c_str());
+}
+
+// More skills directories than a run spec can carry: no view, so no run, and the layer
+// says why (doctor must not report it on).
+TEST(HiddenRoots, TooManyRefuseNamespacedRuns) {
+  LaunchConfig c;
+  c.namespaces = true;
+  std::vector<std::string> dirs;
+  for (size_t i = 0; i <= kRunSpecMaxHiddenRoots; ++i)
+    dirs.push_back("/srv/root" + std::to_string(i) + "/skill");
+  SetHiddenRoots(c, {}, dirs);
+  EXPECT_EQ(c.hidden_roots.size(), kRunSpecMaxHiddenRoots + 1);
+  EXPECT_NE(c.namespaces_problem.find("at most 64"), std::string::npos) << c.namespaces_problem;
+  EXPECT_EQ(c.refusal, c.namespaces_problem);
+  EXPECT_FALSE(LayerFacts(c).namespaces_problem.empty());
+  LaunchConfig off;  // the same tree without the option: nothing refused
+  SetHiddenRoots(off, {}, dirs);
+  EXPECT_TRUE(off.refusal.empty());
+  EXPECT_TRUE(off.namespaces_problem.empty());
+}
+
+// With runs already off (no node), the probe is not tried and the layer says so.
+TEST(ResolveLaunchConfig, NamespacesNotProbedWhenRunsAreOffSayWhy) {
+  EnvStore env = WorkingEnv();
+  env.Set("SKILL_MCP_NODE", "/nonexistent/node");
+  env.Set("SKILL_MCP_NAMESPACES", "on");
+  LaunchConfigResult r = ResolveLaunchConfig(env, PrivilegeState{});
+  ASSERT_TRUE(r.config.has_value()) << r.error;
+  EXPECT_NE(r.config->namespaces_problem.find("not tried"), std::string::npos)
+      << r.config->namespaces_problem;
+}
+
+// The boot probe goes as far as a run's mounts: a host that lets unshare through but
+// refuses mount (a systemd filter without @mount) turns the layer off at boot, instead
+// of every run failing later. In a child under a filter that answers mount with EPERM.
+TEST(ResolveLaunchConfig, NamespaceProbeFailsWhereMountIsRefused) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+    if (!ctx || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(mount), 0) != 0 ||
+        seccomp_load(ctx) != 0)
+      _exit(10);
+    EnvStore env = WorkingEnv();
+    env.Set("SKILL_MCP_NAMESPACES", "on");
+    LaunchConfigResult r = ResolveLaunchConfig(env, PrivilegeState{});
+    if (!r.config) _exit(11);
+    if (r.config->namespaces_problem.find("(Operation not permitted)") == std::string::npos)
+      _exit(12);
+    _exit(r.config->ready() ? 13 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: no filter, 11: no config, 12: probe passed, 13: runs on";
 }
 
 TEST(ResolveLaunchConfig, NamespacesOptionIsStrict) {
