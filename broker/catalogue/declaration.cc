@@ -19,6 +19,9 @@ constexpr std::string_view kReserved[] = {
     "MCP_HOST_METER_FILE",
     "MCP_BLOB_BASE_URL",
     "MCP_BLOB_SIGNING_KEY",
+    "MCP_SKILL_ALLOW_UNSCRUBBED",
+    // systemd's credentials directory: the files behind it are the broker's secrets.
+    "CREDENTIALS_DIRECTORY",
     // Interpreter and loader hooks: any of these would run code of the skill's choosing
     // inside node before the declared script, or swap the libraries it loads.
     "NODE_OPTIONS",
@@ -26,9 +29,14 @@ constexpr std::string_view kReserved[] = {
     "LD_LIBRARY_PATH",
     "NODE_REPL_EXTERNAL_MODULE",
 };
-// Why: MCP_CONFIRM_SECRET signs confirmation tokens; a script holding it (or any other
-// confirmation setting) could mint or shape its own approvals.
-constexpr std::string_view kReservedPrefix = "MCP_CONFIRM_";
+constexpr std::string_view kReservedPrefixes[] = {
+    // Why: MCP_CONFIRM_SECRET signs confirmation tokens; a script holding it (or any
+    // other confirmation setting) could mint or shape its own approvals.
+    "MCP_CONFIRM_",
+    // Why: the broker's own configuration (run-as user, worker, node, seccomp,
+    // namespaces, limits) tells a script how it is fenced; none of it is the skill's.
+    "SKILL_MCP_",
+};
 
 std::string LineOf(const YAML::Node& node, int line_offset) {
   YAML::Mark mark = node.Mark();
@@ -257,7 +265,8 @@ void ReadEgress(const YAML::Node& egress, int line_offset, Declaration* d) {
 }  // namespace
 
 bool IsReservedVariable(std::string_view name) {
-  if (name.substr(0, kReservedPrefix.size()) == kReservedPrefix) return true;
+  for (std::string_view prefix : kReservedPrefixes)
+    if (name.substr(0, prefix.size()) == prefix) return true;
   return std::find(std::begin(kReserved), std::end(kReserved), name) != std::end(kReserved);
 }
 

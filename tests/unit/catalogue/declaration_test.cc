@@ -183,7 +183,9 @@ TEST(Declaration, ReservedVariablesDroppedAndReported) {
                                              "NODE_OPTIONS",        "LD_PRELOAD",
                                              "LD_LIBRARY_PATH",     "NODE_REPL_EXTERNAL_MODULE",
                                              "MCP_CONFIRM_SECRET",  "MCP_CONFIRM_MODE",
-                                             "MCP_CONFIRM_ANYTHING"};
+                                             "MCP_CONFIRM_ANYTHING", "MCP_SKILL_ALLOW_UNSCRUBBED",
+                                             "CREDENTIALS_DIRECTORY", "SKILL_MCP_NODE",
+                                             "SKILL_MCP_LIMIT_NPROC", "SKILL_MCP_NAMESPACES"};
   std::string list = "OK_VAR";
   for (const auto& r : reserved) list += ", " + r;
   ParsedSkillMd p = WithBlock(
@@ -197,6 +199,7 @@ TEST(Declaration, ReservedVariablesDroppedAndReported) {
     EXPECT_TRUE(HasDeclIssue(p, "'" + r + "'")) << r << Issues(p);
   }
   EXPECT_FALSE(IsReservedVariable("MCP_CONFIRM"));
+  EXPECT_FALSE(IsReservedVariable("SKILL_MCP"));
   EXPECT_FALSE(IsReservedVariable("ld_preload_x"));
 }
 
