@@ -85,7 +85,7 @@ for variant in plain setid locked root namespaces; do
     podman run --rm -i "${hosted[@]}" "${extra[@]}" "${image}")
   node "${here}/mcp-session.mjs" "${plan}" >"${scratch}/${variant}.json" || true
   node "${here}/check-session.mjs" \
-    "{\"skills\":[\"example\",\"probe\"],\"load\":\"example\",\"file\":\"#\",\"run\":{\"uid\":\"${uid}\",\"gid\":\"${gid}\",\"envNames\":[\"MCP_DATA_DIR\"],${bounding_check}}}" \
+    "{\"skills\":[\"example\",\"probe\"],\"load\":\"example\",\"file\":\"no shell ever saw them\",\"run\":{\"uid\":\"${uid}\",\"gid\":\"${gid}\",\"envNames\":[\"MCP_DATA_DIR\"],${bounding_check}}}" \
     <"${scratch}/${variant}.json" | sed "s/^/${variant}: /" || rc=1
 
   # The doctor in the same setting: every layer this configuration demands is on.
@@ -112,7 +112,7 @@ doc_rc=0
 podman run --rm --network none --user root --cap-drop ALL "${image}" doctor >"${scratch}/doctor-root.txt" 2>&1 || doc_rc=$?
 echo "--- skill-mcp doctor (root, --cap-drop ALL), exit ${doc_rc}"
 sed 's/^/    /' "${scratch}/doctor-root.txt"
-if [[ ${doc_rc} == 1 && -s ${scratch}/doctor-root.txt ]] && grep -q "root" "${scratch}/doctor-root.txt"; then
+if [[ ${doc_rc} == 1 && -s ${scratch}/doctor-root.txt ]] && grep -q "refusing to serve as root" "${scratch}/doctor-root.txt"; then
   echo "ok - root without the setid capabilities: doctor exits 1 and says why"
 else
   echo "not ok - root without the setid capabilities: doctor should exit 1 and say why"
@@ -121,10 +121,11 @@ fi
 serve_rc=0
 podman run --rm -i --network none --user root --cap-drop ALL "${image}" </dev/null \
   >"${scratch}/serve-root.out" 2>"${scratch}/serve-root.err" || serve_rc=$?
-if [[ ${serve_rc} != 0 && ! -s ${scratch}/serve-root.out ]]; then
+if [[ ${serve_rc} != 0 && ! -s ${scratch}/serve-root.out ]] &&
+  grep -q "refusing to serve as root" "${scratch}/serve-root.err"; then
   echo "ok - root without the setid capabilities: serve refuses (exit ${serve_rc}): $(head -c 200 "${scratch}/serve-root.err")"
 else
-  echo "not ok - root without the setid capabilities: serve should refuse, got exit ${serve_rc}"
+  echo "not ok - root without the setid capabilities: serve should refuse saying why, got exit ${serve_rc}: $(head -c 300 "${scratch}/serve-root.err")"
   rc=1
 fi
 

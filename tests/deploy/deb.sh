@@ -84,7 +84,7 @@ in_ctr sh -c 'echo "SKILLS_DIR=/srv/skills:/usr/share/skill-mcp/skills" >>/etc/s
 in_ctr useradd -m -G skill-mcp-users alice
 rc=0
 session '{"load":"example","file":["example","references/report-fields.md"],"run":{"name":"probe","script":"scripts/status.js"}}' \
-  "{\"skills\":[\"example\",\"probe\"],\"load\":\"example\",\"file\":\"#\",\"run\":{\"uid\":\"${run_uid}\"}}" || rc=1
+  "{\"skills\":[\"example\",\"probe\"],\"load\":\"example\",\"file\":\"no shell ever saw them\",\"run\":{\"uid\":\"${run_uid}\"}}" || rc=1
 [[ ${rc} == 0 ]] || fail "the installed package did not answer as expected"
 
 in_ctr dpkg --purge skill-mcp >"${stage}/purge.log" 2>&1 || { cat "${stage}/purge.log"; fail "dpkg --purge failed"; }
@@ -96,8 +96,9 @@ done
 state=$(in_ctr systemctl is-active skill-mcp.socket 2>&1 || true)
 [[ ${state} != active ]] || fail "skill-mcp.socket is still active after purge"
 echo "ok - purge removes the units, their enablement, the socket, /etc/skill-mcp and the binaries"
-in_ctr getent passwd skill-mcp >/dev/null &&
-  echo "ok - the system users stay after purge (Debian policy: files they own may remain)"
+in_ctr getent passwd skill-mcp >/dev/null ||
+  fail "the system user skill-mcp is gone after purge (Debian policy keeps it)"
+echo "ok - the system users stay after purge (Debian policy: files they own may remain)"
 
 echo "elapsed $(($(date +%s) - started)) s"
 echo "PASS"

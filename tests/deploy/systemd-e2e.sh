@@ -80,7 +80,7 @@ rc=0
 # 1. Without the optional credential the unit starts; list, load, file, confirmed run.
 inspect="podman exec ${CTR} sh -c 'cat /proc/\$(pgrep -u skill-mcp -x skill-mcp | head -n 1)/status'"
 session "$(printf '{"load":"example","file":["example","references/report-fields.md"],"run":{"name":"probe","script":"scripts/status.js"},"inspect":"%s"}' "${inspect//\"/\\\"}")" \
-  "{\"skills\":[\"example\",\"probe\"],\"load\":\"example\",\"file\":\"#\",\"run\":{\"uid\":\"${run_uid}\",\"gid\":\"${run_gid}\",\"boundingWithin\":\"00000000000000e0\"},\"broker\":{\"uid\":\"${svc_uid}\",\"capEff\":\"00000000000000e0\"}}" || rc=1
+  "{\"skills\":[\"example\",\"probe\"],\"load\":\"example\",\"file\":\"no shell ever saw them\",\"run\":{\"uid\":\"${run_uid}\",\"gid\":\"${run_gid}\",\"boundingWithin\":\"00000000000000e0\"},\"broker\":{\"uid\":\"${svc_uid}\",\"capEff\":\"00000000000000e0\"}}" || rc=1
 
 # 2. Without the credential each broker signs with its own random key, so a token
 #    from one connection is refused by the next ...
