@@ -11,6 +11,7 @@
 set -euo pipefail
 
 mode=$1 unitdir=$2 bin=$3 man=${4:-}
+here=$(cd "$(dirname "$0")" && pwd)
 max_exposure=2.0
 
 if ! command -v systemd-analyze >/dev/null; then
@@ -27,6 +28,34 @@ sed -E "s#^ExecStart=[^ ]+/skill-mcp #ExecStart=${bin} #" "${unitdir}/skill-mcp@
 grep -q "^ExecStart=${bin} serve$" "${scratch}/skill-mcp@.service" || {
   echo "FAIL: could not find the ExecStart=.../skill-mcp serve line to point at the build"
   exit 1
+}
+
+# A documented drop-in, applied to a copy of the unit (offline analysis reads no drop-in
+# directory) and scored against max_exposure. Run in ${scratch}.
+# Usage: score_dropin DIR WHAT SED-ARGS... -- LINE-REGEX...
+# Every LINE-REGEX must match exactly one line of the edited copy, so an edit that no
+# longer applies (the unit's line changed) fails instead of scoring the unchanged unit.
+score_dropin() {
+  local dir=$1 what=$2
+  shift 2
+  local sed_args=()
+  while [[ $# -gt 0 && $1 != -- ]]; do sed_args+=("$1"); shift; done
+  shift
+  mkdir "${dir}"
+  sed "${sed_args[@]}" skill-mcp@.service >"${dir}/skill-mcp@.service"
+  local line
+  for line in "$@"; do
+    [[ $(grep -c -E -e "${line}" "${dir}/skill-mcp@.service") == 1 ]] ||
+      { echo "FAIL: ${what}: the edited unit has no single line matching ${line} (the line it replaces changed?)"; exit 1; }
+  done
+  local dropin_score
+  dropin_score=$(cd "${dir}" && systemd-analyze security --offline=true ./skill-mcp@.service 2>&1 |
+    sed -nE 's/.*Overall exposure level.*: ([0-9]+\.[0-9]+) .*/\1/p')
+  if [[ -z ${dropin_score} ]] || ! awk -v s="${dropin_score}" -v m="${max_exposure}" 'BEGIN { exit !(s <= m) }'; then
+    echo "FAIL: with ${what} the exposure is '${dropin_score}', above ${max_exposure}"
+    exit 1
+  fi
+  echo "ok - with ${what}: exposure ${dropin_score} <= ${max_exposure}"
 }
 
 case ${mode} in
@@ -71,35 +100,19 @@ case ${mode} in
     echo "ok - exposure ${score} <= ${max_exposure}"
     # The drop-in skill-mcp(1) documents for scripts that call an API (network on,
     # Internet sockets allowed) must stay within the goal too.
-    mkdir net
-    sed -e 's/^PrivateNetwork=yes$/PrivateNetwork=no/' \
-      -e 's/^RestrictAddressFamilies=AF_UNIX$/RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6/' \
-      skill-mcp@.service >net/skill-mcp@.service
-    [[ $(grep -c -e '^PrivateNetwork=no$' -e '^RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6$' net/skill-mcp@.service) == 2 ]] ||
-      { echo "FAIL: the unit no longer has the PrivateNetwork/RestrictAddressFamilies lines the network drop-in replaces"; exit 1; }
-    net_score=$(cd net && systemd-analyze security --offline=true ./skill-mcp@.service 2>&1 |
-      sed -nE 's/.*Overall exposure level.*: ([0-9]+\.[0-9]+) .*/\1/p')
-    if [[ -z ${net_score} ]] || ! awk -v s="${net_score}" -v m="${max_exposure}" 'BEGIN { exit !(s <= m) }'; then
-      echo "FAIL: with the network drop-in the exposure is '${net_score}', above ${max_exposure}"
-      exit 1
-    fi
-    echo "ok - with the documented network drop-in: exposure ${net_score} <= ${max_exposure}"
+    score_dropin net "the documented network drop-in" \
+      -e 's/^PrivateNetwork=yes$/PrivateNetwork=no/' \
+      -e 's/^RestrictAddressFamilies=AF_UNIX$/RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6/' -- \
+      '^PrivateNetwork=no$' '^RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6$'
     # The namespaces drop-in (packaging/systemd/namespaces.conf): user and mnt
-    # namespaces allowed, @mount added to the filter. Offline analysis reads no drop-in
-    # directory, so its two lines are applied to a copy of the unit.
-    dropin=$(dirname "$0")/../../packaging/systemd/namespaces.conf
+    # namespaces allowed, @mount added to the filter.
+    dropin=${here}/../../packaging/systemd/namespaces.conf
     grep -qx 'RestrictNamespaces=user mnt' "${dropin}" && grep -qx 'SystemCallFilter=@mount' "${dropin}" ||
       { echo "FAIL: ${dropin} no longer has the lines this check applies"; exit 1; }
-    mkdir ns
-    sed -e 's/^RestrictNamespaces=yes$/RestrictNamespaces=user mnt/' \
-      -e 's/^\(SystemCallFilter=.*\)$/\1 @mount/' skill-mcp@.service >ns/skill-mcp@.service
-    ns_score=$(cd ns && systemd-analyze security --offline=true ./skill-mcp@.service 2>&1 |
-      sed -nE 's/.*Overall exposure level.*: ([0-9]+\.[0-9]+) .*/\1/p')
-    if [[ -z ${ns_score} ]] || ! awk -v s="${ns_score}" -v m="${max_exposure}" 'BEGIN { exit !(s <= m) }'; then
-      echo "FAIL: with the namespaces drop-in the exposure is '${ns_score}', above ${max_exposure}"
-      exit 1
-    fi
-    echo "ok - with the documented namespaces drop-in: exposure ${ns_score} <= ${max_exposure}"
+    score_dropin ns "the documented namespaces drop-in" \
+      -e 's/^RestrictNamespaces=yes$/RestrictNamespaces=user mnt/' \
+      -e 's/^\(SystemCallFilter=.*\)$/\1 @mount/' -- \
+      '^RestrictNamespaces=user mnt$' '^SystemCallFilter=.* @mount$'
     echo "PASS"
     ;;
   *)
