@@ -102,16 +102,24 @@ bool IsEnvNameStart(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <=
 
 bool IsEnvNameChar(char c) { return IsEnvNameStart(c) || (c >= '0' && c <= '9'); }
 
+}  // namespace
+
+bool IsEnvName(std::string_view name) {
+  if (name.empty() || !IsEnvNameStart(name[0])) return false;
+  for (char c : name)
+    if (!IsEnvNameChar(c)) return false;
+  return true;
+}
+
+namespace {
+
 // NAME=value with a portable name: anything else could be read differently by libc,
 // node and the script (e.g. "=x", "A B=x", or a bare "PATH" without '=').
 bool IsEnvEntry(std::string_view entry, std::string_view& name) {
   const size_t eq = entry.find('=');
   if (eq == std::string_view::npos || eq == 0) return false;
   name = entry.substr(0, eq);
-  if (!IsEnvNameStart(name[0])) return false;
-  for (char c : name)
-    if (!IsEnvNameChar(c)) return false;
-  return true;
+  return IsEnvName(name);
 }
 
 }  // namespace

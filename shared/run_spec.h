@@ -99,6 +99,10 @@ std::string EncodeRunSpec(const RunSpec& spec);
 // other than "/", without them both empty. Brokers can check a spec before forking.
 bool IsValidRunSpec(const RunSpec& spec);
 
+// A portable variable name, [A-Za-z_][A-Za-z0-9_]*: the one rule for the run spec,
+// declarations and systemd credentials.
+bool IsEnvName(std::string_view name);
+
 // nullopt on any malformed, oversized or trailing input.
 std::optional<RunSpec> DecodeRunSpec(std::string_view bytes);
 

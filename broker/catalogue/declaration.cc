@@ -6,6 +6,7 @@
 
 #include "broker/catalogue/yaml_strict.h"
 #include "shared/relpath.h"
+#include "shared/run_spec.h"
 
 namespace skillmcp {
 namespace {
@@ -271,13 +272,8 @@ bool IsReservedVariable(std::string_view name) {
 }
 
 bool IsUsableVariableName(std::string_view name) {
-  if (name.empty() || name.size() > 128) return false;
-  auto alpha = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
-  if (!alpha(name[0])) return false;
-  for (char c : name) {
-    if (!alpha(c) && !(c >= '0' && c <= '9')) return false;
-  }
-  return true;
+  // Why 128: a name is echoed in previews and problems; a longer one is no real variable.
+  return name.size() <= 128 && IsEnvName(name);
 }
 
 Declaration InterpretDeclaration(const YAML::Node& block, int line_offset) {

@@ -3,9 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,21 +13,6 @@
 #include "shared/unique_fd.h"
 
 namespace skillmcp {
-
-UniqueFd OpenPathBeneath(int dirfd, const std::string& rel) {
-  if (rel.empty() || rel.find('\0') != std::string::npos) {
-    errno = EINVAL;
-    return {};
-  }
-  open_how how{};
-  how.flags = O_PATH | O_CLOEXEC;
-  // Why: the kernel resolves the whole path beneath dirfd, so a link cannot lead out.
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-  long fd = syscall(SYS_openat2, dirfd, rel.c_str(), &how, sizeof how);
-  if (fd >= 0) return UniqueFd(static_cast<int>(fd));
-  if (errno == ENOSYS) errno = ELOOP;  // no safe way to follow the link: leave it out
-  return {};
-}
 
 bool ReadDirNames(int dirfd, size_t max_names, std::vector<std::string>* names, bool* more) {
   names->clear();

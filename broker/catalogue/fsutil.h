@@ -13,12 +13,6 @@
 
 namespace skillmcp {
 
-// An O_PATH descriptor for `rel` beneath `dirfd`, following symlinks that stay beneath
-// (openat2 RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS); EXDEV when resolution leaves.
-// O_PATH opens nothing (no device side effects, no FIFO wait). Without openat2 it fails
-// closed with ELOOP. (shared OpenBeneath adds O_NOCTTY, which openat2 refuses with O_PATH.)
-UniqueFd OpenPathBeneath(int dirfd, const std::string& rel);
-
 // Reads the entry names of the directory `dirfd` refers to (an O_PATH descriptor is fine),
 // without `.` and `..`, sorted by bytes. At most `max_names` are read (readdir order
 // decides which when there are more; `*more` is set). False with errno on failure.

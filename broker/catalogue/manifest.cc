@@ -12,6 +12,7 @@
 #include "broker/catalogue/fsutil.h"
 #include "broker/catalogue/reasons.h"
 #include "broker/catalogue/utf8.h"
+#include "shared/open_beneath.h"
 #include "shared/relpath.h"
 
 namespace skillmcp {
@@ -112,7 +113,9 @@ class Walker {
   void VisitLink(Frame& parent, const std::string& rel) {
     // Why: the link is resolved by the kernel beneath the skill's own descriptor, so a
     // target outside the skill cannot be reached, whatever the link text says.
-    UniqueFd target = OpenPathBeneath(skill_dir_, rel);
+    // O_PATH opens nothing (no device side effects, no FIFO wait). Without openat2 the
+    // shared walk opens the link itself, which the S_ISLNK of fstat leaves out.
+    UniqueFd target = OpenBeneath(skill_dir_, rel, O_PATH);
     if (!target) {
       if (errno == EXDEV) {
         Report(rel, reason::kSymlinkEscape,

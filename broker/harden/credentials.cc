@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "shared/run_spec.h"
 #include "shared/unique_fd.h"
 
 namespace skillmcp {
@@ -46,14 +47,6 @@ std::string ReadCredential(int dirfd, const char* name, std::vector<char>* buf, 
 
 }  // namespace
 
-bool IsVariableName(std::string_view name) {
-  if (name.empty()) return false;
-  auto head = [](char c) { return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); };
-  if (!head(name[0])) return false;
-  return std::all_of(name.begin() + 1, name.end(),
-                     [&](char c) { return head(c) || (c >= '0' && c <= '9'); });
-}
-
 CredentialsResult LoadCredentials(std::string_view dir, EnvStore& store) {
   CredentialsResult r;
   if (dir.empty()) {
@@ -78,7 +71,7 @@ CredentialsResult LoadCredentials(std::string_view dir, EnvStore& store) {
   while (dirent* e = readdir(d)) {
     std::string name = e->d_name;
     if (name == "." || name == "..") continue;
-    if (!IsVariableName(name)) {
+    if (!IsEnvName(name)) {
       r.refused.push_back(name + ": not a valid variable name");
       continue;
     }

@@ -25,7 +25,4 @@ struct CredentialsResult {
 // newline removed. A credential replaces a variable of the same name.
 CredentialsResult LoadCredentials(std::string_view dir, EnvStore& store);
 
-// Pure: [A-Za-z_][A-Za-z0-9_]*
-bool IsVariableName(std::string_view name);
-
 }  // namespace skillmcp

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "broker/catalogue/fsutil.h"
 #include "broker/confirm/payloads.h"
 #include "broker/grants/script_env.h"
 #include "broker/tools/file_reader.h"
@@ -72,8 +73,8 @@ std::optional<ToolResult> SkillRunTool::Prepare(const Json& args, Prepared* out)
       return Refusal("INTERPRETER_UNAVAILABLE", lookup.message);
   }
   out->script = *lookup.script;
-  // 5. the path: string check, then resolved beneath the skill directory, a regular file.
-  // Why: both layers, because each misses shapes the other catches.
+  // 5. the path: string check (its own message), then resolved beneath the skill
+  // directory, a regular file (OpenBundleFile checks the string again, as every read does).
   if (PathRefusal r = CheckRelativePath(script); r != PathRefusal::kNone) {
     return Refusal("PATH_REFUSED", std::string("script path refused: ") + DescribePathRefusal(r));
   }
@@ -81,11 +82,10 @@ std::optional<ToolResult> SkillRunTool::Prepare(const Json& args, Prepared* out)
   if (!opened.fd) return Refusal("PATH_REFUSED", "script \"" + script + "\": " + opened.error);
   // node's module identity (__filename, relative require) is the real path of the file
   // that was checked, read back from its descriptor.
-  char link[64], real[4096];
-  snprintf(link, sizeof link, "/proc/self/fd/%d", opened.fd.get());
-  ssize_t n = readlink(link, real, sizeof real - 1);
-  if (n <= 0) return Refusal("PATH_REFUSED", "script \"" + script + "\": cannot resolve its path");
-  out->script_real_path.assign(real, static_cast<size_t>(n));
+  std::optional<std::string> real =
+      RealPathOfFd(opened.fd.get(), out->skill->source + "/" + script);
+  if (!real) return Refusal("PATH_REFUSED", "script \"" + script + "\": cannot resolve its path");
+  out->script_real_path = std::move(*real);
 
   ScriptEnv env = ComputeScriptEnv(out->script.env, deps_.is_set, deps_.view.grants->from);
   WillRun& w = out->will_run;

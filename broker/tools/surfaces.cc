@@ -1,13 +1,14 @@
 #include "broker/tools/surfaces.h"
 
+#include "broker/mcp/jsonrpc.h"
 #include "broker/tools/file_reader.h"
 #include "broker/tools/media_type.h"
 
 namespace skillmcp {
 namespace {
 
-constexpr int kInvalidParams = -32602;
-constexpr int kResourceNotFound = -32002;  // MCP 2025-06-18: a resource that does not exist
+using rpc::kInvalidParams;
+using rpc::kResourceNotFound;
 
 std::string PromptDescription(const Skill& s) {
   std::string d = s.description.value_or("");

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <string>
 
+#include "shared/run_spec.h"
+
 namespace skillmcp {
 namespace {
 
@@ -77,14 +79,14 @@ TEST_F(CredentialsTest, MissingDirectoryIsReportedNotFatal) {
   EXPECT_FALSE(LoadCredentials("", store).used);
 }
 
-TEST(IsVariableName, Rules) {
-  EXPECT_TRUE(IsVariableName("A"));
-  EXPECT_TRUE(IsVariableName("_x9"));
-  EXPECT_FALSE(IsVariableName(""));
-  EXPECT_FALSE(IsVariableName("9A"));
-  EXPECT_FALSE(IsVariableName("A-B"));
-  EXPECT_FALSE(IsVariableName("A.B"));
-  EXPECT_FALSE(IsVariableName("A B"));
+TEST(IsEnvName, Rules) {
+  EXPECT_TRUE(IsEnvName("A"));
+  EXPECT_TRUE(IsEnvName("_x9"));
+  EXPECT_FALSE(IsEnvName(""));
+  EXPECT_FALSE(IsEnvName("9A"));
+  EXPECT_FALSE(IsEnvName("A-B"));
+  EXPECT_FALSE(IsEnvName("A.B"));
+  EXPECT_FALSE(IsEnvName("A B"));
 }
 
 }  // namespace
