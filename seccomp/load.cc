@@ -14,11 +14,6 @@ namespace skillmcp::seccomp {
 static_assert(sizeof(sock_filter) == kBpfInsnBytes);
 static_assert(BPF_MAXINSNS == kBpfMaxInsns);
 
-bool IsPlausibleBpf(std::string_view bpf) {
-  return !bpf.empty() && bpf.size() % kBpfInsnBytes == 0 &&
-         bpf.size() / kBpfInsnBytes <= kBpfMaxInsns;
-}
-
 int LoadCompiledPolicy(std::string_view bpf) {
   if (!IsPlausibleBpf(bpf)) return -EINVAL;
   // Copied into properly aligned records: the bytes come from a string.

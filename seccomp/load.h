@@ -5,13 +5,12 @@
 #include <cstddef>
 #include <string_view>
 
+#include "shared/run_spec.h"
+
 namespace skillmcp::seccomp {
 
-inline constexpr size_t kBpfInsnBytes = 8;     // sizeof(struct sock_filter)
-inline constexpr size_t kBpfMaxInsns = 4096;   // BPF_MAXINSNS: the kernel's own ceiling
-
-// True when `bpf` could be a program: 1..kBpfMaxInsns whole instructions.
-bool IsPlausibleBpf(std::string_view bpf);
+// The program's size limits and IsPlausibleBpf are in shared/run_spec.h, where the
+// run spec's decoder checks them too.
 
 // Loads `bpf` into the calling thread with seccomp(SECCOMP_SET_MODE_FILTER, 0). The
 // caller must already have no_new_privs (the worker's step kNoNewPrivs). The kernel

@@ -4,11 +4,12 @@
 // version-dependent set; an allow-list would break on every node upgrade), with
 // named, documented groups sorted by name, each with one action and a why.
 //
-// A fixed prefix no group edit can remove (InstallWorkerPolicy adds it, not the table):
-//   - native architecture only; any foreign ABI (i386 via int 0x80, x32 numbers) kills
-//     the whole process (SCMP_FLTATR_ACT_BADARCH = KILL_PROCESS);
-//   - clone() with any CLONE_NEW* flag is refused (EPERM), and clone3 answers ENOSYS
-//     so glibc falls back to clone(), whose flags a filter can see.
+// A fixed prefix no group edit can remove (CompileWorkerPolicy adds it, not the table):
+// native architecture only; any foreign ABI (i386 via int 0x80, x32 numbers) kills the
+// whole process (SCMP_FLTATR_ACT_BADARCH = KILL_PROCESS). The clone rules are table
+// groups (@namespaces: clone() with any CLONE_NEW* flag is EPERM; @clone3-fallback:
+// clone3 answers ENOSYS so glibc falls back to clone(), whose flags a filter can see),
+// pinned by tests/unit/seccomp/policy_table_test.cc.
 //
 // Actions: ENOSYS where libc or libuv has a fallback, EPERM where a caller handles a
 // refusal (the same errno the kernel gives an unprivileged caller), KILL_PROCESS for

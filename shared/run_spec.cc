@@ -138,8 +138,7 @@ bool IsValidRunSpec(const RunSpec& spec) {
   }
   // why: seccomp on with no program would run the script unfiltered; fail closed.
   if (spec.seccomp) {
-    const size_t n = spec.seccomp_bpf.size();
-    if (n == 0 || n % 8 != 0 || n > kRunSpecMaxBpfBytes) return false;
+    if (!IsPlausibleBpf(spec.seccomp_bpf)) return false;
   } else if (!spec.seccomp_bpf.empty()) {
     return false;  // a program that would not be loaded: the broker meant something else
   }

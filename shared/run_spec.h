@@ -13,8 +13,9 @@
 //   5 node   (O_RDONLY fd of the pinned interpreter, exec'd with execveat(AT_EMPTY_PATH))
 //   6 script (O_RDONLY fd of the declared script, opened beneath the skill directory;
 //             node's bootstrap reads it from offset 0 whatever its current offset)
-//   7 skill  (O_PATH|O_DIRECTORY fd of the skill directory; becomes the cwd via fchdir;
-//             the run-as uid needs search permission on it, else step kChdir fails)
+//   7 skill  (O_PATH|O_DIRECTORY fd of the skill directory; becomes the cwd via fchdir,
+//             or with namespaces via chdir to the bound path checked against it; the
+//             run-as uid needs search permission on it, else step kChdir fails)
 #pragma once
 
 #include <cstdint>
@@ -78,7 +79,16 @@ struct RunSpec {
                              // records; required when seccomp, empty otherwise
 };
 
-inline constexpr size_t kRunSpecMaxBpfBytes = 4096 * 8;  // BPF_MAXINSNS instructions
+// A classic BPF program: struct sock_filter records, at most BPF_MAXINSNS (the
+// kernel's own ceiling). seccomp/load.cc checks both against <linux/filter.h>.
+inline constexpr size_t kBpfInsnBytes = 8;
+inline constexpr size_t kBpfMaxInsns = 4096;
+inline constexpr size_t kRunSpecMaxBpfBytes = kBpfInsnBytes * kBpfMaxInsns;
+
+// True when `bpf` could be a program: 1..kBpfMaxInsns whole instructions.
+inline bool IsPlausibleBpf(std::string_view bpf) {
+  return !bpf.empty() && bpf.size() % kBpfInsnBytes == 0 && bpf.size() <= kRunSpecMaxBpfBytes;
+}
 inline constexpr size_t kRunSpecMaxHiddenRoots = 64;
 
 // The wire format (little-endian, no padding; see shared/run_spec.cc):

@@ -116,7 +116,6 @@ struct RunSupervisor::Run {
   std::string status_buf;
   bool out_eof = false, err_eof = false, status_eof = false;
   bool exited = false;
-  bool reaped = false;
   int child_code = 0, child_status = 0;  // from waitid: CLD_* and the code or signal
   bool timed_out = false;
   bool settling = false;  // Settle is on the stack: its drain must not re-enter it
@@ -128,7 +127,7 @@ RunSupervisor::RunSupervisor(EventLoop& loop, const LaunchConfig& config, const 
     : loop_(loop),
       config_(config),
       env_(env),
-      reaper_(loop, [this] { return run_ && !run_->reaped ? run_->pid : -1; }) {
+      reaper_(loop, [this] { return run_ && !run_->settling ? run_->pid : -1; }) {
   // why: orphans of a run re-parent to us instead of init, so none outlives its run.
   if (!BecomeSubreaper())
     LOG_WARN_ERRNO("cannot become the runs' child subreaper; a run's orphans outlive it");
@@ -407,10 +406,9 @@ void RunSupervisor::SignalGroup(int sig) {
   // The leader through its pidfd (never a recycled pid), then its process group: the
   // worker made itself a session and group leader, so the group id is its pid. Until
   // it is reaped the pid cannot be reused, so -pid cannot reach a stranger.
-  if (!r.reaped) {
-    PidfdSendSignal(r.pidfd.get(), sig);
-    kill(-r.pid, sig);
-  }
+  // Settle reaps the leader and tears the run down before returning to the loop.
+  PidfdSendSignal(r.pidfd.get(), sig);
+  kill(-r.pid, sig);
 }
 
 void RunSupervisor::Cancel() {
@@ -456,7 +454,6 @@ void RunSupervisor::Settle() {
     LOG_WARN("worker %d did not die at the end of its run; it is reaped when it exits",
              static_cast<int>(r.pid));
   }
-  r.reaped = true;
   // What the run left behind (orphans re-parented to us) dies with it, before the
   // result is out and before the next run can start.
   reaper_.Sweep();
