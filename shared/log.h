@@ -6,19 +6,12 @@
 
 namespace skillmcp::log {
 
-enum class Level { kDebug, kInfo, kWarn, kError };
+enum class Level { kInfo, kWarn, kError };
 
-void SetLevel(Level level);
-void SetProgramName(const char* name);
 [[gnu::format(printf, 3, 4)]] void Write(Level level, int err, const char* fmt, ...);
-
-// Non-allocating writer for a forked child before exec: writes the pieces to fd 2
-// with write(2) only, so it is async-signal-safe.
-void RawWrite(const char* a, const char* b = nullptr, const char* c = nullptr);
 
 }  // namespace skillmcp::log
 
-#define LOG_DEBUG(...) do { ::skillmcp::log::Write(::skillmcp::log::Level::kDebug, 0, __VA_ARGS__); } while (0)
 #define LOG_INFO(...) do { ::skillmcp::log::Write(::skillmcp::log::Level::kInfo, 0, __VA_ARGS__); } while (0)
 #define LOG_WARN(...) do { ::skillmcp::log::Write(::skillmcp::log::Level::kWarn, 0, __VA_ARGS__); } while (0)
 #define LOG_ERROR(...) do { ::skillmcp::log::Write(::skillmcp::log::Level::kError, 0, __VA_ARGS__); } while (0)

@@ -14,8 +14,6 @@ namespace skillmcp {
 // Not thread-safe (the collator is made once, on first use; the server is single-threaded).
 int CollateCompare(std::string_view a, std::string_view b);
 
-inline bool CollateLess(std::string_view a, std::string_view b) { return CollateCompare(a, b) < 0; }
-
 // Sorts `items` by CollateCompare of key(item); stable.
 template <typename T, typename KeyFn>
 void CollateSort(std::vector<T>& items, KeyFn key);

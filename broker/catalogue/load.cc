@@ -94,7 +94,6 @@ std::optional<Skill> LoadSkill(Candidate candidate, std::vector<Problem>* proble
   if (parsed.declaration.ok) {
     skill.runs = PresentRuns(c, std::move(parsed.declaration.runs), problems);
     skill.declared_egress = std::move(parsed.declaration.egress);
-    skill.declared_env = std::move(parsed.declaration.env);
   }
   ManifestResult manifest = WalkManifest(c.dir.get(), c.source);
   skill.files = std::move(manifest.files);

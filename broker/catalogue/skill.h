@@ -54,7 +54,6 @@ struct Skill {
   bool declaration_ok = false;               // ...and was accepted (runs below are usable)
   std::vector<DeclaredRun> runs;             // empty when the block was refused
   std::vector<std::string> declared_egress;  // `egress:` proposal, verbatim
-  std::vector<DeclaredEnvField> declared_env;  // `env:` proposal (reserved names dropped)
 };
 
 struct Catalogue {

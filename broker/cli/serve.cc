@@ -57,6 +57,10 @@ int RunServe() {
   }
 
   EventLoop loop;
+  if (!loop.ok()) {
+    LOG_ERROR_ERRNO("cannot create the event loop (epoll)");
+    return 1;
+  }
   Session session(loop, STDIN_FILENO, STDOUT_FILENO);
   RunSupervisor supervisor(loop, *b->launch, b->env);
   SkillRunDeps deps;

@@ -28,7 +28,6 @@ class EventLoop {
   // Watches `fd` (level-triggered). Returns false and sets errno on failure.
   // A callback may add or remove any watch, including its own.
   bool AddFd(int fd, uint32_t events, FdCallback callback);
-  bool ModifyFd(int fd, uint32_t events);
   void RemoveFd(int fd);
 
   // Calls `callback` once, `delay_ms` from now (monotonic clock).

@@ -36,8 +36,7 @@ void LineReader::Feed(std::string_view data, const LineFn& on_line,
   }
 }
 
-void LineReader::Finish(const LineFn& on_line, const OverflowFn& on_overflow) {
-  (void)on_overflow;
+void LineReader::Finish(const LineFn& on_line) {
   if (!discarding_) Deliver(on_line);
   discarding_ = false;
   buf_.clear();

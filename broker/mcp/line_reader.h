@@ -21,7 +21,7 @@ class LineReader {
   // Splits `data` into lines; a trailing '\r' is dropped, empty lines are skipped.
   void Feed(std::string_view data, const LineFn& on_line, const OverflowFn& on_overflow);
   // At end of input: delivers a final line that had no newline.
-  void Finish(const LineFn& on_line, const OverflowFn& on_overflow);
+  void Finish(const LineFn& on_line);
 
  private:
   void Deliver(const LineFn& on_line);

@@ -19,9 +19,6 @@ class McpServer {
   McpServer(Session& session, CatalogueView view, std::string version, RunToolHandler* run);
   void Register();
 
-  bool client_elicits() const { return client_elicits_; }
-  const std::string& protocol_version() const { return protocol_; }
-
  private:
   void Initialize(const RpcMessage& m, Reply reply);
   void CallTool(const RpcMessage& m, Reply reply);

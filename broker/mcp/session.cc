@@ -57,7 +57,7 @@ void Session::OnReadable() {
                    "request or send smaller arguments"));
   };
   if (n <= 0) {
-    reader_.Finish(on_line, on_overflow);
+    reader_.Finish(on_line);
     loop_.RemoveFd(in_fd_);
     closed_ = true;
     if (on_closed_) on_closed_();
@@ -157,14 +157,6 @@ Json Session::SendRequest(const std::string& method, OrderedJson params, int64_t
   msg["params"] = std::move(params);
   Send(msg);
   return id;
-}
-
-void Session::SendNotification(const std::string& method, OrderedJson params) {
-  OrderedJson msg;
-  msg["jsonrpc"] = "2.0";
-  msg["method"] = method;
-  msg["params"] = std::move(params);
-  Send(msg);
 }
 
 void Session::Send(const OrderedJson& message) {

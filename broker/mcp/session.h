@@ -22,8 +22,6 @@ class Reply {
  public:
   void Result(OrderedJson result) const;
   void Error(int code, std::string_view message) const;
-  bool answered() const { return state_->answered; }
-  const Json& id() const { return state_->id; }
 
  private:
   friend class Session;
@@ -56,7 +54,6 @@ class Session {
   // `timeout_ms`. Returns the id used.
   Json SendRequest(const std::string& method, OrderedJson params, int64_t timeout_ms,
                    ResponseHandler handler);
-  void SendNotification(const std::string& method, OrderedJson params);
 
   // Marks the request with `id` cancelled: its eventual answer is not sent.
   // Returns true when such a request was in flight.

@@ -18,7 +18,7 @@ TEST(LineReader, SplitsLinesAcrossChunks) {
   r.Feed("{\"a\":1}\n{\"b\"", on_line, on_over);
   r.Feed(":2}\r\n\n", on_line, on_over);
   r.Feed("tail", on_line, on_over);
-  r.Finish(on_line, on_over);
+  r.Finish(on_line);
   EXPECT_EQ(lines, (std::vector<std::string>{"{\"a\":1}", "{\"b\":2}", "tail"}));
   EXPECT_EQ(overflows, 0);
 }
