@@ -53,8 +53,9 @@ void Session::OnReadable() {
   auto on_line = [this](std::string_view line) { HandleLine(line); };
   auto on_overflow = [this] {
     Send(MakeError(nullptr, rpc::kInvalidRequest,
-                   "message is larger than the 4 MiB limit and was discarded; split the "
-                   "request or send smaller arguments"));
+                   "message is larger than the " + std::to_string(kMaxMessageBytes >> 20) +
+                       " MiB limit and was discarded; split the request or send smaller "
+                       "arguments"));
   };
   if (n <= 0) {
     reader_.Finish(on_line);

@@ -14,6 +14,8 @@ namespace skillmcp {
 inline constexpr uint64_t kFileEntryCap = 1048576;     // 1 MiB per entry
 inline constexpr uint64_t kFileCallBudget = 4194304;   // 4 MiB per skill_file call
 inline constexpr size_t kMaxPathsPerCall = 8;
+// Messages and tool descriptions state the caps in whole MiB.
+static_assert(kFileEntryCap % (1 << 20) == 0 && kFileCallBudget % (1 << 20) == 0);
 
 // An opened bundle file, or the reason it could not be opened (a sentence for a person).
 struct OpenedFile {

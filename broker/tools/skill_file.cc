@@ -25,7 +25,8 @@ OrderedJson ContentEntry(const std::string& path, const OpenedFile& file,
   e["truncated"] = content.truncated;
   if (content.truncated) {
     e["truncationNote"] = "the file is " + std::to_string(file.size) +
-                          " bytes; only the first 1048576 bytes are returned";
+                          " bytes; only the first " + std::to_string(kFileEntryCap) +
+                          " bytes are returned";
   }
   e["content"] = content.text ? content.bytes : Base64(content.bytes);
   return e;
@@ -54,8 +55,9 @@ ToolResult SkillFile(const CatalogueView& view, const Json& args) {
   if (budget > kFileCallBudget) {
     return Refusal("CALL_BUDGET_EXCEEDED",
                    "these paths add up to " + std::to_string(budget) +
-                       " bytes (each counted up to 1 MiB), over the 4194304-byte budget of "
-                       "one call; request fewer paths per call");
+                       " bytes (each counted up to " + std::to_string(kFileEntryCap >> 20) +
+                       " MiB), over the " + std::to_string(kFileCallBudget) +
+                       "-byte budget of one call; request fewer paths per call");
   }
   OrderedJson files = OrderedJson::array();
   for (size_t i = 0; i < paths.size(); ++i) {

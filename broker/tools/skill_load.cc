@@ -16,7 +16,8 @@ ToolResult SkillLoad(const CatalogueView& view, const Json& args) {
   out["body"] = s->body;
   out["truncated"] = s->body_truncated;
   if (s->body_truncated) {
-    out["truncationNote"] = "SKILL.md is larger than 262144 bytes; the body stops there.";
+    out["truncationNote"] = "SKILL.md is larger than " + std::to_string(kSkillMdCap) +
+                            " bytes; the body stops there.";
   }
   OrderedJson files = OrderedJson::array();
   for (const ManifestFile& f : s->files) {

@@ -35,7 +35,8 @@ std::optional<ToolResult> CheckArgContent(const std::vector<std::string>& args) 
   }
   if (total > kMaxRunArgBytes) {
     return ArgumentError("args", "the arguments add up to " + std::to_string(total) +
-                                     " bytes, over the 8192-byte limit");
+                                     " bytes, over the " + std::to_string(kMaxRunArgBytes) +
+                                     "-byte limit");
   }
   return std::nullopt;
 }

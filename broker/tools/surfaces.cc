@@ -93,8 +93,10 @@ SurfaceAnswer ResourcesRead(const CatalogueView& view, const Json& params) {
   if (!file.fd) return Fail(kResourceNotFound, "\"" + uri + "\": " + file.error);
   if (file.size > kFileEntryCap) {
     return Fail(kInvalidParams, "\"" + uri + "\" is " + std::to_string(file.size) +
-                                    " bytes, over the 1 MiB resource cap; read it with "
-                                    "skill_file, which returns the first 1 MiB and says so");
+                                    " bytes, over the " + std::to_string(kFileEntryCap >> 20) +
+                                    " MiB resource cap; read it with skill_file, which "
+                                    "returns the first " + std::to_string(kFileEntryCap >> 20) +
+                                    " MiB and says so");
   }
   std::optional<FileContent> content = ReadBounded(file, kFileEntryCap);
   if (!content) return Fail(kResourceNotFound, "\"" + uri + "\": could not read the file");

@@ -1,5 +1,10 @@
 #include "broker/tools/tool_definitions.h"
 
+#include <string>
+
+#include "broker/tools/file_reader.h"
+#include "broker/tools/skill_run.h"
+
 namespace skillmcp {
 namespace {
 
@@ -18,7 +23,7 @@ OJ StringProp(const char* description, bool min1) {
   return p;
 }
 
-OJ Tool(const char* name, const char* title, const char* description, OJ properties,
+OJ Tool(const char* name, const char* title, const std::string& description, OJ properties,
         OJ required, OJ annotations) {
   OJ schema{{"type", "object"}, {"properties", std::move(properties)}};
   if (!required.empty()) schema["required"] = std::move(required);
@@ -48,19 +53,22 @@ OJ ToolDefinitions(bool with_run) {
   OJ paths{{"type", "array"},
            {"items", {{"type", "string"}}},
            {"minItems", 1},
-           {"maxItems", 8},
+           {"maxItems", kMaxPathsPerCall},
            {"description", "Paths relative to the skill directory, as skill_load lists them"}};
   tools.push_back(Tool(
       "skill_file", "Read skill files",
-      "Reads up to 8 files from one skill's bundle in one call: text as UTF-8, anything else "
-      "as base64 with a media type. 1 MiB per file (larger files come back truncated, with "
-      "their real size), 4 MiB per call.",
+      "Reads up to " + std::to_string(kMaxPathsPerCall) +
+          " files from one skill's bundle in one call: text as UTF-8, anything else as "
+          "base64 with a media type. " +
+          std::to_string(kFileEntryCap >> 20) +
+          " MiB per file (larger files come back truncated, with their real size), " +
+          std::to_string(kFileCallBudget >> 20) + " MiB per call.",
       OJ{{"name", StringProp("Skill name, as skill_list shows it", true)}, {"paths", paths}},
       OJ{"name", "paths"}, ReadAnnotations("Read skill files")));
   if (with_run) {
     OJ args{{"type", "array"},
             {"items", {{"type", "string"}}},
-            {"maxItems", 64},
+            {"maxItems", kMaxRunArgs},
             {"description", "Arguments passed to the script verbatim (no shell)"}};
     tools.push_back(Tool(
         "skill_run", "Run a skill script",
