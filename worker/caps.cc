@@ -52,15 +52,15 @@ StepResult LockSecurebits() {
   return StepOk();
 }
 
-StepResult DropBoundingSet(bool will_be_root) {
-  const int rc = ForEachKernelCap([will_be_root](int cap, bool present) -> int {
+StepResult DropBoundingSet(bool eperm_is_fatal) {
+  const int rc = ForEachKernelCap([eperm_is_fatal](int cap, bool present) -> int {
     if (!present) return 0;  // already gone: nothing to drop
     if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0) return 0;
     // EPERM means no CAP_SETPCAP. For a worker that will not be root at exec that is
     // tolerable: the bounding set only limits what an exec can grant (setuid-root or
     // file capabilities), and no_new_privs, set before exec, makes exec grant nothing.
     // For a root worker exec would hand the bounding set back: fatal.
-    if (errno == EPERM && !will_be_root) return 0;
+    if (errno == EPERM && !eperm_is_fatal) return 0;
     return -errno;
   });
   if (rc != 0) return StepFailed(WorkerStep::kDropBounding, -rc);

@@ -10,9 +10,11 @@ namespace skillmcp::worker {
 // bounding step then makes sure a root worker has nothing to regain).
 StepResult LockSecurebits();
 
-// kDropBounding: drop every capability present in the bounding set. `will_be_root`
-// says whether any uid will still be 0 at exec.
-StepResult DropBoundingSet(bool will_be_root);
+// kDropBounding: drop every capability present in the bounding set. With
+// `eperm_is_fatal` false, EPERM (no CAP_SETPCAP) is tolerated: right for a worker that
+// will not be root at exec (step 7 passes whether a uid stays 0; step 8b, inside the
+// run's user namespace where CAP_SETPCAP is held, passes true).
+StepResult DropBoundingSet(bool eperm_is_fatal);
 
 // kDropAmbient then kDropCaps: ambient cleared; effective, permitted, inheritable empty.
 StepResult ClearCapabilities();

@@ -55,7 +55,7 @@ void Run() {
   //     the bounding set is emptied now even where step 7 lacked the capability.
   if (spec.namespaces) {
     Check(EnterRunView(spec));
-    Check(DropBoundingSet(/*will_be_root=*/true));  // strict: every drop must succeed
+    Check(DropBoundingSet(/*eperm_is_fatal=*/true));  // every drop must succeed
   }
   // 9. Ambient, effective, permitted and inheritable capabilities: all cleared.
   Check(ClearCapabilities());

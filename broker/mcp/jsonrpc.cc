@@ -76,7 +76,7 @@ RpcMessage ParseRpcLine(std::string_view line) {
       if (!params->is_object()) {
         return Invalid(reply_id, rpc::kInvalidRequest, "\"params\" must be an object");
       }
-      m.params = *params;
+      m.params = std::move(*params);
     }
     m.kind = j.contains("id") ? RpcMessage::Kind::kRequest : RpcMessage::Kind::kNotification;
     m.id = id;
@@ -85,8 +85,8 @@ RpcMessage ParseRpcLine(std::string_view line) {
   if (j.contains("result") || j.contains("error")) {
     m.kind = RpcMessage::Kind::kResponse;
     m.id = id;
-    if (j.contains("result")) m.result = j["result"];
-    if (j.contains("error")) m.error = j["error"];
+    if (auto r = j.find("result"); r != j.end()) m.result = std::move(*r);
+    if (auto e = j.find("error"); e != j.end()) m.error = std::move(*e);
     return m;
   }
   return Invalid(reply_id, rpc::kInvalidRequest,

@@ -52,11 +52,10 @@ int64_t SkillRunTool::Now() const {
 
 std::optional<ToolResult> SkillRunTool::Prepare(const Json& args, Prepared* out) {
   std::string name, script;
-  std::optional<std::string> token;
   if (auto err = RequireString(args, "name", &name)) return err;
   if (auto err = RequireString(args, "script", &script)) return err;
   if (auto err = StringArray(args, "args", false, 0, kMaxRunArgs, &out->args)) return err;
-  if (auto err = OptionalString(args, "confirmToken", &token)) return err;
+  if (auto err = OptionalString(args, "confirmToken", &out->token)) return err;
 
   // 1. unknown skill
   out->skill = deps_.view.FindSkill(name);
@@ -114,9 +113,8 @@ void SkillRunTool::Call(const Json& args, const Json& request_id, bool client_el
                                     "can be confirmed and nothing ran."),
                      true));
   }
-  std::optional<std::string> token;
-  OptionalString(args, "confirmToken", &token);
-  switch (NextGateStep(deps_.gate, client_elicits && deps_.gate.elicitation, token.has_value())) {
+  const std::optional<std::string>& token = p->token;
+  switch (NextGateStep(deps_.gate, client_elicits, token.has_value())) {
     case GateStep::kRefuse:
       return done(Gate(RefusedPayload(deps_.gate.refusal.value_or("")), true));
     case GateStep::kElicit:

@@ -52,6 +52,7 @@ class SkillRunTool : public RunToolHandler {
     GrantedScript script;
     std::string script_real_path;
     std::vector<std::string> args;
+    std::optional<std::string> token;  // confirmToken, when given
     WillRun will_run;
   };
   // Everything before the gate; returns a refusal or fills `out`.
