@@ -6,15 +6,10 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "shared/small_file.h"
 
 namespace skillmcp {
 namespace {
-
-std::string RealPath(const std::string& path) {
-  char buf[PATH_MAX];
-  if (realpath(path.c_str(), buf) == nullptr) return {};
-  return buf;
-}
 
 bool IsDir(const std::string& path) {
   struct stat st {};

@@ -16,6 +16,7 @@
 #include "broker/tools/skill_run.h"
 #include "config.h"
 #include "shared/log.h"
+#include "shared/small_file.h"
 
 namespace skillmcp {
 namespace {
@@ -32,12 +33,6 @@ UniqueFd BlockTerminationSignals() {
   UniqueFd fd(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
   if (fd.valid() && sigprocmask(SIG_BLOCK, &set, nullptr) != 0) fd.reset();
   return fd;
-}
-
-std::string Join(const std::vector<std::string>& v, const char* sep) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
-  return out;
 }
 
 }  // namespace

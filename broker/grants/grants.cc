@@ -2,17 +2,10 @@
 
 #include <algorithm>
 
+#include "shared/small_file.h"
+
 namespace skillmcp {
 namespace {
-
-std::string Join(const std::vector<std::string>& items, std::string_view separator) {
-  std::string out;
-  for (const std::string& item : items) {
-    if (!out.empty()) out += separator;
-    out += item;
-  }
-  return out;
-}
 
 std::string Quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }
 

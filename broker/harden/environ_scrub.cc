@@ -12,35 +12,11 @@
 #include <cstring>
 #include <vector>
 
+#include "shared/small_file.h"
 #include "shared/unique_fd.h"
 
 namespace skillmcp {
 namespace {
-
-// The whole content of a small /proc file, or nullopt-like empty + false.
-bool ReadProcFile(const char* path, std::string* out, int* err) {
-  UniqueFd fd(open(path, O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) {
-    *err = errno;
-    return false;
-  }
-  out->clear();
-  char buf[4096];
-  for (;;) {
-    ssize_t n = read(fd.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      *err = errno;
-      return false;
-    }
-    if (n == 0) return true;
-    out->append(buf, static_cast<size_t>(n));
-    if (out->size() > (64u << 20)) {  // a runaway file: refuse rather than grow forever
-      *err = EFBIG;
-      return false;
-    }
-  }
-}
 
 bool ParseHex(std::string_view s, uint64_t* v) {
   auto r = std::from_chars(s.data(), s.data() + s.size(), *v, 16);
@@ -137,7 +113,7 @@ ScrubResult ScrubEnviron() {
   ScrubResult r;
   std::string stat;
   int err = 0;
-  if (!ReadProcFile("/proc/self/stat", &stat, &err)) {
+  if (!ReadSmallFile("/proc/self/stat", &stat, &err)) {
     r.detail = Errno("cannot read /proc/self/stat", err);
     return r;
   }
@@ -153,7 +129,7 @@ ScrubResult ScrubEnviron() {
   environ = empty_environ;
 
   std::string maps;
-  bool maps_ok = ReadProcFile("/proc/self/maps", &maps, &err);
+  bool maps_ok = ReadSmallFile("/proc/self/maps", &maps, &err);
   bool in_memory_ok = maps_ok && RangeInWritableMapping(maps, start, end);
 
   std::string how;
@@ -179,7 +155,7 @@ ScrubResult ScrubEnviron() {
     how += ", range cut to zero length";
 
   std::string back;
-  if (ReadProcFile("/proc/self/environ", &back, &err)) {
+  if (ReadSmallFile("/proc/self/environ", &back, &err)) {
     r.ok = AllNul(back);
     r.detail = how + (r.ok ? "; /proc/self/environ reads empty"
                            : "; /proc/self/environ still shows bytes after the wipe");

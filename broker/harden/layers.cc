@@ -7,19 +7,16 @@
 
 #include <cstring>
 
-#include "shared/unique_fd.h"
+#include "shared/small_file.h"
 
 namespace skillmcp {
 namespace {
 
 // A "Name:" line of /proc/self/status, or "" when the kernel does not report it.
 std::string StatusField(const char* name) {
-  UniqueFd fd(open("/proc/self/status", O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return "";
   std::string text;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fd.get(), buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+  int err = 0;
+  if (!ReadSmallFile("/proc/self/status", &text, &err)) return "";
   std::string key = std::string("\n") + name + ":";
   size_t at = text.find(key);
   if (at == std::string::npos) return "";

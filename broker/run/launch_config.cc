@@ -16,6 +16,7 @@
 #include "config.h"
 #include "seccomp/policy.h"
 #include "shared/run_limits_default.h"
+#include "shared/small_file.h"
 
 namespace skillmcp {
 namespace {
@@ -25,11 +26,6 @@ constexpr char kDefaultPath[] = "/usr/local/bin:/usr/bin:/bin";
 bool IsExecutableFile(const std::string& path) {
   struct stat st {};
   return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
-}
-
-std::string RealPath(const std::string& path) {
-  char buf[PATH_MAX];
-  return realpath(path.c_str(), buf) != nullptr ? std::string(buf) : std::string();
 }
 
 // Opens an executable by absolute path and checks the open descriptor, so what is

@@ -15,7 +15,7 @@
 #include <utility>
 
 #include "shared/log.h"
-#include "shared/unique_fd.h"
+#include "shared/small_file.h"
 
 namespace skillmcp {
 namespace {
@@ -25,16 +25,9 @@ constexpr int64_t kMaxDelayMs = 1000;
 
 // Appends the pids listed in one /proc/self/task/<tid>/children file.
 void ReadChildrenFile(const std::string& path, std::vector<pid_t>& out) {
-  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return;
   std::string text;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = read(fd.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buf, static_cast<size_t>(n));
-  }
+  int err = 0;
+  if (!ReadSmallFile(path.c_str(), &text, &err)) return;
   const char* p = text.c_str();
   for (;;) {
     char* end = nullptr;
