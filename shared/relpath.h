@@ -19,6 +19,7 @@ enum class PathRefusal {
   kBlankSegment,   // whitespace only
 };
 
+// Why: longer than any real bundle path; bounds the work each check and open does.
 inline constexpr size_t kMaxRelPathBytes = 1024;
 
 PathRefusal CheckRelativePath(std::string_view path);

@@ -32,6 +32,8 @@ inline constexpr int kWorkerNodeFd = 5;
 inline constexpr int kWorkerScriptFd = 6;
 inline constexpr int kWorkerSkillDirFd = 7;
 
+// Why: the worker reads its spec before any limit is applied; a bounded read cannot be
+// made to exhaust its memory, whatever arrives on fd 3.
 inline constexpr size_t kRunSpecMaxBytes = 1 << 20;  // whole encoded spec
 inline constexpr size_t kRunSpecMaxStrings = 256;    // argv + envp entries
 

@@ -38,6 +38,7 @@ struct Candidate {
 void FindCandidates(const std::string& root, std::vector<Candidate>* candidates,
                     std::vector<Problem>* problems);
 
+// Why: a root with a huge directory must not stall discovery or grow memory unbounded.
 inline constexpr size_t kMaxRootEntries = 4096;
 // Each candidate holds a descriptor until it is loaded; past this many (over all roots)
 // further directories are reported `skill-limit` and not opened, so discovery can never

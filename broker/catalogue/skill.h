@@ -63,12 +63,15 @@ struct Catalogue {
   std::vector<Problem> problems;    // in discovery order
 };
 
-inline constexpr size_t kMaxSkills = 32;
-inline constexpr size_t kMaxFilesPerSkill = 2000;
-inline constexpr size_t kMaxDirsPerSkill = 2000;
-inline constexpr size_t kSkillMdCap = 262144;
-inline constexpr size_t kFrontmatterCap = 65536;
+// The limits of SPEC sections 1, 3 and 4. Why each: a hostile or careless skill tree
+// must not grow the server's memory, descriptors or start-up without bound, nor hold a
+// run (and its confirmation) open indefinitely.
+inline constexpr size_t kMaxSkills = 32;            // listings and prompts stay readable
+inline constexpr size_t kMaxFilesPerSkill = 2000;   // manifest size and walk time
+inline constexpr size_t kMaxDirsPerSkill = 2000;    // walk depth/breadth and descriptors
+inline constexpr size_t kSkillMdCap = 262144;       // instructions held in memory per skill
+inline constexpr size_t kFrontmatterCap = 65536;    // YAML parsed strictly, twice
 inline constexpr int64_t kDefaultTimeoutMs = 60000;
-inline constexpr int64_t kMaxTimeoutMs = 300000;
+inline constexpr int64_t kMaxTimeoutMs = 300000;    // no declaration can ask for longer
 
 }  // namespace skillmcp
