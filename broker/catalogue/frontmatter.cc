@@ -1,7 +1,7 @@
 #include "broker/catalogue/frontmatter.h"
 
 #include "broker/catalogue/reasons.h"
-#include "broker/catalogue/utf8.h"
+#include "shared/utf8.h"
 #include "broker/catalogue/yaml_strict.h"
 
 namespace skillmcp {

@@ -11,7 +11,7 @@
 #include "broker/catalogue/collate.h"
 #include "broker/catalogue/fsutil.h"
 #include "broker/catalogue/reasons.h"
-#include "broker/catalogue/utf8.h"
+#include "shared/utf8.h"
 #include "shared/open_beneath.h"
 #include "shared/relpath.h"
 

@@ -2,7 +2,6 @@
 
 #include <sodium.h>
 #include <sys/stat.h>
-#include <unicode/utf8.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,6 +9,7 @@
 
 #include "shared/open_beneath.h"
 #include "shared/relpath.h"
+#include "shared/utf8.h"
 
 namespace skillmcp {
 
@@ -48,32 +48,8 @@ OpenedFile OpenBundleFile(int skill_dir_fd, std::string_view rel_path) {
 }
 
 bool IsText(std::string_view bytes) {
-  const auto* s = reinterpret_cast<const uint8_t*>(bytes.data());
-  int32_t len = static_cast<int32_t>(bytes.size());
-  int32_t i = 0;
-  while (i < len) {
-    UChar32 c;
-    U8_NEXT(s, i, len, c);
-    if (c <= 0) return false;  // invalid sequence (< 0) or NUL (== 0)
-  }
-  return true;
+  return bytes.find('\0') == std::string_view::npos && IsValidUtf8(bytes);
 }
-
-namespace {
-
-// Length of an incomplete UTF-8 sequence at the end of `bytes` (0 if none).
-size_t IncompleteTail(std::string_view bytes) {
-  size_t n = bytes.size();
-  for (size_t back = 1; back <= 3 && back <= n; ++back) {
-    auto c = static_cast<uint8_t>(bytes[n - back]);
-    if ((c & 0xC0) == 0x80) continue;  // continuation byte: keep looking for the lead
-    size_t need = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
-    return need > back ? back : 0;
-  }
-  return 0;
-}
-
-}  // namespace
 
 std::optional<FileContent> ReadBounded(const OpenedFile& file, uint64_t cap) {
   FileContent out;
@@ -94,7 +70,7 @@ std::optional<FileContent> ReadBounded(const OpenedFile& file, uint64_t cap) {
   out.bytes.resize(got);
   out.truncated = file.size > cap;
   std::string_view view(out.bytes);
-  if (out.truncated) view.remove_suffix(IncompleteTail(view));
+  if (out.truncated) view = view.substr(0, Utf8SafePrefixLength(view));
   out.text = IsText(view);
   if (out.text && view.size() != out.bytes.size()) out.bytes.resize(view.size());
   return out;

@@ -1,4 +1,4 @@
-#include "broker/catalogue/utf8.h"
+#include "shared/utf8.h"
 
 #include <cstdint>
 

@@ -1,4 +1,4 @@
-// UTF-8 checks for text that ends up in JSON: names, paths, frontmatter fields.
+// UTF-8 checks for text that ends up in JSON: names, paths, frontmatter fields, files.
 #pragma once
 
 #include <cstddef>
