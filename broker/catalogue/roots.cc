@@ -53,7 +53,13 @@ void AddCandidate(const RootContext& ctx, UniqueFd dir, const std::string& path,
     return;
   }
   struct stat st {};
-  if (fstat(dir.get(), &st) != 0) return;
+  // Why reported: a directory is never dropped in silence (roots.h).
+  if (fstat(dir.get(), &st) != 0) {
+    ctx.Report(path, reason::kUnreadableSkillMd,
+               std::string("this directory cannot be inspected (") + std::strerror(errno) +
+                   "), so its SKILL.md cannot be read");
+    return;
+  }
   if (!HasEntry(dir.get(), kSkillMd)) {
     ctx.Report(path, reason::kNoSkillMd,
                "this directory has no SKILL.md, so it is not a skill; add one or move the "
@@ -131,7 +137,12 @@ void Examine(const RootContext& ctx, int parent, const std::string& parent_path,
     return;
   }
   std::optional<std::string> real = RealPathOfFd(dir.get(), path);
-  if (!real) return;
+  if (!real) {
+    ctx.Report(path, reason::kUnreadableSkillMd,
+               "the real path of this directory cannot be read, so it cannot be checked "
+               "against the skills root and is not served");
+    return;
+  }
   // Why: the root is the boundary the operator chose; a link out of it would serve a
   // directory nobody put under the root.
   if (!IsSameOrInside(*real, ctx.real)) {
