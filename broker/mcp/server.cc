@@ -26,7 +26,7 @@ void McpServer::Register() {
   });
   auto answer = [](Reply r, SurfaceAnswer a) {
     if (a.error_code != 0) {
-      r.Error(a.error_code, a.error_message);
+      r.Error(a.error_code, a.error_message, std::move(a.error_data));
     } else {
       r.Result(std::move(a.result));
     }

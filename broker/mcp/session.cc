@@ -17,11 +17,11 @@ void Reply::Result(OrderedJson result) const {
   state_->session->Finish(state_->id);
 }
 
-void Reply::Error(int code, std::string_view message) const {
+void Reply::Error(int code, std::string_view message, std::optional<Json> data) const {
   if (state_->answered) return;
   state_->answered = true;
   if (state_->session == nullptr) return;
-  state_->session->Send(MakeError(state_->id, code, message));
+  state_->session->Send(MakeError(state_->id, code, message, std::move(data)));
   state_->session->Finish(state_->id);
 }
 

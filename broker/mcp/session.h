@@ -21,7 +21,7 @@ namespace skillmcp {
 class Reply {
  public:
   void Result(OrderedJson result) const;
-  void Error(int code, std::string_view message) const;
+  void Error(int code, std::string_view message, std::optional<Json> data = std::nullopt) const;
 
  private:
   friend class Session;

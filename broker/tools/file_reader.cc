@@ -69,10 +69,10 @@ std::optional<FileContent> ReadBounded(const OpenedFile& file, uint64_t cap) {
   }
   out.bytes.resize(got);
   out.truncated = file.size > cap;
-  std::string_view view(out.bytes);
-  if (out.truncated) view = view.substr(0, Utf8SafePrefixLength(view));
-  out.text = IsText(view);
-  if (out.text && view.size() != out.bytes.size()) out.bytes.resize(view.size());
+  // The cut comes first and the text test looks at exactly the bytes returned (README,
+  // "Tools"): a cut through a multi-byte character makes the entry base64, never a
+  // silently shortened text.
+  out.text = IsText(out.bytes);
   return out;
 }
 

@@ -30,8 +30,8 @@ OpenedFile OpenBundleFile(int skill_dir_fd, std::string_view rel_path);
 struct FileContent {
   std::string bytes;      // at most `cap` bytes
   bool truncated = false; // the file is larger than what was read
-  bool text = false;      // no NUL and valid UTF-8 (an incomplete trailing sequence cut
-                          // off by the cap is dropped, not counted against it)
+  bool text = false;      // the bytes read (after the cut) hold no NUL and are valid
+                          // UTF-8; a cut inside a character makes them binary
 };
 
 // Reads at most `cap` bytes from the start of an opened file with pread.

@@ -1,3 +1,5 @@
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "broker/tools/file_reader.h"
@@ -8,11 +10,25 @@
 namespace skillmcp {
 namespace {
 
+// The message names the path it is about, so it still reads right when quoted alone.
 OrderedJson ErrorEntry(const std::string& path, const std::string& error) {
   OrderedJson e;
   e["path"] = path;
-  e["error"] = error;
+  e["error"] = "\"" + path + "\": " + error;
   return e;
+}
+
+// An empty path names no file at all: the request itself is malformed, so the whole
+// call fails (README, "Tools") rather than one entry.
+std::optional<ToolResult> RefuseEmptyPath(const std::vector<std::string>& paths) {
+  for (size_t i = 0; i < paths.size(); ++i) {
+    if (paths[i].empty()) {
+      return ArgumentError("paths", "\"paths[" + std::to_string(i) +
+                                        "]\" is the empty string; name a file relative to "
+                                        "the skill directory, as skill_load lists them");
+    }
+  }
+  return std::nullopt;
 }
 
 OrderedJson ContentEntry(const std::string& path, const OpenedFile& file,
@@ -39,6 +55,7 @@ ToolResult SkillFile(const CatalogueView& view, const Json& args) {
   if (auto err = RequireString(args, "name", &name)) return *err;
   std::vector<std::string> paths;
   if (auto err = StringArray(args, "paths", true, 1, kMaxPathsPerCall, &paths)) return *err;
+  if (auto err = RefuseEmptyPath(paths)) return *err;
   const Skill* s = view.FindSkill(name);
   if (s == nullptr) return UnknownSkill(view, name);
 

@@ -10,11 +10,12 @@ namespace {
 using rpc::kInvalidParams;
 using rpc::kResourceNotFound;
 
+// Description and when-to-use joined with one space, as the reference sends them.
 std::string PromptDescription(const Skill& s) {
   std::string d = s.description.value_or("");
-  if (s.when_to_use) {
-    if (!d.empty()) d += "\n\n";
-    d += "When to use: " + *s.when_to_use;
+  if (s.when_to_use && !s.when_to_use->empty()) {
+    if (!d.empty()) d += " ";
+    d += *s.when_to_use;
   }
   return d;
 }
@@ -26,13 +27,21 @@ SurfaceAnswer Fail(int code, std::string message) {
   return a;
 }
 
+// A refused or missing resource: the error names the URI in `data` too, so a client can
+// match it without parsing the message (README, "Wire decisions").
+SurfaceAnswer FailUri(const std::string& uri, std::string message) {
+  SurfaceAnswer a = Fail(kResourceNotFound, std::move(message));
+  a.error_data = Json{{"uri", uri}};
+  return a;
+}
+
 }  // namespace
 
 OrderedJson PromptsList(const CatalogueView& view) {
   OrderedJson prompts = OrderedJson::array();
   for (const Skill& s : view.catalogue->skills) {
     prompts.push_back(OrderedJson{{"name", s.name},
-                                  {"title", "Skill: " + s.name},
+                                  {"title", s.name},
                                   {"description", PromptDescription(s)}});
   }
   return OrderedJson{{"prompts", std::move(prompts)}};
@@ -60,9 +69,10 @@ OrderedJson ResourcesList(const CatalogueView& view) {
   for (const Skill& s : view.catalogue->skills) {
     for (const ManifestFile& f : s.files) {
       if (resources.size() >= kMaxResourcesListed) break;
-      resources.push_back(OrderedJson{{"uri", kResourceScheme + s.name + "/" + f.path},
-                                      {"name", s.name + "/" + f.path},
-                                      {"title", f.path + " (skill " + s.name + ")"},
+      std::string uri = kResourceScheme + s.name + "/" + f.path;
+      resources.push_back(OrderedJson{{"uri", uri},
+                                      {"name", uri},
+                                      {"title", s.name + ": " + f.path},
                                       {"mimeType", MediaTypeForPath(f.path)}});
     }
   }
@@ -78,28 +88,24 @@ SurfaceAnswer ResourcesRead(const CatalogueView& view, const Json& params) {
   const std::string scheme = kResourceScheme;
   size_t slash = uri.find('/', scheme.size());
   if (uri.rfind(scheme, 0) != 0 || slash == std::string::npos) {
-    return Fail(kResourceNotFound,
-                "\"" + uri + "\" is not a skill resource; URIs look like skill://<skill>/<path>");
+    return FailUri(uri, "\"" + uri +
+                            "\" is not a skill resource; URIs look like skill://<skill>/<path>");
   }
   std::string name = uri.substr(scheme.size(), slash - scheme.size());
   std::string path = uri.substr(slash + 1);
   const Skill* s = view.FindSkill(name);
   if (s == nullptr) {
-    return Fail(kResourceNotFound, "no skill named \"" + name + "\" is served here");
+    return FailUri(uri, "no skill named \"" + name + "\" is served here (\"" + uri +
+                            "\"); resources/list shows the served files");
   }
   // Same containment as skill_file: string check, then a descriptor opened beneath the
   // skill directory.
   OpenedFile file = OpenBundleFile(s->dir.get(), path);
-  if (!file.fd) return Fail(kResourceNotFound, "\"" + uri + "\": " + file.error);
-  if (file.size > kFileEntryCap) {
-    return Fail(kInvalidParams, "\"" + uri + "\" is " + std::to_string(file.size) +
-                                    " bytes, over the " + std::to_string(kFileEntryCap >> 20) +
-                                    " MiB resource cap; read it with skill_file, which "
-                                    "returns the first " + std::to_string(kFileEntryCap >> 20) +
-                                    " MiB and says so");
-  }
+  if (!file.fd) return FailUri(uri, "\"" + uri + "\": " + file.error);
+  // A larger file gives its first 1 MiB, as skill_file does (which also says it was cut
+  // and gives the real size); the cap bounds the server's heap either way.
   std::optional<FileContent> content = ReadBounded(file, kFileEntryCap);
-  if (!content) return Fail(kResourceNotFound, "\"" + uri + "\": could not read the file");
+  if (!content) return FailUri(uri, "\"" + uri + "\": could not read the file");
   OrderedJson entry{{"uri", uri}, {"mimeType", MediaTypeForPath(path)}};
   if (content->text) {
     entry["text"] = content->bytes;

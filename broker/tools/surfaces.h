@@ -2,6 +2,7 @@
 // (skill://<name>/<path>). The tools alone carry the whole experience; these mirror them.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "broker/tools/tool.h"
@@ -11,11 +12,12 @@ namespace skillmcp {
 inline constexpr size_t kMaxResourcesListed = 500;
 inline constexpr const char* kResourceScheme = "skill://";
 
-// A result, or a JSON-RPC error (code and message) for the caller to send.
+// A result, or a JSON-RPC error (code, message, optional data) for the caller to send.
 struct SurfaceAnswer {
   OrderedJson result;
   int error_code = 0;  // 0: success
   std::string error_message;
+  std::optional<Json> error_data;  // resources: {uri}
 };
 
 OrderedJson PromptsList(const CatalogueView& view);

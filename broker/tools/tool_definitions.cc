@@ -23,9 +23,15 @@ OJ StringProp(const char* description, bool min1) {
   return p;
 }
 
+// The JSON Schema dialect every input schema names, in the reference's key order
+// (type, $schema, properties, required), so a validating client picks the right draft.
+constexpr const char* kSchemaDialect = "https://json-schema.org/draft/2020-12/schema";
+
 OJ Tool(const char* name, const char* title, const std::string& description, OJ properties,
         OJ required, OJ annotations) {
-  OJ schema{{"type", "object"}, {"properties", std::move(properties)}};
+  OJ schema{{"type", "object"},
+            {"$schema", kSchemaDialect},
+            {"properties", std::move(properties)}};
   if (!required.empty()) schema["required"] = std::move(required);
   return OJ{{"name", name},
             {"title", title},

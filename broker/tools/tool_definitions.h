@@ -1,4 +1,5 @@
-// tools/list: names, input schemas and annotations exactly as WIRE.md gives them.
+// tools/list: names, input schemas and annotations as the TypeScript skill-mcp sends them
+// (README.md, "Tools" and "Wire decisions").
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -6,11 +6,13 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "broker/tools/file_reader.h"
 #include "broker/tools/media_type.h"
 #include "broker/tools/read_tools.h"
 #include "broker/tools/surfaces.h"
+#include "broker/tools/tool_definitions.h"
 
 namespace skillmcp {
 namespace {
@@ -114,6 +116,22 @@ TEST_F(ReadToolsTest, OneBadPathFailsOnlyItsEntry) {
     EXPECT_FALSE(out["files"][i].contains("content")) << i;
   }
   EXPECT_EQ(out["files"][4]["content"], "hello");
+  // Each message names its own path, so it reads right when quoted on its own.
+  for (int i : {0, 1, 2, 3, 5}) {
+    const std::string path = out["files"][i]["path"];
+    EXPECT_NE(out["files"][i]["error"].get<std::string>().find("\"" + path + "\""),
+              std::string::npos)
+        << out["files"][i]["error"];
+  }
+}
+
+TEST_F(ReadToolsTest, AnEmptyPathFailsTheWholeCall) {
+  Json out = Call({{"name", "demo"}, {"paths", {"notes.txt", ""}}});
+  EXPECT_TRUE(last_error_);
+  EXPECT_EQ(out["error"], "INVALID_ARGUMENT");
+  EXPECT_EQ(out["argument"], "paths");
+  EXPECT_NE(out["message"].get<std::string>().find("paths[1]"), std::string::npos);
+  EXPECT_FALSE(out.contains("files"));
 }
 
 TEST_F(ReadToolsTest, EntryOverOneMiBIsTruncatedWithTheRealSize) {
@@ -125,13 +143,31 @@ TEST_F(ReadToolsTest, EntryOverOneMiBIsTruncatedWithTheRealSize) {
   EXPECT_TRUE(out["files"][0].contains("truncationNote"));
 }
 
-TEST_F(ReadToolsTest, TruncationInsideAMultiByteCharacterStaysText) {
+TEST_F(ReadToolsTest, TruncationInsideAMultiByteCharacterIsBase64) {
+  // The cut comes first, the text test second: 1 MiB ends after the first byte of the
+  // three-byte character, so the bytes returned are not valid UTF-8.
   std::string s(1048575, 'a');
-  s += "\xe2\x9c\x93";  // crosses the 1 MiB line
+  s += "\xe2\x9c\x93";
   Write("cut.txt", s);
   Json out = Call({{"name", "demo"}, {"paths", {"cut.txt"}}});
-  EXPECT_EQ(out["files"][0]["encoding"], "utf-8");
-  EXPECT_EQ(out["files"][0]["content"].get<std::string>().size(), 1048575u);
+  const Json& e = out["files"][0];
+  EXPECT_EQ(e["encoding"], "base64");
+  EXPECT_EQ(e["truncated"], true);
+  EXPECT_EQ(e["size"], 1048578);
+  EXPECT_EQ(e["mediaType"], "text/plain");
+  EXPECT_EQ(e["content"], Base64(s.substr(0, 1048576)));
+}
+
+TEST_F(ReadToolsTest, TruncationOnACharacterBoundaryStaysText) {
+  std::string s(1048573, 'a');
+  s += "\xe2\x9c\x93";  // ends exactly at 1 MiB
+  s += "tail";
+  Write("cut.txt", s);
+  Json out = Call({{"name", "demo"}, {"paths", {"cut.txt"}}});
+  const Json& e = out["files"][0];
+  EXPECT_EQ(e["encoding"], "utf-8");
+  EXPECT_EQ(e["truncated"], true);
+  EXPECT_EQ(e["content"], s.substr(0, 1048576));
 }
 
 TEST_F(ReadToolsTest, SparseHugeFileIsNeverReadWhole) {
@@ -194,11 +230,116 @@ TEST_F(ReadToolsTest, ResourcesUseTheSameContainment) {
   EXPECT_EQ(ResourcesList(view_)["resources"].size(), 2u);
 }
 
+TEST_F(ReadToolsTest, ResourceOverOneMiBGivesItsFirstMiB) {
+  std::string text(1048576 + 100, 'r');
+  Write("big.md", text);
+  SurfaceAnswer a = ResourcesRead(view_, {{"uri", "skill://demo/big.md"}});
+  ASSERT_EQ(a.error_code, 0) << a.error_message;
+  const auto& c = a.result["contents"][0];
+  EXPECT_EQ(c["mimeType"], "text/markdown");
+  EXPECT_EQ(c["text"], text.substr(0, 1048576));
+  // Cut inside a character: a blob, decided as skill_file decides.
+  std::string cut(1048575, 'a');
+  cut += "\xc3\xa9 more";
+  Write("cut.md", cut);
+  SurfaceAnswer b = ResourcesRead(view_, {{"uri", "skill://demo/cut.md"}});
+  ASSERT_EQ(b.error_code, 0) << b.error_message;
+  EXPECT_FALSE(b.result["contents"][0].contains("text"));
+  EXPECT_EQ(b.result["contents"][0]["blob"], Base64(cut.substr(0, 1048576)));
+}
+
+TEST_F(ReadToolsTest, EveryRefusedResourceCarriesItsUri) {
+  ASSERT_EQ(symlink("/etc/passwd", (dir_ + "/passwd").c_str()), 0);
+  ASSERT_EQ(mkdir((dir_ + "/sub").c_str(), 0755), 0);
+  for (const char* uri :
+       {"skill://demo/../demo/notes.txt", "skill://demo/passwd", "file:///etc/passwd",
+        "skill://nope/SKILL.md", "skill://demo/missing.txt", "skill://demo/sub",
+        "skill://demo", "skill://demo/%2e%2e/x", "skill://demo/"}) {
+    SurfaceAnswer a = ResourcesRead(view_, {{"uri", uri}});
+    EXPECT_NE(a.error_code, 0) << uri;
+    ASSERT_TRUE(a.error_data.has_value()) << uri;
+    EXPECT_EQ(*a.error_data, Json({{"uri", uri}})) << uri;
+  }
+  // No URI was requested: nothing to name.
+  SurfaceAnswer none = ResourcesRead(view_, Json::object());
+  EXPECT_EQ(none.error_code, -32602);
+  EXPECT_FALSE(none.error_data.has_value());
+}
+
+TEST_F(ReadToolsTest, ResourceListNamesTheUriAndTitlesSkillAndPath) {
+  OrderedJson list = ResourcesList(view_);
+  ASSERT_EQ(list["resources"].size(), 2u);
+  const OrderedJson& r = list["resources"][1];
+  EXPECT_EQ(r["uri"], "skill://demo/notes.txt");
+  EXPECT_EQ(r["name"], "skill://demo/notes.txt");
+  EXPECT_EQ(r["title"], "demo: notes.txt");
+  EXPECT_EQ(r["mimeType"], "text/plain");
+}
+
+TEST_F(ReadToolsTest, PromptTitleIsTheSkillAndDescriptionJoinsWithOneSpace) {
+  Skill& s = catalogue_.skills[0];
+  s.description = "Does demos.";
+  s.when_to_use = "When a demo is asked for.";
+  OrderedJson list = PromptsList(view_);
+  const OrderedJson& p = list["prompts"][0];
+  EXPECT_EQ(p["name"], "demo");
+  EXPECT_EQ(p["title"], "demo");
+  EXPECT_EQ(p["description"], "Does demos. When a demo is asked for.");
+  EXPECT_EQ(PromptsGet(view_, {{"name", "demo"}}).result["description"],
+            "Does demos. When a demo is asked for.");
+  s.description.reset();
+  EXPECT_EQ(PromptsList(view_)["prompts"][0]["description"], "When a demo is asked for.");
+  s.description = "Only this.";
+  s.when_to_use.reset();
+  EXPECT_EQ(PromptsList(view_)["prompts"][0]["description"], "Only this.");
+}
+
 TEST_F(ReadToolsTest, PromptIsTheBodyVerbatim) {
   SurfaceAnswer a = PromptsGet(view_, {{"name", "demo"}});
   ASSERT_EQ(a.error_code, 0);
   EXPECT_EQ(a.result["messages"][0]["content"]["text"], "\nbody");
   EXPECT_EQ(PromptsGet(view_, {{"name", "zzz"}}).error_code, -32602);
+}
+
+std::vector<std::string> Keys(const OrderedJson& o) {
+  std::vector<std::string> keys;
+  for (auto& [k, v] : o.items()) keys.push_back(k);
+  return keys;
+}
+
+TEST(ToolDefinitions, SchemasNameTheDialectInTheWireKeyOrder) {
+  OrderedJson tools = ToolDefinitions(true)["tools"];
+  ASSERT_EQ(tools.size(), 4u);
+  for (const OrderedJson& t : tools) {
+    const OrderedJson& schema = t["inputSchema"];
+    EXPECT_EQ(schema["$schema"], "https://json-schema.org/draft/2020-12/schema") << t["name"];
+    std::vector<std::string> want = {"type", "$schema", "properties"};
+    if (t["name"] != "skill_list") want.push_back("required");
+    EXPECT_EQ(Keys(schema), want) << t["name"];
+  }
+  EXPECT_EQ(tools[2]["inputSchema"]["required"], OrderedJson({"name", "paths"}));
+  EXPECT_EQ(tools[2]["inputSchema"]["properties"]["paths"]["maxItems"], 8);
+}
+
+TEST(ToolDefinitions, AnnotationsFollowTheWire) {
+  OrderedJson tools = ToolDefinitions(true)["tools"];
+  for (int i = 0; i < 3; ++i) {
+    const OrderedJson& a = tools[i]["annotations"];
+    EXPECT_EQ(Keys(a), (std::vector<std::string>{"title", "readOnlyHint", "idempotentHint",
+                                                 "openWorldHint"}));
+    EXPECT_EQ(a["readOnlyHint"], true);
+    EXPECT_EQ(a["idempotentHint"], true);
+    EXPECT_EQ(a["openWorldHint"], false);
+  }
+  const OrderedJson& run = tools[3]["annotations"];
+  EXPECT_EQ(tools[3]["name"], "skill_run");
+  EXPECT_EQ(Keys(run), (std::vector<std::string>{"title", "readOnlyHint", "destructiveHint",
+                                                 "idempotentHint", "openWorldHint"}));
+  EXPECT_EQ(run["readOnlyHint"], false);
+  EXPECT_EQ(run["destructiveHint"], true);
+  EXPECT_EQ(run["idempotentHint"], false);
+  EXPECT_EQ(run["openWorldHint"], true);
+  EXPECT_EQ(ToolDefinitions(false)["tools"].size(), 3u);
 }
 
 }  // namespace
