@@ -13,7 +13,7 @@ Usage:
                              non-zero when one the configuration demands is off
   skill-mcp connect [SOCKET] relay stdin/stdout to a socket-activated skill-mcp
                              (default /run/skill-mcp/skill-mcp.sock)
-  skill-mcp --help | --version
+  skill-mcp [COMMAND] --help  this text (after any command too); --version: the version
 
 Skills:
   MCP_SKILLS_PATH            ':'-separated roots (set by mcp-host; wins)
@@ -41,17 +41,36 @@ stdout carries JSON-RPC only; diagnostics go to stderr. See skill-mcp(1) and REA
 )";
 }
 
+namespace {
+
+bool IsHelpFlag(std::string_view a) { return a == "--help" || a == "-h"; }
+bool IsVersion(std::string_view a) { return a == "--version" || a == "-V"; }
+
+CliOptions Unexpected(std::string_view arg, std::string_view why) {
+  CliOptions o;
+  o.command = CliOptions::Command::kError;
+  o.error = "unexpected argument \"" + std::string(arg) + "\"" + std::string(why) +
+            "; run `skill-mcp --help` for the commands (configuration is read from "
+            "environment variables, not flags)";
+  return o;
+}
+
+}  // namespace
+
 CliOptions ParseCli(int argc, char** argv) {
+  // --help and --version win wherever they stand, so `skill-mcp connect --help` prints help
+  // instead of trying a socket named "--help".
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (IsHelpFlag(a)) return CliOptions{CliOptions::Command::kHelp, {}, {}};
+    if (IsVersion(a)) return CliOptions{CliOptions::Command::kVersion, {}, {}};
+  }
   CliOptions o;
   int i = 1;
   if (i < argc) {
     std::string_view a = argv[i];
-    if (a == "--help" || a == "-h" || a == "help") {
+    if (a == "help") {
       o.command = CliOptions::Command::kHelp;
-      return o;
-    }
-    if (a == "--version" || a == "-V") {
-      o.command = CliOptions::Command::kVersion;
       return o;
     }
     if (a == "serve") {
@@ -63,15 +82,17 @@ CliOptions ParseCli(int argc, char** argv) {
       o.command = CliOptions::Command::kConnect;
       o.socket_path = "/run/skill-mcp/skill-mcp.sock";
       ++i;
-      if (i < argc) o.socket_path = argv[i++];
+      if (i < argc) {
+        std::string_view sock = argv[i];
+        if (sock.starts_with('-')) {
+          return Unexpected(sock, " (connect takes no options; write a socket path that "
+                                  "starts with '-' as ./-name)");
+        }
+        o.socket_path = argv[i++];
+      }
     }
   }
-  if (i < argc) {
-    o.command = CliOptions::Command::kError;
-    o.error = std::string("unexpected argument \"") + argv[i] +
-              "\"; run `skill-mcp --help` for the commands (configuration is read from "
-              "environment variables, not flags)";
-  }
+  if (i < argc) return Unexpected(argv[i], "");
   return o;
 }
 
