@@ -85,8 +85,9 @@ CliOptions ParseCli(int argc, char** argv) {
       if (i < argc) {
         std::string_view sock = argv[i];
         if (sock.starts_with('-')) {
-          return Unexpected(sock, " (connect takes no options; write a socket path that "
-                                  "starts with '-' as ./-name)");
+          return Unexpected(sock,
+                            " (connect takes no options; write a socket path that "
+                            "starts with '-' as ./-name)");
         }
         o.socket_path = argv[i++];
       }

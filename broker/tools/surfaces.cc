@@ -40,9 +40,8 @@ SurfaceAnswer FailUri(const std::string& uri, std::string message) {
 OrderedJson PromptsList(const CatalogueView& view) {
   OrderedJson prompts = OrderedJson::array();
   for (const Skill& s : view.catalogue->skills) {
-    prompts.push_back(OrderedJson{{"name", s.name},
-                                  {"title", s.name},
-                                  {"description", PromptDescription(s)}});
+    prompts.push_back(
+        OrderedJson{{"name", s.name}, {"title", s.name}, {"description", PromptDescription(s)}});
   }
   return OrderedJson{{"prompts", std::move(prompts)}};
 }
@@ -88,8 +87,8 @@ SurfaceAnswer ResourcesRead(const CatalogueView& view, const Json& params) {
   const std::string scheme = kResourceScheme;
   size_t slash = uri.find('/', scheme.size());
   if (uri.rfind(scheme, 0) != 0 || slash == std::string::npos) {
-    return FailUri(uri, "\"" + uri +
-                            "\" is not a skill resource; URIs look like skill://<skill>/<path>");
+    return FailUri(
+        uri, "\"" + uri + "\" is not a skill resource; URIs look like skill://<skill>/<path>");
   }
   std::string name = uri.substr(scheme.size(), slash - scheme.size());
   std::string path = uri.substr(slash + 1);

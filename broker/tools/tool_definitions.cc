@@ -29,9 +29,7 @@ constexpr const char* kSchemaDialect = "https://json-schema.org/draft/2020-12/sc
 
 OJ Tool(const char* name, const char* title, const std::string& description, OJ properties,
         OJ required, OJ annotations) {
-  OJ schema{{"type", "object"},
-            {"$schema", kSchemaDialect},
-            {"properties", std::move(properties)}};
+  OJ schema{{"type", "object"}, {"$schema", kSchemaDialect}, {"properties", std::move(properties)}};
   if (!required.empty()) schema["required"] = std::move(required);
   return OJ{{"name", name},
             {"title", title},
