@@ -53,7 +53,7 @@ std::vector<DeclaredRun> PresentRuns(const Candidate& c, std::vector<DeclaredRun
     UniqueFd fd = OpenRegularBeneath(c.dir.get(), run.script);
     if (!fd) {
       problems->push_back(
-          {DisplaySafe(JoinPath(c.source, run.script)), reason::kDeclaredScriptMissing,
+          {DisplaySafe(JoinPath(c.path, run.script)), reason::kDeclaredScriptMissing,
            "the mcp-host block declares the script '" + DisplaySafe(run.script) +
                "', but it is not a regular file inside the skill (" + std::strerror(errno) +
                "); it cannot run. Add the file or remove the entry"});
@@ -105,7 +105,8 @@ std::optional<Skill> LoadSkill(Candidate candidate, std::vector<Problem>* proble
     skill.runs = PresentRuns(c, std::move(parsed.declaration.runs), problems);
     skill.declared_egress = std::move(parsed.declaration.egress);
   }
-  ManifestResult manifest = WalkManifest(c.dir.get(), c.source);
+  // Problem paths start from the root as configured, like every other problem's.
+  ManifestResult manifest = WalkManifest(c.dir.get(), c.path);
   skill.files = std::move(manifest.files);
   skill.bytes = manifest.bytes;
   for (auto& p : manifest.problems) problems->push_back(std::move(p));

@@ -173,6 +173,24 @@ TEST(Parity, ProblemPathIsTheSkillDirectory) {
   }
 }
 
+// Rule 6: every problem path starts from the root as configured, even through a link.
+TEST(Parity, ProblemPathsStartFromTheConfiguredRoot) {
+  TempTree t;
+  t.Skill("real/s", "other",
+          "mcp-host:\n  version: 1\n  run:\n    - {script: gone.js, interpreter: node}\n");
+  t.Write("real/s/100%.txt", "1");
+  t.Symlink("real", "link");
+  Catalogue cat = Scan({t.Path("link")});
+  ASSERT_EQ(SkillNames(cat), std::vector<std::string>{"s"}) << DumpProblems(cat);
+  EXPECT_EQ(cat.skills[0].source, t.Path("real/s"));  // runs still use the real directory
+  EXPECT_TRUE(HasProblem(cat, reason::kNameMismatch, t.Path("link/s"))) << DumpProblems(cat);
+  EXPECT_TRUE(HasProblem(cat, reason::kDeclaredScriptMissing, t.Path("link/s/gone.js")))
+      << DumpProblems(cat);
+  EXPECT_TRUE(HasProblem(cat, reason::kUnusablePath, t.Path("link/s/100%.txt")))
+      << DumpProblems(cat);
+  EXPECT_EQ(cat.problems.size(), 3u) << DumpProblems(cat);
+}
+
 // Rule 6b: unknown top-level keys are ignored and reported by name; the skill is served and
 // its declaration still counts.
 TEST(Parity, UnknownTopLevelKeysReportedByName) {
