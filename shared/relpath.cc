@@ -3,10 +3,6 @@
 namespace skillmcp {
 namespace {
 
-bool IsHex(char c) {
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-
 bool IsAsciiSpace(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
 }
@@ -27,11 +23,10 @@ PathRefusal CheckRelativePath(std::string_view path) {
   if (path.size() > kMaxRelPathBytes) return PathRefusal::kTooLong;
   if (path.find('\0') != std::string_view::npos) return PathRefusal::kNul;
   if (path.find('\\') != std::string_view::npos) return PathRefusal::kBackslash;
-  for (size_t i = 0; i + 2 < path.size(); ++i) {
-    if (path[i] == '%' && IsHex(path[i + 1]) && IsHex(path[i + 2])) {
-      return PathRefusal::kPercentEscape;
-    }
-  }
+  // Why any '%', not only a valid %XX: a client, proxy or URI layer may decode it (or
+  // reject it) before the name reaches us, so such a name has no one reliable spelling;
+  // the TypeScript server refuses it too, and skill_file and the manifest must agree.
+  if (path.find('%') != std::string_view::npos) return PathRefusal::kPercent;
   size_t start = 0;
   while (true) {
     size_t slash = path.find('/', start);
@@ -52,8 +47,8 @@ const char* DescribePathRefusal(PathRefusal refusal) {
     case PathRefusal::kTooLong: return "the path is longer than 1024 bytes";
     case PathRefusal::kNul: return "the path contains a NUL byte";
     case PathRefusal::kBackslash: return "the path contains a backslash; use '/' between segments";
-    case PathRefusal::kPercentEscape:
-      return "the path contains a percent escape; send the literal characters instead";
+    case PathRefusal::kPercent:
+      return "the path contains '%', which no path served here may contain";
     case PathRefusal::kEmptySegment:
       return "the path has an empty segment (a leading '/', a trailing '/' or '//'); "
              "paths are relative to the skill directory";

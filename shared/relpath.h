@@ -10,13 +10,13 @@ namespace skillmcp {
 enum class PathRefusal {
   kNone,
   kEmpty,
-  kTooLong,        // more than kMaxRelPathBytes
+  kTooLong,  // more than kMaxRelPathBytes
   kNul,
   kBackslash,
-  kPercentEscape,  // %XX: a client-side decode would turn it into another path
-  kEmptySegment,   // leading '/', trailing '/', or '//'
-  kDotSegment,     // '.' or '..'
-  kBlankSegment,   // whitespace only
+  kPercent,       // any '%': a decode anywhere on the way would make it another path
+  kEmptySegment,  // leading '/', trailing '/', or '//'
+  kDotSegment,    // '.' or '..'
+  kBlankSegment,  // whitespace only
 };
 
 // Why: longer than any real bundle path; bounds the work each check and open does.

@@ -60,33 +60,24 @@ void NoteUnknownKeys(const YAML::Node& map, std::initializer_list<std::string_vi
   }
 }
 
-// Returns "" when the version's major is ours, else why it is refused.
+// Returns "" when the version is the integer 1, else why it is refused.
+// Why so narrow: `"1"`, `1.5` or a 65-bit number may mean another revision of the block to
+// some other reader; only the exact integer is known to mean what this server reads, so
+// anything else is refused (fail closed), as the TypeScript server refuses it.
 std::string CheckVersion(const YAML::Node& v) {
   CoreType type = ResolveCore(v);
-  if (type == CoreType::kUndefined || type == CoreType::kNull) {
+  if (type == CoreType::kUndefined) {
     return "it has no `version`; add `version: 1` to the mcp-host block";
   }
-  std::string text;
-  if (type == CoreType::kInt || type == CoreType::kFloat || type == CoreType::kString) {
-    text = v.Scalar();
-  }
-  // Accepted forms: 1, 1.2, "1", "1.2" (major[.minor...], decimal digits only).
-  bool well_formed = !text.empty() && text.front() != '.' && text.back() != '.';
-  for (size_t i = 0; well_formed && i < text.size(); ++i) {
-    char c = text[i];
-    well_formed = (c >= '0' && c <= '9') || (c == '.' && text[i - 1] != '.');
-  }
-  if (!well_formed) {
-    return "its `version` must be a version number such as 1, but it is " +
-           std::string(type == CoreType::kString ? Quoted(text) : CoreTypeName(type));
-  }
-  std::string major = text.substr(0, text.find('.'));
-  major.erase(0, std::min(major.find_first_not_of('0'), major.size() - 1));
-  if (major != std::to_string(kDeclarationMajorVersion)) {
-    return "it declares version " + text + ", and this server reads major version " +
-           std::to_string(kDeclarationMajorVersion) + " only";
-  }
-  return "";
+  // An integer whose value is exactly 1 (`1`, `+1`, `0x1`); a huge one is not, as a double.
+  if (type == CoreType::kInt && CoreNumber(v) == 1.0) return "";
+  std::string shown = CoreTypeName(type);
+  if (type == CoreType::kString) shown = Quoted(v.Scalar()) + " (a string)";
+  if (type == CoreType::kInt || type == CoreType::kFloat) shown = v.Scalar();
+  if (type == CoreType::kNull) shown = "null";
+  return "it declares version " + shown +
+         ", and this server reads only `version: " + std::to_string(kDeclarationMajorVersion) +
+         "` (an integer)";
 }
 
 // Reads one run entry's env list; bad or reserved names are dropped and reported.

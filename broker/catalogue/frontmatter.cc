@@ -1,8 +1,11 @@
 #include "broker/catalogue/frontmatter.h"
 
+#include <algorithm>
+#include <iterator>
+
 #include "broker/catalogue/reasons.h"
-#include "shared/utf8.h"
 #include "broker/catalogue/yaml_strict.h"
+#include "shared/utf8.h"
 
 namespace skillmcp {
 namespace {
@@ -87,24 +90,43 @@ void Malformed(ParsedSkillMd* out, std::string detail) {
   out->issues.push_back({reason::kMalformedFrontmatter, std::move(detail)});
 }
 
-// Reads a top-level string field. False (with an issue) when present but not a string.
-bool ReadStringField(const YAML::Node& root, const char* key, std::optional<std::string>* out,
-                     ParsedSkillMd* parsed) {
+// A top-level string field, or nullopt when it is absent or not a string: a value of the
+// wrong type counts as absent (frontmatter.h).
+std::optional<std::string> StringField(const YAML::Node& root, const char* key) {
   const YAML::Node node = root[key];
-  if (!node.IsDefined()) return true;
-  CoreType type = ResolveCore(node);
-  if (type != CoreType::kString) {
-    Malformed(parsed, std::string("the frontmatter key `") + key + "` must be a string but is " +
-                          CoreTypeName(type) +
-                          "; put the text in quotes so it is read as a string");
-    return false;
+  if (ResolveCore(node) != CoreType::kString) return std::nullopt;
+  return node.Scalar();  // the whole frontmatter was checked as UTF-8 already
+}
+
+void ReadFields(const YAML::Node& root, ParsedSkillMd* out) {
+  out->name_present = root["name"].IsDefined();
+  out->name = StringField(root, "name");
+  out->description = StringField(root, "description");
+  out->when_to_use = StringField(root, "when-to-use");
+  if (!out->when_to_use) out->when_to_use = StringField(root, "when_to_use");
+}
+
+// Why reported: a key such as `hooks:` may be meant for a host that acts on it; this server
+// ignores it, and the author must be able to see that it did.
+void NoteUnknownTopLevelKeys(const YAML::Node& root, int line_offset, ParsedSkillMd* out) {
+  std::string list;
+  for (const auto& kv : root) {
+    const std::string& key = kv.first.Scalar();
+    if (std::find(std::begin(kKnownFrontmatterKeys), std::end(kKnownFrontmatterKeys), key) !=
+        std::end(kKnownFrontmatterKeys)) {
+      continue;
+    }
+    list += (list.empty() ? "'" : ", '") + key + "'";
+    if (!kv.first.Mark().is_null()) {
+      list += " (line " + std::to_string(kv.first.Mark().line + 1 + line_offset) + ")";
+    }
   }
-  if (!IsValidUtf8(node.Scalar())) {
-    Malformed(parsed, std::string("the frontmatter key `") + key + "` is not valid UTF-8");
-    return false;
-  }
-  *out = node.Scalar();
-  return true;
+  if (list.empty()) return;
+  out->issues.push_back(
+      {reason::kDeclaration,
+       "the frontmatter has keys this server does not know, which were ignored: " + list +
+           " (known: name, description, when-to-use, when_to_use, license, version, "
+           "allowed-tools, metadata, mcp-host); the skill is served without them"});
 }
 
 }  // namespace
@@ -129,7 +151,8 @@ SkillMdSplit SplitSkillMd(std::string_view text) {
     if (IsFence(text.substr(pos, end - pos))) {
       split.status = SkillMdSplit::Status::kOk;
       split.frontmatter = text.substr(start, pos - start);
-      split.body = text.substr(pos + 3);
+      // The body starts after the fence line's line break (none: the body is empty).
+      split.body = end == text.size() ? std::string_view() : text.substr(end + 1);
       return split;
     }
     if (end == text.size()) break;
@@ -190,11 +213,8 @@ ParsedSkillMd ParseSkillMd(std::string_view text, bool truncated) {
     return out;
   }
   if (root_type == CoreType::kMap) {
-    if (!ReadStringField(root, "name", &out.name, &out) ||
-        !ReadStringField(root, "description", &out.description, &out) ||
-        !ReadStringField(root, "when-to-use", &out.when_to_use, &out)) {
-      return out;
-    }
+    ReadFields(root, &out);
+    NoteUnknownTopLevelKeys(root, line_offset, &out);
   }
   out.servable = true;
   if (declaration_error) {

@@ -8,10 +8,14 @@
 //   `malformed-frontmatter`: without frontmatter there is no description, and a half-read
 //   file would serve text the author did not mean as the body.
 // - Frontmatter over kFrontmatterCap bytes is `malformed-frontmatter` (not read at all).
-// - `name`, `description` and `when-to-use`, when present, must be strings under the YAML
-//   1.2 core schema (`description: yes` is the string "yes"; `description: true`, a number,
-//   a list or an empty value is `malformed-frontmatter`: quote the text).
-// - Other top-level keys (license, metadata, ...) belong to other tools and are ignored.
+// - `name`, `description` and `when-to-use` (or `when_to_use`) are read when they are
+//   strings under the YAML 1.2 core schema (`description: yes` is the string "yes"). A
+//   value of another type (`description: 1.10`, `true`, a list, an empty value) counts as
+//   absent and the skill is still served, as the TypeScript server does (README.md,
+//   "Tools"). `name_present` tells a null or non-string `name` from a missing one
+//   (the former is a `name-mismatch`).
+// - Top-level keys other than kKnownFrontmatterKeys are ignored and reported by name as
+//   one `declaration` issue (a `hooks:` key means nothing here; its author should know).
 // - Strictness violations (anchors, aliases, merge keys, tags, duplicate keys, deep
 //   nesting) and syntax errors inside a top-level `mcp-host:` block cost only the
 //   declaration (`declaration` problem, skill served without scripts); anywhere else they
@@ -27,11 +31,16 @@
 
 namespace skillmcp {
 
+// The top-level frontmatter keys this server (or the Agent Skills format) gives a meaning.
+inline constexpr std::string_view kKnownFrontmatterKeys[] = {
+    "name",    "description",   "when-to-use", "when_to_use", "license",
+    "version", "allowed-tools", "metadata",    "mcp-host"};
+
 struct SkillMdSplit {
   enum class Status { kOk, kNoOpeningFence, kUnterminated, kTooLarge };
   Status status = Status::kNoOpeningFence;
   std::string_view frontmatter;  // between the fence lines
-  std::string_view body;         // after the closing `---`, verbatim
+  std::string_view body;         // after the closing `---` line and its line break, verbatim
   int frontmatter_line = 2;      // 1-based SKILL.md line where `frontmatter` starts
 };
 SkillMdSplit SplitSkillMd(std::string_view text);
@@ -43,7 +52,8 @@ struct FrontmatterIssue {
 
 struct ParsedSkillMd {
   bool servable = false;  // false: a malformed-frontmatter issue says why
-  std::optional<std::string> name;
+  std::optional<std::string> name;  // when `name` is a string
+  bool name_present = false;        // the key is there, whatever its value
   std::optional<std::string> description;
   std::optional<std::string> when_to_use;
   std::string body;

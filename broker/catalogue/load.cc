@@ -16,7 +16,7 @@ constexpr char kSkillMd[] = "SKILL.md";
 
 std::optional<std::string> ReadSkillMd(const Candidate& c, bool* truncated,
                                        std::vector<Problem>* problems) {
-  const std::string at = DisplaySafe(JoinPath(c.source, kSkillMd));
+  const std::string at = DisplaySafe(c.path);
   // Why: opened beneath the skill's own descriptor and checked as a regular file on the
   // open descriptor (O_NONBLOCK), so a FIFO cannot hang discovery and a link cannot leave.
   UniqueFd fd = OpenRegularBeneath(c.dir.get(), kSkillMd);
@@ -53,7 +53,7 @@ std::vector<DeclaredRun> PresentRuns(const Candidate& c, std::vector<DeclaredRun
     UniqueFd fd = OpenRegularBeneath(c.dir.get(), run.script);
     if (!fd) {
       problems->push_back(
-          {DisplaySafe(JoinPath(c.source, run.script)), reason::kDeclaredScriptMissing,
+          {DisplaySafe(JoinPath(c.path, run.script)), reason::kDeclaredScriptMissing,
            "the mcp-host block declares the script '" + DisplaySafe(run.script) +
                "', but it is not a regular file inside the skill (" + std::strerror(errno) +
                "); it cannot run. Add the file or remove the entry"});
@@ -64,29 +64,39 @@ std::vector<DeclaredRun> PresentRuns(const Candidate& c, std::vector<DeclaredRun
   return kept;
 }
 
+// The frontmatter name, shown for a problem: quoted text, or what it is instead.
+std::string ShownName(const ParsedSkillMd& parsed) {
+  if (parsed.name) return "'" + DisplaySafe(*parsed.name) + "'";
+  return "a value that is not a string";
+}
+
 }  // namespace
 
 std::optional<Skill> LoadSkill(Candidate candidate, std::vector<Problem>* problems) {
   const Candidate& c = candidate;
-  const std::string skill_md = DisplaySafe(JoinPath(c.source, kSkillMd));
+  // Problems about the skill as a whole name its directory (as reached from the root), not
+  // the SKILL.md inside it: that is the path the TypeScript server reports.
+  const std::string at = DisplaySafe(c.path);
   bool truncated = false;
   std::optional<std::string> text = ReadSkillMd(c, &truncated, problems);
   if (!text) return std::nullopt;
   ParsedSkillMd parsed = ParseSkillMd(*text, truncated);
-  for (auto& issue : parsed.issues) problems->push_back({skill_md, issue.reason, issue.detail});
+  for (auto& issue : parsed.issues) problems->push_back({at, issue.reason, issue.detail});
   if (!parsed.servable) return std::nullopt;
-  if (parsed.name && *parsed.name != c.name) {
-    // Why: grants name skills; a bundle must not choose the name it is served under.
-    problems->push_back({skill_md, reason::kNameMismatch,
-                         "the frontmatter says name '" + DisplaySafe(*parsed.name) +
-                             "', but the skill is served under its directory name '" + c.name +
-                             "'; rename one so they agree"});
+  if (parsed.name_present && parsed.name != c.name) {
+    // Why: grants name skills; a bundle must not choose the name it is served under, so
+    // a differing (or null) frontmatter name never renames or stops the skill.
+    problems->push_back({at, reason::kNameMismatch,
+                         "the frontmatter says name " + ShownName(parsed) +
+                             ", but the skill is served under its directory name '" + c.name +
+                             "'; make them agree"});
   }
   Skill skill;
   skill.name = c.name;
   skill.description = std::move(parsed.description);
   skill.when_to_use = std::move(parsed.when_to_use);
   skill.source = c.source;
+  skill.root = c.root;
   skill.body = std::move(parsed.body);
   skill.body_truncated = parsed.body_truncated;
   skill.declaration_present = parsed.declaration_present;
@@ -95,7 +105,8 @@ std::optional<Skill> LoadSkill(Candidate candidate, std::vector<Problem>* proble
     skill.runs = PresentRuns(c, std::move(parsed.declaration.runs), problems);
     skill.declared_egress = std::move(parsed.declaration.egress);
   }
-  ManifestResult manifest = WalkManifest(c.dir.get(), c.source);
+  // Problem paths start from the root as configured, like every other problem's.
+  ManifestResult manifest = WalkManifest(c.dir.get(), c.path);
   skill.files = std::move(manifest.files);
   skill.bytes = manifest.bytes;
   for (auto& p : manifest.problems) problems->push_back(std::move(p));

@@ -30,7 +30,8 @@ struct ManifestResult {
   std::vector<Problem> problems;
 };
 
-// `skill_dir` is an O_PATH directory descriptor; `source` its real path (for problems).
+// `skill_dir` is an O_PATH directory descriptor; `source` its path as reached from the
+// configured root (only shown in problems).
 ManifestResult WalkManifest(int skill_dir, const std::string& source);
 
 // `s` with every byte that is not part of valid UTF-8 written as \xNN, for problem paths.

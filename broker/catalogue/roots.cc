@@ -3,9 +3,11 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
+#include "broker/catalogue/collate.h"
 #include "broker/catalogue/fsutil.h"
 #include "broker/catalogue/manifest.h"
 #include "broker/catalogue/reasons.h"
@@ -22,6 +24,7 @@ bool HasEntry(int dirfd, const char* name) {
 }
 
 struct RootContext {
+  std::string configured;  // as configured: what skills found here show as `source`
   std::string path;  // absolute, as configured
   std::string real;  // real path of the root
   std::vector<Candidate>* candidates;
@@ -68,6 +71,7 @@ void AddCandidate(const RootContext& ctx, UniqueFd dir, const std::string& path,
   }
   Candidate c;
   c.name = name;
+  c.root = ctx.configured;
   c.path = path;
   c.source = real;
   c.dir = std::move(dir);
@@ -76,10 +80,25 @@ void AddCandidate(const RootContext& ctx, UniqueFd dir, const std::string& path,
   ctx.candidates->push_back(std::move(c));
 }
 
-// Examines `parent`/`entry`; `subdirs` says whether a `skills` directory there may hold
-// the third layout.
+// A root's `skills` directory: its skills are the root's third layout, examined after
+// the `<root>/<name>` ones.
+struct SkillsDir {
+  UniqueFd dir;
+  std::string path;
+};
+
+// Examines `parent`/`entry`; `skills_dir` is non-null where a `skills` directory may hold
+// the third layout (it is then handed back instead of being examined).
 void Examine(const RootContext& ctx, int parent, const std::string& parent_path,
-             const std::string& entry, bool subdirs);
+             const std::string& entry, SkillsDir* skills_dir);
+
+// Collates the candidates from index `first` on: one discovery group (roots.h).
+void CollateGroup(const RootContext& ctx, size_t first) {
+  auto begin = ctx.candidates->begin() + static_cast<std::ptrdiff_t>(first);
+  std::stable_sort(begin, ctx.candidates->end(), [](const Candidate& a, const Candidate& b) {
+    return CollateCompare(a.name, b.name) < 0;
+  });
+}
 
 void ExamineChildren(const RootContext& ctx, int dirfd, const std::string& dir_path, bool subdirs) {
   std::vector<std::string> names;
@@ -95,20 +114,24 @@ void ExamineChildren(const RootContext& ctx, int dirfd, const std::string& dir_p
                "the directory has more than " + std::to_string(kMaxRootEntries) +
                    " entries; only the first ones read were examined");
   }
+  const size_t first = ctx.candidates->size();
+  SkillsDir skills_dir;
   for (const auto& name : names) {
     if (ctx.candidates->size() >= kMaxCandidates) {
       ctx.Report(dir_path, reason::kSkillLimit,
                  "more than " + std::to_string(kMaxCandidates) +
                      " skill directories were "
                      "found; the remaining entries of this directory were not examined");
-      return;
+      break;
     }
-    Examine(ctx, dirfd, dir_path, name, subdirs);
+    Examine(ctx, dirfd, dir_path, name, subdirs ? &skills_dir : nullptr);
   }
+  CollateGroup(ctx, first);
+  if (skills_dir.dir) ExamineChildren(ctx, skills_dir.dir.get(), skills_dir.path, false);
 }
 
 void Examine(const RootContext& ctx, int parent, const std::string& parent_path,
-             const std::string& entry, bool subdirs) {
+             const std::string& entry, SkillsDir* skills_dir) {
   const std::string path = JoinPath(parent_path, entry);
   struct stat lst {};
   if (fstatat(parent, entry.c_str(), &lst, AT_SYMLINK_NOFOLLOW) != 0) return;  // raced
@@ -153,8 +176,8 @@ void Examine(const RootContext& ctx, int parent, const std::string& parent_path,
                    "or add its directory as a root");
     return;
   }
-  if (subdirs && entry == "skills" && !HasEntry(dir.get(), kSkillMd)) {
-    ExamineChildren(ctx, dir.get(), path, false);
+  if (skills_dir != nullptr && entry == "skills" && !HasEntry(dir.get(), kSkillMd)) {
+    *skills_dir = SkillsDir{std::move(dir), path};
     return;
   }
   AddCandidate(ctx, std::move(dir), path, *real, entry);
@@ -164,7 +187,7 @@ void Examine(const RootContext& ctx, int parent, const std::string& parent_path,
 
 void FindCandidates(const std::string& root, std::vector<Candidate>* candidates,
                     std::vector<Problem>* problems) {
-  RootContext ctx{AbsolutePath(root), "", candidates, problems};
+  RootContext ctx{root, AbsolutePath(root), "", candidates, problems};
   if (root.empty()) {
     ctx.Report(root, reason::kRootUnreadable,
                "an empty entry in the list of roots names no directory; remove it");

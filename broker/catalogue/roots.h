@@ -26,6 +26,7 @@ namespace skillmcp {
 
 struct Candidate {
   std::string name;    // the real directory's name: the name it is served under
+  std::string root;    // the root it was found under, as configured
   std::string path;    // as reached (root + entry names), for problems
   std::string source;  // real absolute path
   UniqueFd dir;        // O_PATH|O_DIRECTORY|O_CLOEXEC on `source`
@@ -33,7 +34,10 @@ struct Candidate {
   ino_t ino = 0;
 };
 
-// Appends the candidates found under one root, and the problems met on the way.
+// Appends the candidates found under one root, in discovery order: the root itself when it
+// is a skill (then nothing under it is examined), else the `<root>/<name>` skills, then the
+// `<root>/skills/<name>` skills, each group collated by name (collate.h). Problems met on
+// the way are appended in the same order.
 // At most kMaxRootEntries entries of one directory are examined.
 void FindCandidates(const std::string& root, std::vector<Candidate>* candidates,
                     std::vector<Problem>* problems);

@@ -5,7 +5,6 @@
 #include <tuple>
 #include <utility>
 
-#include "broker/catalogue/collate.h"
 #include "broker/catalogue/load.h"
 #include "broker/catalogue/reasons.h"
 #include "broker/catalogue/roots.h"
@@ -68,14 +67,13 @@ Catalogue ScanCatalogue(const std::vector<std::string>& roots, std::string roots
     std::vector<Candidate> candidates;
     for (const auto& root : roots) FindCandidates(root, &candidates, &cat.problems);
     candidates = RefuseDuplicates(DistinctDirectories(std::move(candidates)), &cat.problems);
-    CollateSort(candidates, [](const Candidate& c) -> std::string_view { return c.name; });
     for (auto& c : candidates) {
       if (cat.skills.size() >= kMaxSkills) {
         cat.problems.push_back({c.path, reason::kSkillLimit,
                                 "more than " + std::to_string(kMaxSkills) +
                                     " skills were found; '" + c.name +
                                     "' is not served (the first " + std::to_string(kMaxSkills) +
-                                    " by name are). Move some skills to another server"});
+                                    " found are). Move some skills to another server"});
         continue;
       }
       if (auto skill = LoadSkill(std::move(c), &cat.problems)) {

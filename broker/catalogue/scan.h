@@ -1,11 +1,12 @@
-// Discovery, once at boot (SPEC sections 1 and 3): every skill under the roots, collated by
-// name, each with an open descriptor on its real directory, plus every problem met.
+// Discovery, once at boot (SPEC sections 1 and 3): every skill under the roots, in
+// discovery order (roots as configured; within a root the order of FindCandidates in
+// roots.h), each with an open descriptor on its real directory, plus every problem met.
 //
 // Decisions (each tested):
 // - The same real directory (device + inode) reached twice is one skill; the first path
-//   reaching it (roots in order, entries in byte order) is kept.
+//   reaching it in discovery order is kept.
 // - Two different directories serving one name are both refused (`duplicate-name`).
-// - Over kMaxSkills: the first kMaxSkills SERVABLE skills in collation order are kept;
+// - Over kMaxSkills: the first kMaxSkills SERVABLE skills in discovery order are kept;
 //   every further one is reported `skill-limit` (and not read).
 #pragma once
 

@@ -42,7 +42,9 @@ struct ManifestFile {
 struct Skill {
   std::string name;                          // the directory name; never the frontmatter's
   std::optional<std::string> description;
-  std::optional<std::string> when_to_use;    // frontmatter `when-to-use`
+  std::optional<std::string> when_to_use;    // frontmatter `when-to-use` (or `when_to_use`)
+  std::string root;                          // the root it was found under, as configured:
+                                             // the `source` skill_list and skill_load show
   std::string source;                        // real absolute path of the skill directory
   UniqueFd dir;                              // O_PATH|O_DIRECTORY fd of `source`; every read
                                              // and every run resolves beneath it
@@ -59,7 +61,7 @@ struct Skill {
 struct Catalogue {
   std::vector<std::string> roots;   // as configured
   std::string roots_from;           // "MCP_SKILLS_PATH" | "SKILLS_DIR" | "default"
-  std::vector<Skill> skills;        // collated by name; at most kMaxSkills
+  std::vector<Skill> skills;        // in discovery order (scan.h); at most kMaxSkills
   std::vector<Problem> problems;    // in discovery order
 };
 

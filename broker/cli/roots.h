@@ -21,7 +21,14 @@ Roots ResolveRoots(const EnvStore& env);
 // installed datadir copy.
 std::string DefaultRoot();
 
-// Pure: splits a ':'-separated list, dropping empty entries.
-std::vector<std::string> SplitRootList(const std::string& value);
+// Pure: splits a ':'-separated list; each entry is trimmed of surrounding whitespace, empty
+// entries are dropped, and each is made absolute against `cwd` and normalised lexically
+// (`.`, `..`, doubled and trailing '/'), as the TypeScript server's path.resolve does:
+// "  solo-kit/ :: grove  " in /srv gives /srv/solo-kit and /srv/grove.
+std::vector<std::string> SplitRootList(const std::string& value, const std::string& cwd);
+
+// Pure: `path` (absolute, or relative to the absolute `cwd`) with `.`, `..`, doubled and
+// trailing '/' resolved lexically ("/" stays "/").
+std::string ResolveLexically(const std::string& path, const std::string& cwd);
 
 }  // namespace skillmcp

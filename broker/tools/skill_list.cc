@@ -26,7 +26,7 @@ ToolResult SkillList(const CatalogueView& view) {
     e["name"] = s.name;
     if (s.description) e["description"] = *s.description;
     if (s.when_to_use) e["whenToUse"] = *s.when_to_use;
-    e["source"] = s.source;
+    e["source"] = s.root;  // the root it was found under (README.md, skill_list)
     e["files"] = s.files.size();
     e["bytes"] = s.bytes;
     if (const SkillGrants* g = view.grants->Find(s.name)) {

@@ -12,7 +12,7 @@ ToolResult SkillLoad(const CatalogueView& view, const Json& args) {
   out["name"] = s->name;
   if (s->description) out["description"] = *s->description;
   if (s->when_to_use) out["whenToUse"] = *s->when_to_use;
-  out["source"] = s->source;
+  out["source"] = s->root;  // the root it was found under, as skill_list says
   out["body"] = s->body;
   out["truncated"] = s->body_truncated;
   if (s->body_truncated) {

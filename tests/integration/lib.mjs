@@ -252,11 +252,12 @@ export function spawnRaw(env = {}) {
   return raw;
 }
 
-/** SKILL.md body as WIRE.md defines it: everything after the closing `---`, from its newline. */
+/** SKILL.md body as README.md defines it: after the closing `---` line and its line break. */
 export function bodyOf(skillMdText) {
   assert.ok(skillMdText.startsWith('---\n'));
   const close = skillMdText.indexOf('\n---', 3);
-  return skillMdText.slice(close + 4);
+  const eol = skillMdText.indexOf('\n', close + 4);
+  return eol < 0 ? '' : skillMdText.slice(eol + 1);
 }
 
 export function readText(path) {

@@ -88,21 +88,48 @@ TEST(Declaration, UnknownMajorVersionRefusedWholesale) {
   EXPECT_TRUE(HasDeclIssue(p, "version 2")) << Issues(p);
 }
 
+// `version` must be the integer 1 (README.md, "Tools"): anything else is an
+// unknown version, so the block is refused wholesale.
 TEST(Declaration, VersionForms) {
   auto ok = [](const std::string& v) {
     return WithBlock("  version: " + v + "\n  run: []\n").declaration.ok;
   };
   EXPECT_TRUE(ok("1"));
-  EXPECT_TRUE(ok("1.3"));    // a minor version of major 1
-  EXPECT_TRUE(ok("\"1\""));  // decided: a quoted version number is accepted
-  EXPECT_TRUE(ok("'1.0'"));
+  EXPECT_TRUE(ok("+1"));  // the core schema's integer 1
+  EXPECT_TRUE(ok("0x1"));
+  EXPECT_FALSE(ok("1.3"));
+  EXPECT_FALSE(ok("1.5"));
+  EXPECT_FALSE(ok("1.0"));
+  EXPECT_FALSE(ok("\"1\""));
+  EXPECT_FALSE(ok("'1.0'"));
   EXPECT_FALSE(ok("\"2\""));
+  EXPECT_FALSE(ok("2"));
   EXPECT_FALSE(ok("2.0"));
   EXPECT_FALSE(ok("one"));
   EXPECT_FALSE(ok("true"));
   EXPECT_FALSE(ok("-1"));
+  EXPECT_FALSE(ok("0"));
+  EXPECT_FALSE(ok("null"));
+  EXPECT_FALSE(ok("~"));
+  EXPECT_FALSE(ok(""));
   EXPECT_FALSE(ok("1e0"));
   EXPECT_FALSE(ok("[1]"));
+  EXPECT_FALSE(ok("18446744073709551617"));  // over 64 bits
+  EXPECT_FALSE(ok("18446744073709551616"));
+  EXPECT_FALSE(ok("0x10000000000000001"));
+  EXPECT_FALSE(ok("100000000000000000000000000000001"));
+}
+
+TEST(Declaration, UnknownVersionIsNamedInTheProblem) {
+  ParsedSkillMd quoted = WithBlock("  version: \"1\"\n  run: []\n");
+  EXPECT_TRUE(HasDeclIssue(quoted, "version '1' (a string)")) << Issues(quoted);
+  ParsedSkillMd null = WithBlock("  version: null\n  run: []\n");
+  EXPECT_TRUE(HasDeclIssue(null, "version null")) << Issues(null);
+  ParsedSkillMd half = WithBlock("  version: 1.5\n  run: []\n");
+  EXPECT_TRUE(HasDeclIssue(half, "version 1.5")) << Issues(half);
+}
+
+TEST(Declaration, MissingVersionRefused) {
   // No version at all: refused (an unknown major).
   ParsedSkillMd none = WithBlock("  run: []\n");
   EXPECT_FALSE(none.declaration.ok);

@@ -48,7 +48,8 @@ TEST(Scan, SkillsSubdirectoryLayout) {
   t.Skill("skills/x", "x");
   t.Skill("y", "y");
   Catalogue cat = Scan(t.root());
-  EXPECT_EQ(SkillNames(cat), (std::vector<std::string>{"x", "y"})) << DumpProblems(cat);
+  // `<root>/<name>` skills come before `<root>/skills/<name>` ones.
+  EXPECT_EQ(SkillNames(cat), (std::vector<std::string>{"y", "x"})) << DumpProblems(cat);
   EXPECT_FALSE(HasProblem(cat, reason::kNoSkillMd, t.Path("skills")));
 }
 
@@ -86,8 +87,7 @@ TEST(Scan, ServedUnderDirectoryNameNotFrontmatterName) {
   t.Skill("weather", "payments");
   Catalogue cat = Scan(t.root());
   ASSERT_EQ(SkillNames(cat), std::vector<std::string>{"weather"});
-  EXPECT_TRUE(HasProblem(cat, reason::kNameMismatch, t.Path("weather/SKILL.md")))
-      << DumpProblems(cat);
+  EXPECT_TRUE(HasProblem(cat, reason::kNameMismatch, t.Path("weather"))) << DumpProblems(cat);
   EXPECT_EQ(cat.skills[0].description, "The payments skill.");
 }
 
@@ -227,8 +227,7 @@ TEST(Scan, SkillMdFifoDoesNotHang) {
   t.Skill("ok", "ok");
   Catalogue cat = Scan(t.root());
   EXPECT_EQ(SkillNames(cat), std::vector<std::string>{"ok"});
-  EXPECT_TRUE(HasProblem(cat, reason::kUnreadableSkillMd, t.Path("piped/SKILL.md")))
-      << DumpProblems(cat);
+  EXPECT_TRUE(HasProblem(cat, reason::kUnreadableSkillMd, t.Path("piped"))) << DumpProblems(cat);
 }
 
 TEST(Scan, SkillMdDirectoryOrDanglingIsUnreadable) {
@@ -238,10 +237,8 @@ TEST(Scan, SkillMdDirectoryOrDanglingIsUnreadable) {
   t.Symlink("gone.md", "dangle/SKILL.md");
   Catalogue cat = Scan(t.root());
   EXPECT_TRUE(cat.skills.empty());
-  EXPECT_TRUE(HasProblem(cat, reason::kUnreadableSkillMd, t.Path("dir/SKILL.md")))
-      << DumpProblems(cat);
-  EXPECT_TRUE(HasProblem(cat, reason::kUnreadableSkillMd, t.Path("dangle/SKILL.md")))
-      << DumpProblems(cat);
+  EXPECT_TRUE(HasProblem(cat, reason::kUnreadableSkillMd, t.Path("dir"))) << DumpProblems(cat);
+  EXPECT_TRUE(HasProblem(cat, reason::kUnreadableSkillMd, t.Path("dangle"))) << DumpProblems(cat);
 }
 
 TEST(Scan, SkillMdLinkLeavingSkillRefused) {
@@ -251,8 +248,7 @@ TEST(Scan, SkillMdLinkLeavingSkillRefused) {
   t.Symlink(t.Path("elsewhere/SKILL.md"), "root/s/SKILL.md");
   Catalogue cat = Scan(t.Path("root"));
   EXPECT_TRUE(cat.skills.empty());
-  EXPECT_TRUE(HasProblem(cat, reason::kSymlinkEscape, t.Path("root/s/SKILL.md")))
-      << DumpProblems(cat);
+  EXPECT_TRUE(HasProblem(cat, reason::kSymlinkEscape, t.Path("root/s"))) << DumpProblems(cat);
 }
 
 TEST(Scan, MalformedFrontmatterNotServed) {
@@ -262,8 +258,8 @@ TEST(Scan, MalformedFrontmatterNotServed) {
   t.Skill("ok", "ok");
   Catalogue cat = Scan(t.root());
   EXPECT_EQ(SkillNames(cat), std::vector<std::string>{"ok"});
-  EXPECT_TRUE(HasProblem(cat, reason::kMalformedFrontmatter, t.Path("bad/SKILL.md")));
-  EXPECT_TRUE(HasProblem(cat, reason::kMalformedFrontmatter, t.Path("nofence/SKILL.md")));
+  EXPECT_TRUE(HasProblem(cat, reason::kMalformedFrontmatter, t.Path("bad")));
+  EXPECT_TRUE(HasProblem(cat, reason::kMalformedFrontmatter, t.Path("nofence")));
 }
 
 TEST(Scan, BrokenDeclarationKeepsInstructionsAndListing) {
@@ -276,8 +272,8 @@ TEST(Scan, BrokenDeclarationKeepsInstructionsAndListing) {
   EXPECT_TRUE(s->declaration_present);
   EXPECT_FALSE(s->declaration_ok);
   EXPECT_TRUE(s->runs.empty());
-  EXPECT_EQ(s->body, "\n# Instructions\n");
-  EXPECT_TRUE(HasProblem(cat, reason::kDeclaration, t.Path("s/SKILL.md"))) << DumpProblems(cat);
+  EXPECT_EQ(s->body, "# Instructions\n");
+  EXPECT_TRUE(HasProblem(cat, reason::kDeclaration, t.Path("s"))) << DumpProblems(cat);
 }
 
 TEST(Scan, DeclaredScriptMissing) {
@@ -351,7 +347,7 @@ TEST(Scan, BodyCappedAndFlagged) {
   ASSERT_NE(s, nullptr) << DumpProblems(cat);
   EXPECT_TRUE(s->body_truncated);
   EXPECT_LT(s->body.size(), kSkillMdCap);
-  EXPECT_EQ(s->body.substr(0, 4), "\nxxx");
+  EXPECT_EQ(s->body.substr(0, 4), "xxxx");
   // The manifest still reports the real size.
   ASSERT_FALSE(s->files.empty());
   EXPECT_GT(s->files[0].size, kSkillMdCap);

@@ -10,7 +10,7 @@ namespace {
 TEST(RelPath, AcceptsPlainSegments) {
   EXPECT_EQ(CheckRelativePath("SKILL.md"), PathRefusal::kNone);
   EXPECT_EQ(CheckRelativePath("scripts/run.js"), PathRefusal::kNone);
-  EXPECT_EQ(CheckRelativePath("a b/c%zz.txt"), PathRefusal::kNone);  // not an escape
+  EXPECT_EQ(CheckRelativePath("a b/c.txt"), PathRefusal::kNone);
   EXPECT_EQ(CheckRelativePath("...hidden"), PathRefusal::kNone);
 }
 
@@ -30,8 +30,15 @@ TEST(RelPath, RefusesBackslash) {
 }
 
 TEST(RelPath, RefusesPercentEscape) {
-  EXPECT_EQ(CheckRelativePath("%2e%2e/secret"), PathRefusal::kPercentEscape);
-  EXPECT_EQ(CheckRelativePath("a%2Fb"), PathRefusal::kPercentEscape);
+  EXPECT_EQ(CheckRelativePath("%2e%2e/secret"), PathRefusal::kPercent);
+  EXPECT_EQ(CheckRelativePath("a%2Fb"), PathRefusal::kPercent);
+}
+
+// Any '%' makes a path unusable, not only a valid %XX escape (README.md, "Tools").
+TEST(RelPath, RefusesAnyPercent) {
+  for (const char* path : {"c%zz.txt", "100%.txt", "%", "a/b%", "dir%/x", "50%%"}) {
+    EXPECT_EQ(CheckRelativePath(path), PathRefusal::kPercent) << path;
+  }
 }
 
 TEST(RelPath, RefusesLeadingSlashAsEmptySegment) {
@@ -54,12 +61,13 @@ TEST(RelPath, ChecksRunInWireOrder) {
   // NUL before backslash before percent before segment rules.
   EXPECT_EQ(CheckRelativePath(std::string("/\\%41\0", 6)), PathRefusal::kNul);
   EXPECT_EQ(CheckRelativePath("/..\\%41"), PathRefusal::kBackslash);
-  EXPECT_EQ(CheckRelativePath("/../%41"), PathRefusal::kPercentEscape);
+  EXPECT_EQ(CheckRelativePath("/../%41"), PathRefusal::kPercent);
+  EXPECT_EQ(CheckRelativePath("/../%"), PathRefusal::kPercent);
 }
 
 TEST(RelPath, EveryRefusalHasADescription) {
   for (auto r : {PathRefusal::kEmpty, PathRefusal::kTooLong, PathRefusal::kNul,
-                 PathRefusal::kBackslash, PathRefusal::kPercentEscape, PathRefusal::kEmptySegment,
+                 PathRefusal::kBackslash, PathRefusal::kPercent, PathRefusal::kEmptySegment,
                  PathRefusal::kDotSegment, PathRefusal::kBlankSegment}) {
     EXPECT_STRNE(DescribePathRefusal(r), DescribePathRefusal(PathRefusal::kNone));
   }
