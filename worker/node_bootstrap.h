@@ -7,9 +7,13 @@
 //   fd 6 is closed. A script swapped for a symlink after the broker's check never runs
 //   the target, and a file named like a node option is never parsed as one: the path
 //   and the arguments come after "--", and node only stores them in process.argv.
-// - The module type is chosen as `node script` chooses it (node 20's shouldUseESMLoader):
-//   ".mjs" is an ES module, ".cjs" CommonJS, anything else an ES module only when the
-//   nearest package.json (not above a node_modules directory) says "type": "module".
+// - The module type is chosen as `node script` chooses it on node 20.19+: ".mjs" is an
+//   ES module, ".cjs" CommonJS; otherwise the nearest package.json (not above a
+//   node_modules directory) decides with "type": "module" or "commonjs"; a file of no
+//   declared type is CommonJS unless it fails to compile as such because of module
+//   syntax (import/export, import.meta, top-level await...), which node's own compile
+//   reports, and then it is an ES module (with node's MODULE_TYPELESS_PACKAGE_JSON
+//   warning when a package.json without "type" was found).
 // - CommonJS: the module gets the real path as its filename and node_modules lookup
 //   paths, becomes require.main/process.mainModule and is compiled from the bytes, so
 //   require('./lib'), __filename and __dirname behave as for `node script.js`.
@@ -77,32 +81,45 @@ try {
 }
 process.argv = [process.execPath, file, ...process.argv.slice(2)];
 process.execArgv = [];
-const moduleScope = () => {
+// The nearest package.json's "type" and path, as node 20 finds it: the search stops at a
+// node_modules directory; an unreadable file counts as absent, an invalid one fails.
+const packageScope = () => {
   let dir = file;
   for (;;) {
     const cut = dir.lastIndexOf(path.sep);
     dir = dir.slice(0, cut);
-    if (dir.endsWith(path.sep + 'node_modules')) return false;
+    if (dir.endsWith(path.sep + 'node_modules')) return { type: 'none' };
     const pj = dir + path.sep + 'package.json';
     let text;
-    try { text = fs.readFileSync(pj, 'utf8'); } catch { text = undefined; }
+    // statSync first: cheaper than building a thrown ENOENT at every level.
+    if (fs.statSync(pj, { throwIfNoEntry: false })?.isFile()) {
+      try { text = fs.readFileSync(pj, 'utf8'); } catch { text = undefined; }
+    }
     if (text !== undefined) {
+      let type;
       try {
-        return JSON.parse(text.charCodeAt(0) === 0xFEFF ? text.slice(1) : text).type === 'module';
+        type = JSON.parse(text.charCodeAt(0) === 0xFEFF ? text.slice(1) : text).type;
       } catch (e) {
         fail('invalid package config ' + pj + ': ' + e.message);
       }
+      return { type: type === 'module' || type === 'commonjs' ? type : 'none', pj };
     }
-    if (cut <= 0) return false;
+    if (cut <= 0) return { type: 'none' };
   }
 };
-if (file.endsWith('.mjs') || (!file.endsWith('.cjs') && moduleScope())) {
+const runModule = () => {
   const ext = path.extname(file);
   if (ext !== '' && ext !== '.js' && ext !== '.mjs') {
-    fail('unknown file extension "' + ext + '" for ' + file + ' (an ES module scope runs only ' +
-         '.js, .mjs and extensionless files as its entry point, as node does)');
+    fail('unknown file extension "' + ext + '" for ' + file + ' (node runs only .js, .mjs and ' +
+         'extensionless files as an ES module entry point)');
+  }
+  if (typeof Module.register !== 'function') {
+    fail('ES module scripts need node 20.6 or newer (module.register); this node is ' +
+         process.version);
   }
   const url = pathToFileURL(file).href;
+  // Only the entry's exact URL is answered here, never stat'ed or realpath'ed, and its
+  // bytes are the ones read from fd 6: node's own resolve would follow a swapped path.
   const hooks = `let entry, source;
 export function initialize(d) { entry = d.url; source = d.source; }
 export async function resolve(s, c, next) {
@@ -119,8 +136,10 @@ export async function load(u, c, next) {
     process.off('exit', unfinished);
     throw e;
   });
-  return;
-}
+};
+if (file.endsWith('.mjs')) return runModule();
+const scope = file.endsWith('.cjs') ? { type: 'commonjs' } : packageScope();
+if (scope.type === 'module') return runModule();
 let source = bytes.toString('utf8');
 if (source.charCodeAt(0) === 0xFEFF) source = source.slice(1);
 const m = new Module(file, null);
@@ -129,7 +148,61 @@ m.filename = file;
 m.paths = Module._nodeModulePaths(path.dirname(file));
 process.mainModule = m;
 Module._cache[file] = m;
-m._compile(source, file);
+if (scope.type === 'commonjs') {
+  m._compile(source, file, 'commonjs');
+  m.loaded = true;
+  return;
+}
+// No declared type: node 20 runs the file as an ES module when it fails to compile as
+// CommonJS because of module syntax. Its compile says so with a warning, emitted
+// synchronously, that node itself does not print when it detects. So until the script
+// starts (node reads module.exports to call it), that warning is noted and dropped.
+let started = false;
+let moduleSyntax = false;
+const emit = process.emit;
+const noteModuleSyntax = function (name, w, ...rest) {
+  if (!started && name === 'warning' && String(w?.message).startsWith('To load an ES module')) {
+    moduleSyntax = true;
+    return false;
+  }
+  return Reflect.apply(emit, this, [name, w, ...rest]);
+};
+const restoreEmit = () => { if (process.emit === noteModuleSyntax) process.emit = emit; };
+const exportsObject = m.exports;
+Object.defineProperty(m, 'exports', {
+  configurable: true,
+  enumerable: true,
+  get() {
+    started = true;
+    restoreEmit();
+    delete m.exports;
+    m.exports = exportsObject;
+    return exportsObject;
+  },
+});
+process.emit = noteModuleSyntax;
+let compiled = false;
+try {
+  // 'commonjs': node's own retry here would run an ES module through require(esm).
+  m._compile(source, file, 'commonjs');
+  compiled = true;
+} finally {
+  restoreEmit();
+  // No catch: an error from the script propagates untouched, with its source arrow. Only
+  // a compile error of module syntax (the script never started) is dropped, and the
+  // file runs as an ES module, as node 20 does.
+  if (!compiled && !started && moduleSyntax) {
+    delete Module._cache[file];
+    process.mainModule = undefined;
+    if (scope.pj && file.endsWith('.js') && !file.includes('/node_modules/')) {
+      process.emitWarning('Module type of ' + pathToFileURL(file).href + ' is not specified and ' +
+          "it doesn't parse as CommonJS.\nReparsing as ES module because module syntax was " +
+          'detected. This incurs a performance overhead.\nTo eliminate this warning, add ' +
+          '"type": "module" to ' + scope.pj + '.', { code: 'MODULE_TYPELESS_PACKAGE_JSON' });
+    }
+    return runModule();  // eslint-disable-line no-unsafe-finally
+  }
+}
 m.loaded = true;
 })();
 )JS";

@@ -60,6 +60,14 @@ const FILES = {
     "const c = fork(new URL('./sib_child.cjs', import.meta.url), ['x']);\n" +
     'c.on(\'message\', (m) => { console.log(JSON.stringify(m)); c.disconnect(); });\n',
   'scripts/esm/sib_child.cjs': 'process.send({ execArgv: process.execArgv, argv: process.argv.slice(1) });\n',
+  'scripts/cjs/throws.js': "const a = 1;\nnull.boom;\n",
+  // No declared type: module syntax makes an ES module; a typeless package.json warns.
+  'scripts/detect/sib_cjs.js': "exports.value = 'typeless cjs sibling';\n",
+  'scripts/detect/imports.js':
+    "import { createRequire } from 'node:module';\nconst s = createRequire(import.meta.url)('./sib_cjs.js');\n" +
+    'console.log(JSON.stringify({ value: s.value, tla: await Promise.resolve(1), url: import.meta.url, argv: process.argv.slice(1) }));\n',
+  'typeless/package.json': '{ "name": "typeless" }\n',
+  'typeless/exports.js': "export const x = 1;\nconsole.log(JSON.stringify({ url: import.meta.url }));\n",
   // A "type": "module" package: .js is an ES module, .cjs stays CommonJS.
   'mod/package.json': '{ "name": "mod", "type": "module" }\n',
   'mod/sib.js': "export const value = 'module-package sibling';\n",
@@ -186,6 +194,27 @@ describe('module scripts run as `node script` runs them', () => {
     const head = (s) => s.split('\n').slice(0, 5).join('\n');
     assert.equal(head(got.stderr), head(want.stderr));
     assert.match(head(got.stderr), /Error: es module boom/);
+  });
+
+  test('CommonJS: an error is reported with the script\'s own source line', async () => {
+    const { want, got } = await assertSameAsNode(conn, 'scripts/cjs/throws.js');
+    assert.equal(want.exitCode, 1);
+    const head = (s) => s.split('\n').slice(0, 5).join('\n');
+    assert.equal(head(got.stderr), head(want.stderr));
+    assert.ok(got.stderr.startsWith(`${join(skill, 'scripts/cjs/throws.js')}:2\n`), got.stderr);
+  });
+
+  test('no declared type: module syntax runs as an ES module, with nothing on stderr', async () => {
+    const { want, got } = await assertSameAsNode(conn, 'scripts/detect/imports.js');
+    assert.equal(JSON.parse(want.stdout).value, 'typeless cjs sibling');
+    assert.equal(got.stderr, want.stderr);
+    assert.equal(got.stderr, '');
+  });
+  test('no declared type under a typeless package.json: node\'s warning, word for word', async () => {
+    const { want, got } = await assertSameAsNode(conn, 'typeless/exports.js');
+    const noPid = (s) => s.replace(/^\(node:\d+\)/gm, '(node:PID)');
+    assert.match(want.stderr, /MODULE_TYPELESS_PACKAGE_JSON/);
+    assert.equal(noPid(got.stderr), noPid(want.stderr));
   });
 
   test('"type": "module" package: .js is an ES module (static import, top-level await)', async () => {

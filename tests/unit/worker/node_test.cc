@@ -275,6 +275,56 @@ TEST_F(NodeWorkerTest, ForkFromAnEsModuleStartsAPlainNode) {
       << r.Describe();
 }
 
+TEST_F(NodeWorkerTest, JsOfNoDeclaredTypeWithModuleSyntaxRunsAsAnEsModule) {
+  WriteFile(skill_.Sub("lib/esm.mjs"), "export const v = 'detected';\n");
+  WriteFile(skill_.Sub("scripts/typeless.js"),
+            "import { v } from '../lib/esm.mjs';\n"
+            "console.log(v, await Promise.resolve('tla'), typeof require, import.meta.url,\n"
+            "  process.emit === Object.getPrototypeOf(process).emit);\n");
+  const LaunchResult r = Run(Spec("scripts/typeless.js"));
+  ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
+  EXPECT_EQ(r.out,
+            "detected tla undefined file://" + skill_.Sub("scripts/typeless.js") + " true\n")
+      << r.Describe();
+  // node prints nothing when it detects: not the CommonJS compile's "To load an ES module".
+  EXPECT_EQ(r.err, "") << r.Describe();
+}
+
+TEST_F(NodeWorkerTest, DetectedModuleUnderATypelessPackageJsonWarnsAsNodeDoes) {
+  WriteFile(skill_.Sub("package.json"), "{\"name\": \"typeless\"}\n");
+  WriteFile(skill_.Sub("scripts/typeless.js"), "export {};\nconsole.log('ran');\n");
+  const LaunchResult r = Run(Spec("scripts/typeless.js"));
+  ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
+  EXPECT_EQ(r.out, "ran\n");
+  EXPECT_NE(r.err.find("[MODULE_TYPELESS_PACKAGE_JSON] Warning: Module type of file://" +
+                       skill_.Sub("scripts/typeless.js") + " is not specified"),
+            std::string::npos)
+      << r.Describe();
+  EXPECT_EQ(r.err.find("To load an ES module"), std::string::npos) << r.Describe();
+}
+
+TEST_F(NodeWorkerTest, DeclaredCommonJsWithModuleSyntaxIsASyntaxErrorAsInNode) {
+  WriteFile(skill_.Sub("package.json"), "{\"type\": \"commonjs\"}\n");
+  WriteFile(skill_.Sub("scripts/cjs.js"), "import fs from 'fs';\nconsole.log('ran');\n");
+  const LaunchResult r = Run(Spec("scripts/cjs.js"));
+  EXPECT_EQ(r.ExitCode(), 1) << r.Describe();
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("SyntaxError: Cannot use import statement outside a module"),
+            std::string::npos)
+      << r.Describe();
+}
+
+TEST_F(NodeWorkerTest, ErrorsOfACommonJsScriptKeepTheirOwnSourceLine) {
+  // A typeless script goes through the detection path: its errors must still propagate
+  // untouched, pointing at the script's line, not at the bootstrap.
+  const std::string path = skill_.Sub("scripts/fails.js");
+  WriteFile(path, "const a = 1;\nnull.boom;\n");
+  const LaunchResult r = Run(Spec("scripts/fails.js"));
+  EXPECT_EQ(r.ExitCode(), 1) << r.Describe();
+  EXPECT_EQ(r.err.rfind(path + ":2\nnull.boom;\n", 0), 0u) << r.Describe();
+  EXPECT_NE(r.err.find("TypeError: Cannot read properties of null"), std::string::npos);
+}
+
 TEST_F(NodeWorkerTest, NoGlobalOfNodeEvalReachesTheScriptNowOrLater) {
   // node -e defines require, module, exports, __filename, __dirname and one lazy global
   // per builtin module, and puts `module` back after its program returns.
