@@ -100,7 +100,7 @@ const packageScope = () => {
       try {
         type = JSON.parse(text.charCodeAt(0) === 0xFEFF ? text.slice(1) : text).type;
       } catch (e) {
-        fail('invalid package config ' + pj + ': ' + e.message);
+        fail('Error parsing ' + pj + ': ' + e.message);
       }
       return { type: type === 'module' || type === 'commonjs' ? type : 'none', pj };
     }
@@ -175,8 +175,9 @@ Object.defineProperty(m, 'exports', {
   get() {
     started = true;
     restoreEmit();
-    delete m.exports;
-    m.exports = exportsObject;
+    Object.defineProperty(m, 'exports', {
+      value: exportsObject, writable: true, enumerable: true, configurable: true,
+    });
     return exportsObject;
   },
 });

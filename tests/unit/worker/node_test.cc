@@ -219,6 +219,16 @@ TEST_F(NodeWorkerTest, APackageJsonAboveNodeModulesDoesNotMakeAModule) {
   EXPECT_EQ(r.out, "function\n") << r.Describe();
 }
 
+TEST_F(NodeWorkerTest, AnInvalidPackageJsonOnTheWayUpFailsAsInNode) {
+  WriteFile(skill_.Sub("package.json"), "{ \"type\": \n");
+  WriteFile(skill_.Sub("scripts/main.js"), "console.log('should not run');\n");
+  const LaunchResult r = Run(Spec("scripts/main.js"));
+  EXPECT_EQ(r.ExitCode(), 1) << r.Describe();
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("Error parsing " + skill_.Sub("package.json")), std::string::npos)
+      << r.Describe();
+}
+
 TEST_F(NodeWorkerTest, EsModuleSwappedForASymlinkAfterOpenStillRunsTheOriginal) {
   const std::string path = skill_.Sub("scripts/swap.mjs");
   WriteFile(path, "console.log('original module', import.meta.url);\n");
