@@ -26,10 +26,11 @@
 //   13, and an error thrown by the module is reported as uncaught (exit code 1).
 // - process.argv becomes [execPath, script path, ...args]; process.execArgv is emptied
 //   so child_process.fork() starts a plain node, not this bootstrap again.
-// - The globals node -e defines are removed: require, module, exports, __filename,
-//   __dirname and one lazy global per builtin module (fs, path, http...). node -e puts
-//   `module` back once this program returns (it saved the lazy one first), so a setter on
-//   the global object's own prototype swallows that one assignment and removes itself.
+// - What node -e defines is removed: process._eval (this program's text), the globals
+//   require, module, exports, __filename, __dirname and one lazy global per builtin
+//   module (fs, path, http...). node -e puts `module` back once this program returns
+//   (it saved the lazy one first), so a setter on the global object's own prototype
+//   swallows that one assignment and removes itself.
 //   The bootstrap's own names live inside a function and do not leak.
 // Why a hook and not a path: node loads an ES module only by URL, and its default resolve
 // realpaths that URL, which would run whatever the path names now (README.md, "node and
@@ -45,6 +46,7 @@ const Module = require('module');
 const path = require('path');
 const { pathToFileURL } = require('url');
 for (const k of ['require', 'module', 'exports', '__filename', '__dirname']) delete globalThis[k];
+delete process._eval;
 for (const k of Module.builtinModules) {
   const d = Object.getOwnPropertyDescriptor(globalThis, k);
   if (d && d.set && !d.enumerable && k !== 'process') delete globalThis[k];
@@ -167,7 +169,12 @@ const noteModuleSyntax = function (name, w, ...rest) {
   }
   return Reflect.apply(emit, this, [name, w, ...rest]);
 };
-const restoreEmit = () => { if (process.emit === noteModuleSyntax) process.emit = emit; };
+const emitWasOwn = Object.hasOwn(process, 'emit');
+const restoreEmit = () => {
+  if (process.emit !== noteModuleSyntax) return;
+  if (emitWasOwn) process.emit = emit;
+  else delete process.emit;
+};
 const exportsObject = m.exports;
 Object.defineProperty(m, 'exports', {
   configurable: true,

@@ -31,7 +31,8 @@ const FILES = {
     'console.log(JSON.stringify({ main: require.main === module, id: module.id, mainFile: require.main.filename,\n' +
     '  mainModule: process.mainModule === module, loaded: module.loaded }));\n',
   'scripts/cjs/globals.js':
-    'const names = () => Object.getOwnPropertyNames(globalThis).sort().join();\n' +
+    'const names = () => Object.getOwnPropertyNames(globalThis).sort().join() + " process: " +\n' +
+    '  Object.getOwnPropertyNames(process).sort().join();\n' +
     "const now = names();\nsetTimeout(() => console.log(JSON.stringify({ now, later: names(), moduleIn: 'module' in globalThis })));\n",
   // ES modules by extension.
   'scripts/esm/sib.mjs': "export const value = 'static sibling';\nexport const url = import.meta.url;\n",
@@ -52,7 +53,8 @@ const FILES = {
     "  filenameType: typeof __filename, requireType: typeof require }));\n",
   'scripts/esm/argv.mjs': 'console.log(JSON.stringify({ argv: process.argv.slice(1), execArgv: process.execArgv }));\n',
   'scripts/esm/globals.mjs':
-    'const names = () => Object.getOwnPropertyNames(globalThis).sort().join();\n' +
+    'const names = () => Object.getOwnPropertyNames(globalThis).sort().join() + " process: " +\n' +
+    '  Object.getOwnPropertyNames(process).sort().join();\n' +
     "const now = names();\nsetTimeout(() => console.log(JSON.stringify({ now, later: names(), moduleIn: 'module' in globalThis })));\n",
   'scripts/esm/throws.mjs': "console.log('ran');\nthrow new Error('es module boom');\n",
   'scripts/esm/fork.mjs':
@@ -151,7 +153,7 @@ describe('module scripts run as `node script` runs them', () => {
     const { want } = await assertSameAsNode(conn, 'scripts/cjs/main.js');
     assert.equal(JSON.parse(want.stdout).main, true);
   });
-  test('CommonJS: the global object holds what it holds under plain node, now and later', async () => {
+  test('CommonJS: the global and process objects hold what they hold under plain node, now and later', async () => {
     await assertSameAsNode(conn, 'scripts/cjs/globals.js');
   });
 
@@ -180,7 +182,7 @@ describe('module scripts run as `node script` runs them', () => {
   test('.mjs: process.argv and an empty process.execArgv', async () => {
     await assertSameAsNode(conn, 'scripts/esm/argv.mjs');
   });
-  test('.mjs: the global object holds what it holds under plain node, now and later', async () => {
+  test('.mjs: the global and process objects hold what they hold under plain node, now and later', async () => {
     await assertSameAsNode(conn, 'scripts/esm/globals.mjs');
   });
   test('.mjs: child_process.fork starts a plain node', async () => {
