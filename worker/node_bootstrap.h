@@ -129,7 +129,8 @@ export async function resolve(s, c, next) {
 }
 export async function load(u, c, next) {
   return u === entry ? { format: 'module', source, shortCircuit: true } : next(u, c);
-}`;
+}
+//# sourceURL=skill-mcp:entry-hooks`;
   Module.register('data:text/javascript,' + encodeURIComponent(hooks),
                   { data: { url, source: bytes } });
   const unfinished = () => { process.exitCode ??= 13; };
