@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "broker/grants/env_lookup.h"
 
 namespace skillmcp {
@@ -38,6 +40,11 @@ enum class GateStep {
   kIssueToken,  // ConfirmationRequiredPayload: nothing runs yet
   kCheckToken,  // ConfirmTokens::CheckAndSpend against the recomputed willRun
 };
+
+// Whether a client may be sent a form-mode elicitation/create: it negotiated a revision that
+// has elicitation (2025-06-18 or later) and its `capabilities.elicitation` object offers form
+// mode (2025-11-25: `{}` and `{form: {}}` do, `{url: {}}` alone does not).
+bool ClientTakesFormPrompt(const nlohmann::json& capabilities, std::string_view protocol_version);
 
 // `client_elicits`: the client declared the elicitation capability. A token sent by a
 // client that can be prompted is not used: the user is asked instead.
