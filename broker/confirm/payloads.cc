@@ -107,8 +107,7 @@ ordered_json RejectionPayload(TokenVerdict verdict, const std::string& detail) {
       break;
     case TokenVerdict::kUnrecorded:
       out["note"] =
-          "Nothing ran: this server could not record that the confirmToken is used (" +
-          detail +
+          "Nothing ran: this server could not record that the confirmToken is used (" + detail +
           "), and a use nobody else can see could let the same token run again elsewhere. "
           "The token is still unused. The owner can fix the state directory "
           "(SKILL_MCP_STATE_DIR, see skill-mcp(1)); then call again with the same token.";
@@ -182,13 +181,15 @@ ordered_json ElicitationRequestParams(const WillRun& will_run) {
              std::to_string(will_run.timeout_ms) + " ms)\n";
   message += "Variables it receives (names only): " + ShownList(will_run.env_names) + "\n";
   if (!will_run.env_not_set.empty()) {
-    message += "Granted but not set here (it will not get them): " +
-               ShownList(will_run.env_not_set) + "\n";
+    message +=
+        "Granted but not set here (it will not get them): " + ShownList(will_run.env_not_set) +
+        "\n";
   }
-  if (will_run.env_warning) message += "Warning: " + ShowUntrusted(*will_run.env_warning, 2000) + "\n";
+  if (will_run.env_warning)
+    message += "Warning: " + ShowUntrusted(*will_run.env_warning, 2000) + "\n";
   const size_t argc = will_run.argv.empty() ? 0 : will_run.argv.size() - 1;
-  message += "Arguments (" + std::to_string(argc) + "), one per line, each in quotes:" +
-             std::string(argc == 0 ? " none" : "") + "\n";
+  message += "Arguments (" + std::to_string(argc) +
+             "), one per line, each in quotes:" + std::string(argc == 0 ? " none" : "") + "\n";
   for (size_t i = 1; i < will_run.argv.size(); ++i) {
     message += "  " + std::to_string(i) + ". \"" + ShowUntrusted(will_run.argv[i]) + "\"\n";
   }

@@ -18,10 +18,14 @@ std::string Hex(unsigned value, int digits) {
 // The visible spelling of one hidden code point.
 std::string Escaped(UChar32 c) {
   switch (c) {
-    case '\n': return "\\n";
-    case '\r': return "\\r";
-    case '\t': return "\\t";
-    default: break;
+    case '\n':
+      return "\\n";
+    case '\r':
+      return "\\r";
+    case '\t':
+      return "\\t";
+    default:
+      break;
   }
   if (c <= 0xFFFF) return "\\u" + Hex(static_cast<unsigned>(c), 4);
   return "\\u{" + Hex(static_cast<unsigned>(c), 5) + "}";
@@ -29,8 +33,7 @@ std::string Escaped(UChar32 c) {
 
 bool IsCombiningMark(UChar32 c) {
   const int8_t type = u_charType(c);
-  return type == U_NON_SPACING_MARK || type == U_ENCLOSING_MARK ||
-         type == U_COMBINING_SPACING_MARK;
+  return type == U_NON_SPACING_MARK || type == U_ENCLOSING_MARK || type == U_COMBINING_SPACING_MARK;
 }
 
 }  // namespace
@@ -47,7 +50,7 @@ bool IsHiddenCodePoint(int code_point) {
     case U_SPACE_SEPARATOR:      // NBSP, em space...: can fake alignment
     case U_PRIVATE_USE_CHAR:
     case U_SURROGATE:
-    case U_UNASSIGNED:           // includes the noncharacters
+    case U_UNASSIGNED:  // includes the noncharacters
       return true;
     default:
       break;

@@ -19,18 +19,20 @@ constexpr int kDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 // On the way down only search permission is needed (a 0711 directory is fine).
 constexpr int kPathFlags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 
-std::string ErrnoText(const std::string& what, int err) {
-  return what + ": " + std::strerror(err);
-}
+std::string ErrnoText(const std::string& what, int err) { return what + ": " + std::strerror(err); }
 
 bool OwnedByUsOrRoot(const struct stat& st) { return st.st_uid == 0 || st.st_uid == geteuid(); }
+
+std::string NotOurs(const struct stat& st, const std::string& path) {
+  return path + " belongs to another user (uid " + std::to_string(st.st_uid) +
+         "), so it is not trusted";
+}
 
 // A directory on the way to the state directory. Why: whoever can write a directory can
 // replace what lies beneath it, unless the sticky bit stops them renaming our entries
 // (as in /tmp); an owner other than root or us could do anything.
 std::string CheckAncestor(const struct stat& st, const std::string& path) {
-  if (!OwnedByUsOrRoot(st)) return path + " belongs to another user (uid " +
-                                    std::to_string(st.st_uid) + "), so it is not trusted";
+  if (!OwnedByUsOrRoot(st)) return NotOurs(st, path);
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0) {
     return path + " can be written by other users and is not sticky, so it is not trusted";
   }
@@ -40,8 +42,7 @@ std::string CheckAncestor(const struct stat& st, const std::string& path) {
 // The state directory and the ones made in it. Why no sticky exception: another user
 // able to create entries here could plant a record or a link under a nonce's name.
 std::string CheckOwn(const struct stat& st, const std::string& path) {
-  if (!OwnedByUsOrRoot(st)) return path + " belongs to another user (uid " +
-                                    std::to_string(st.st_uid) + "), so it is not trusted";
+  if (!OwnedByUsOrRoot(st)) return NotOurs(st, path);
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
     return path + " can be written by other users, so it is not trusted";
   }
@@ -61,7 +62,7 @@ UniqueFd OpenChecked(int parent, std::string_view name, const std::string& path,
     *error = ErrnoText("cannot open " + path + " (it must be a directory, not a link)", errno);
     return UniqueFd();
   }
-  struct stat st{};
+  struct stat st {};
   if (fstat(fd.get(), &st) != 0) {
     *error = ErrnoText("cannot inspect " + path, errno);
     return UniqueFd();
@@ -124,7 +125,7 @@ SpentDir::Opened SpentDir::Open(const std::string& base,
   // Why walk from "/": every directory on the way must be trusted, not only the last one.
   UniqueFd fd(open("/", kPathFlags));
   std::string path;
-  struct stat st{};
+  struct stat st {};
   if (!fd || fstat(fd.get(), &st) != 0) {
     out.error = ErrnoText("cannot open /", errno);
     return out;
@@ -152,7 +153,7 @@ SpentDir::Opened SpentDir::Open(const std::string& base,
 }
 
 SpentDir::State SpentDir::Lookup(const TokenNonce& nonce, int64_t expiry, std::string* error) {
-  struct stat st{};
+  struct stat st {};
   const std::string name = RecordName(nonce, expiry);
   if (fstatat(fd_.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) return State::kSpent;
   if (errno == ENOENT) return State::kUnspent;
@@ -170,8 +171,8 @@ SpentDir::State SpentDir::Record(const TokenNonce& nonce, int64_t expiry, int64_
   }
   const std::string name = RecordName(nonce, expiry);
   // Why O_EXCL: the one atomic test-and-set every broker on the host agrees on.
-  UniqueFd fd(openat(fd_.get(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                     0600));
+  UniqueFd fd(
+      openat(fd_.get(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) {
     if (errno == EEXIST) return State::kSpent;
     *error = ErrnoText("cannot record the spent token in " + path_, errno);

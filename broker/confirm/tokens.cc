@@ -195,9 +195,12 @@ TokenVerdict ConfirmTokens::CheckLocked(std::string_view token, const WillRun* w
   if (shared_ != nullptr) {
     // Why: spent by another broker with this key, or by this one before a restart.
     switch (shared_->Lookup(*nonce, *expiry, detail)) {
-      case SpentDir::State::kUnspent: break;
-      case SpentDir::State::kSpent: return TokenVerdict::kReused;
-      default: return TokenVerdict::kUnrecorded;  // fail closed: unknown means refused
+      case SpentDir::State::kUnspent:
+        break;
+      case SpentDir::State::kSpent:
+        return TokenVerdict::kReused;
+      default:
+        return TokenVerdict::kUnrecorded;  // fail closed: unknown means refused
     }
   }
   if (now >= *expiry) return TokenVerdict::kExpired;
@@ -230,10 +233,14 @@ TokenVerdict ConfirmTokens::SpendLocked(const Nonce& nonce, int64_t expiry, int6
       return TokenVerdict::kUnrecorded;
     }
     switch (shared_->Record(nonce, expiry, now, detail)) {
-      case SpentDir::State::kUnspent: break;
-      case SpentDir::State::kSpent: return TokenVerdict::kReused;
-      case SpentDir::State::kFull: return TokenVerdict::kSpentSetFull;
-      case SpentDir::State::kFailed: return TokenVerdict::kUnrecorded;
+      case SpentDir::State::kUnspent:
+        break;
+      case SpentDir::State::kSpent:
+        return TokenVerdict::kReused;
+      case SpentDir::State::kFull:
+        return TokenVerdict::kSpentSetFull;
+      case SpentDir::State::kFailed:
+        return TokenVerdict::kUnrecorded;
     }
   }
   spent_.emplace(nonce, expiry);

@@ -104,7 +104,7 @@ class ConfirmTokens {
   unsigned char* key_ = nullptr;    // sodium_malloc'd, PROT_NONE while idle
   std::map<Nonce, int64_t> spent_;  // nonce -> expiry
   int64_t latest_now_ = 0;          // highest clock reading seen
-  bool shared_required_ = false;     // UseSpentDir was called
+  bool shared_required_ = false;    // UseSpentDir was called
   std::unique_ptr<SpentDir> shared_;  // the host-wide record, when it could be opened
   std::string shared_error_;          // why it could not
 };

@@ -133,8 +133,8 @@ void SkillRunTool::Call(const Json& args, const Json& request_id, bool client_el
   switch (NextGateStep(deps_.gate, client_elicits, token.has_value())) {
     case GateStep::kRefuse:
       // Mode refuse is an answer, not a failure (WIRE.md); a gate that cannot be read is.
-      return done(Gate(RefusedPayload(deps_.gate.refusal.value_or("")),
-                       deps_.gate.refusal.has_value()));
+      return done(
+          Gate(RefusedPayload(deps_.gate.refusal.value_or("")), deps_.gate.refusal.has_value()));
     case GateStep::kElicit:
       return Elicit(p, request_id, done);
     case GateStep::kIssueToken: {

@@ -26,7 +26,10 @@ TEST(ShowUntrusted, EveryHiddenClassIsEscaped) {
       {"newline", "a\nb", "a\\nb"},
       {"carriage return", "a\rb", "a\\rb"},
       {"tab", "a\tb", "a\\tb"},
-      {"DEL", "a\x7f" "b", "a\\u007fb"},
+      {"DEL",
+       "a\x7f"
+       "b",
+       "a\\u007fb"},
       {"right-to-left override", "a\u202eb", "a\\u202eb"},
       {"left-to-right embedding", "a\u202ab", "a\\u202ab"},
       {"first strong isolate", "a\u2068b", "a\\u2068b"},
@@ -47,7 +50,10 @@ TEST(ShowUntrusted, EveryHiddenClassIsEscaped) {
       {"leading combining mark", "\u0338a", "\\u0338a"},
       {"backslash", "a\\u2028b", "a\\\\u2028b"},
       {"double quote", "a\"b", "a\\\"b"},
-      {"invalid byte", "a\xff" "b", "a\\xffb"},
+      {"invalid byte",
+       "a\xff"
+       "b",
+       "a\\xffb"},
   };
   for (const Case& c : cases) {
     EXPECT_EQ(ShowUntrusted(c.raw), c.shown) << c.what;
@@ -64,8 +70,7 @@ TEST(ShowUntrusted, ALongValueIsCutWithItsRealLength) {
   value += "\u2028Time limit: 1 s";
   const std::string shown = ShowUntrusted(value, 200);
   EXPECT_EQ(shown.rfind(std::string(200, 'x'), 0), 0u);
-  EXPECT_NE(shown.find("[cut: 5016 characters, 5018 bytes in all]"), std::string::npos)
-      << shown;
+  EXPECT_NE(shown.find("[cut: 5016 characters, 5018 bytes in all]"), std::string::npos) << shown;
   EXPECT_EQ(shown.find("Time limit"), std::string::npos);
   EXPECT_EQ(ShowUntrusted(std::string(200, 'y'), 200), std::string(200, 'y'));  // no cut
 }
