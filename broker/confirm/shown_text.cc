@@ -106,7 +106,7 @@ std::string EscapeHiddenInJson(std::string_view json_text) {
     U8_NEXT(s, i, length, c);
     // Outside strings JSON text is printable ASCII, so a hidden character is always inside
     // a string, where \uXXXX means the same character.
-    if (c >= 0 && c != '\n' && c != '\t' && IsHiddenCodePoint(c) && c >= 0x7F) {
+    if (c >= 0x7F && IsHiddenCodePoint(c)) {
       if (c <= 0xFFFF) {
         out += "\\u" + Hex(static_cast<unsigned>(c), 4);
       } else {
