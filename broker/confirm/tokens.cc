@@ -278,6 +278,12 @@ TokenVerdict ConfirmTokens::CheckAndSpend(std::string_view token, const WillRun&
   return SpendLocked(nonce, expiry, now, detail);
 }
 
+std::optional<std::string> ConfirmTokens::SharedRecordError() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!shared_required_ || shared_ != nullptr) return std::nullopt;
+  return shared_error_;
+}
+
 size_t ConfirmTokens::SpentCount() {
   std::lock_guard<std::mutex> lock(mu_);
   return spent_.size();

@@ -86,6 +86,10 @@ class ConfirmTokens {
 
   size_t SpentCount();
 
+  // Why no usable token can be issued: a shared record is required and could not be
+  // opened. nullopt otherwise.
+  std::optional<std::string> SharedRecordError();
+
   // The key's address, only so a test can prove it is unreadable while idle.
   const void* KeyAddressForTesting() const { return key_; }
 

@@ -138,6 +138,13 @@ void SkillRunTool::Call(const Json& args, const Json& request_id, bool client_el
     case GateStep::kElicit:
       return Elicit(p, request_id, done);
     case GateStep::kIssueToken: {
+      // Why before issuing: a token that can never be spent would only ask the user to
+      // approve a run that cannot happen.
+      if (auto why = deps_.tokens->SharedRecordError()) {
+        return done(Gate(RefusedPayload("No confirmation token can be used on this server: " +
+                                        *why + ". Nothing ran."),
+                         true));
+      }
       std::optional<IssuedToken> issued =
           deps_.tokens->Issue(p->will_run, Now(), deps_.gate.ttl_seconds);
       if (!issued) {

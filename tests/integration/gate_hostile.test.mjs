@@ -135,8 +135,11 @@ describe('one approval acts once on the whole host (shared MCP_CONFIRM_SECRET)',
     const conn = await connect({ env: env({ MCP_CONFIRM_SECRET: randomBytes(32).toString('hex'), SKILL_MCP_STATE_DIR: dir }) });
     try {
       const m = marker();
-      const r = await run(conn.client, [m, '0'], await tokenFor(conn.client, [m, '0']));
-      assertRejected(r, 'SPEND_UNRECORDED');
+      // No token is issued that could never be spent: the user is not asked for nothing.
+      const r = await run(conn.client, [m, '0']);
+      assert.equal(r.isError, true, r.text);
+      assert.equal(r.json?.reason, 'confirmation-unsupported', r.text);
+      assert.equal(r.json.confirmToken, undefined);
       assert.match(r.json.note, /written by other users/);
       assert.equal(runs(m), 0);
       assert.equal(existsSync(join(dir, 'spent-tokens')), false, 'nothing was made in it');

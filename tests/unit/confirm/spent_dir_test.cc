@@ -113,6 +113,9 @@ TEST_F(SpentDirTest, NoDirectoryAtAllRefusesEverySpend) {
   EXPECT_EQ(tokens->CheckAndSpend(token, SampleWillRun(), kNow + 1, &detail),
             TokenVerdict::kUnrecorded);
   EXPECT_NE(detail.find("SKILL_MCP_STATE_DIR"), std::string::npos) << detail;
+  EXPECT_EQ(tokens->SharedRecordError(), detail);
+  EXPECT_EQ(Broker()->SharedRecordError(), std::nullopt);
+  EXPECT_EQ(ConfirmTokens::CreateRandom()->SharedRecordError(), std::nullopt);
 }
 
 TEST_F(SpentDirTest, ExpiredRecordsArePrunedAfterTheGrace) {
