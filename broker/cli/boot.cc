@@ -92,6 +92,16 @@ std::unique_ptr<Boot> BootBroker() {
     b->env.WithValue("MCP_CONFIRM_SECRET", [&b](std::string_view secret) {
       b->tokens = ConfirmTokens::CreateFromSecret(secret);
     });
+    // Why: every broker with this key accepts its tokens, so a spend must be seen by all
+    // of them and survive a restart; without the shared record no token is honoured.
+    SpentDir::Opened spent =
+        OpenSpentDirFromEnv([env = &b->env](std::string_view n) { return env->GetConfig(n); });
+    if (spent.dir) {
+      LOG_INFO("spent confirmation tokens are recorded in %s", spent.dir->path().c_str());
+    } else {
+      LOG_WARN("confirmation tokens cannot be used: %s", spent.error.c_str());
+    }
+    if (b->tokens) b->tokens->UseSpentDir(std::move(spent));
   } else {
     b->tokens = ConfirmTokens::CreateRandom();
   }

@@ -67,8 +67,11 @@ int RunServe() {
   deps.runs_blocked = b->runs_blocked;
   deps.elicit = [&session](OrderedJson params, int64_t timeout_ms,
                            std::function<void(const Json*, const Json*)> handler) {
-    session.SendRequest("elicitation/create", std::move(params), timeout_ms,
-                        std::move(handler));
+    return session.SendRequest("elicitation/create", std::move(params), timeout_ms,
+                               std::move(handler));
+  };
+  deps.withdraw = [&session](const Json& id) {
+    session.WithdrawRequest(id, "the skill_run call this prompt was for was cancelled");
   };
   SkillRunTool run_tool(std::move(deps));
   McpServer server(session, CatalogueView{&b->catalogue, &b->grants}, SKILL_MCP_VERSION,

@@ -81,6 +81,18 @@ GateConfig ParseGateConfig(const GetFn& get) {
   return config;
 }
 
+bool ClientTakesFormPrompt(const nlohmann::json& capabilities, std::string_view protocol_version) {
+  // Why the revision: before 2025-06-18 elicitation/create does not exist, so a client on
+  // such a revision cannot answer it whatever it lists (ISO dates compare as strings).
+  if (protocol_version < std::string_view("2025-06-18")) return false;
+  if (!capabilities.is_object()) return false;
+  auto it = capabilities.find("elicitation");
+  if (it == capabilities.end() || !it->is_object()) return false;
+  // Why: a server must not send a mode the client did not offer; naming no mode at all
+  // means form (the form-only 2025-06-18 shape).
+  return it->contains("form") || !it->contains("url");
+}
+
 GateStep NextGateStep(const GateConfig& config, bool client_elicits, bool has_token) {
   // Why first: a configuration nobody can read refuses everything rather than guessing.
   if (config.refusal) return GateStep::kRefuse;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,6 +39,11 @@ enum class GateStep {
   kIssueToken,  // ConfirmationRequiredPayload: nothing runs yet
   kCheckToken,  // ConfirmTokens::CheckAndSpend against the recomputed willRun
 };
+
+// Whether a client may be sent a form-mode elicitation/create: it negotiated a revision that
+// has elicitation (2025-06-18 or later) and its `capabilities.elicitation` object offers form
+// mode (2025-11-25: `{}` and `{form: {}}` do, `{url: {}}` alone does not).
+bool ClientTakesFormPrompt(const nlohmann::json& capabilities, std::string_view protocol_version);
 
 // `client_elicits`: the client declared the elicitation capability. A token sent by a
 // client that can be prompted is not used: the user is asked instead.

@@ -2,6 +2,8 @@
 
 #include <ctime>
 
+#include "broker/confirm/shown_text.h"
+
 namespace skillmcp {
 namespace {
 
@@ -23,12 +25,12 @@ std::string Instruction(ConfirmMode mode, const IssuedToken& token) {
          expiry + ".";
 }
 
-std::string JoinOrNone(const std::vector<std::string>& names) {
+std::string ShownList(const std::vector<std::string>& names) {
   if (names.empty()) return "(none)";
   std::string out;
   for (const std::string& name : names) {
     if (!out.empty()) out += ", ";
-    out += name;
+    out += ShowUntrusted(name);
   }
   return out;
 }
@@ -39,6 +41,7 @@ ordered_json Rejected(const char* error) {
   out["confirmed"] = false;
   out["dispatched"] = false;
   out["error"] = error;
+  out["action"] = kRunAction;
   return out;
 }
 
@@ -83,7 +86,7 @@ ordered_json ConfirmationRequiredPayload(const WillRun& will_run, const IssuedTo
   return out;
 }
 
-ordered_json RejectionPayload(TokenVerdict verdict) {
+ordered_json RejectionPayload(TokenVerdict verdict, const std::string& detail) {
   ordered_json out = Rejected(TokenErrorCode(verdict));
   switch (verdict) {
     case TokenVerdict::kReused:
@@ -101,6 +104,13 @@ ordered_json RejectionPayload(TokenVerdict verdict) {
           "Too many runs were confirmed within one token lifetime for this server "
           "to track another; nothing ran. Wait for older tokens to lapse, then "
           "ask for a new token.";
+      break;
+    case TokenVerdict::kUnrecorded:
+      out["note"] =
+          "Nothing ran: this server could not record that the confirmToken is used (" + detail +
+          "), and a use nobody else can see could let the same token run again elsewhere. "
+          "The token is still unused. The owner can fix the state directory "
+          "(SKILL_MCP_STATE_DIR, see skill-mcp(1)); then call again with the same token.";
       break;
     default:
       out["error"] = TokenErrorCode(TokenVerdict::kInvalid);
@@ -157,23 +167,32 @@ ordered_json ElicitationCancelledPayload(ElicitationOutcome outcome) {
 }
 
 ordered_json ElicitationRequestParams(const WillRun& will_run) {
-  std::string message = "Run a script from the skill \"" + will_run.skill + "\"?\n\n";
-  message += "Interpreter: " + will_run.interpreter + "\n";
-  // argv as a JSON array, so spaces and quotes inside arguments stay unambiguous.
-  message +=
-      "Command (argv): " +
-      nlohmann::json(will_run.argv).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
-      "\n";
-  message += "Working directory: " + will_run.cwd + "\n";
+  // Why this order and this form: the fixed facts come first, so no argument can push
+  // them out of view, and every untrusted value is one quoted line with its hidden
+  // characters escaped and a long one cut (broker/confirm/shown_text.h), so no argument
+  // can draw a line of its own.
+  const std::string script = will_run.argv.empty() ? std::string() : will_run.argv[0];
+  std::string message = "Run a script from a skill? Nothing runs unless you approve.\n\n";
+  message += "Skill: \"" + ShowUntrusted(will_run.skill) + "\"\n";
+  message += "Script: \"" + ShowUntrusted(script) + "\"\n";
+  message += "Interpreter: " + ShowUntrusted(will_run.interpreter) + "\n";
+  message += "Working directory: \"" + ShowUntrusted(will_run.cwd, 1024) + "\"\n";
   message += "Time limit: " + std::to_string(will_run.timeout_ms / 1000) + " s (" +
              std::to_string(will_run.timeout_ms) + " ms)\n";
-  message += "Variables it receives (names only): " + JoinOrNone(will_run.env_names) + "\n";
+  message += "Variables it receives (names only): " + ShownList(will_run.env_names) + "\n";
   if (!will_run.env_not_set.empty()) {
     message +=
-        "Granted but not set here (it will not get them): " + JoinOrNone(will_run.env_not_set) +
+        "Granted but not set here (it will not get them): " + ShownList(will_run.env_not_set) +
         "\n";
   }
-  if (will_run.env_warning) message += "Warning: " + *will_run.env_warning + "\n";
+  if (will_run.env_warning)
+    message += "Warning: " + ShowUntrusted(*will_run.env_warning, 2000) + "\n";
+  const size_t argc = will_run.argv.empty() ? 0 : will_run.argv.size() - 1;
+  message += "Arguments (" + std::to_string(argc) +
+             "), one per line, each in quotes:" + std::string(argc == 0 ? " none" : "") + "\n";
+  for (size_t i = 1; i < will_run.argv.size(); ++i) {
+    message += "  " + std::to_string(i) + ". \"" + ShowUntrusted(will_run.argv[i]) + "\"\n";
+  }
 
   ordered_json approve;
   approve["type"] = "boolean";

@@ -26,11 +26,12 @@ nlohmann::ordered_json PreviewJson(const WillRun& will_run);
 nlohmann::ordered_json ConfirmationRequiredPayload(const WillRun& will_run,
                                                    const IssuedToken& token, ConfirmMode mode);
 
-// {status: "confirmation-rejected", confirmed, dispatched, error, note} for TOKEN_INVALID,
-// TOKEN_REUSED, TOKEN_EXPIRED (and a full spent set, reported as TOKEN_EXPIRED).
-nlohmann::ordered_json RejectionPayload(TokenVerdict verdict);
+// {status: "confirmation-rejected", confirmed, dispatched, error, action, note} for
+// TOKEN_INVALID, TOKEN_REUSED, TOKEN_EXPIRED (and a full spent set, reported as
+// TOKEN_EXPIRED), SPEND_UNRECORDED (`detail` says why the spend could not be recorded).
+nlohmann::ordered_json RejectionPayload(TokenVerdict verdict, const std::string& detail = "");
 
-// DRAFT_CHANGED: {status, confirmed, dispatched, error, reason: "payload-changed", note,
+// DRAFT_CHANGED: {status, confirmed, dispatched, error, action, reason: "payload-changed", note,
 //  preview, confirmToken, expiresAt, ttlSeconds, instruction}. The old token stays unspent.
 nlohmann::ordered_json DraftChangedPayload(const WillRun& fresh, const IssuedToken& fresh_token,
                                            ConfirmMode mode);
@@ -46,7 +47,9 @@ enum class ElicitationOutcome { kDeclined, kCancelled };
 nlohmann::ordered_json ElicitationCancelledPayload(ElicitationOutcome outcome);
 
 // elicitation/create params: {message, requestedSchema} with one required boolean
-// `approve`. Approve only when the answer is accept AND approve is true.
+// `approve`. Approve only when the answer is accept AND approve is true. The message
+// states skill, script, interpreter, directory, time limit and variables (and any
+// warning) before the arguments, every untrusted value escaped (ShowUntrusted).
 nlohmann::ordered_json ElicitationRequestParams(const WillRun& will_run);
 
 }  // namespace skillmcp

@@ -83,6 +83,8 @@ const char* TokenErrorCode(TokenVerdict verdict) {
       return "TOKEN_EXPIRED";
     case TokenVerdict::kDraftChanged:
       return "DRAFT_CHANGED";
+    case TokenVerdict::kUnrecorded:
+      return "SPEND_UNRECORDED";
   }
   return "TOKEN_INVALID";
 }
@@ -113,6 +115,13 @@ std::unique_ptr<ConfirmTokens> ConfirmTokens::CreateFromSecret(std::string_view 
   sodium_memzero(master, sizeof master);
   if (rc != 0 || sodium_mprotect_noaccess(tokens->key_) != 0) return nullptr;
   return tokens;
+}
+
+void ConfirmTokens::UseSpentDir(SpentDir::Opened opened) {
+  std::lock_guard<std::mutex> lock(mu_);
+  shared_required_ = true;
+  shared_ = std::move(opened.dir);
+  shared_error_ = std::move(opened.error);
 }
 
 ConfirmTokens::~ConfirmTokens() {
@@ -156,7 +165,8 @@ std::optional<IssuedToken> ConfirmTokens::Issue(const WillRun& will_run, int64_t
 }
 
 TokenVerdict ConfirmTokens::CheckLocked(std::string_view token, const WillRun* will_run,
-                                        int64_t now, Nonce* nonce, int64_t* expiry) {
+                                        int64_t now, Nonce* nonce, int64_t* expiry,
+                                        std::string* detail) {
   now = Monotonic(now);
   Prune(now);
   // 1. Signature and claims: anything that is not exactly a token we signed is INVALID.
@@ -182,6 +192,17 @@ TokenVerdict ConfirmTokens::CheckLocked(std::string_view token, const WillRun* w
   *expiry = GetBigEndian(claims + kExpiryOffset);
   // 2. Spent. 3. Expired.
   if (spent_.count(*nonce) != 0) return TokenVerdict::kReused;
+  if (shared_ != nullptr) {
+    // Why: spent by another broker with this key, or by this one before a restart.
+    switch (shared_->Lookup(*nonce, *expiry, detail)) {
+      case SpentDir::State::kUnspent:
+        break;
+      case SpentDir::State::kSpent:
+        return TokenVerdict::kReused;
+      default:
+        return TokenVerdict::kUnrecorded;  // fail closed: unknown means refused
+    }
+  }
   if (now >= *expiry) return TokenVerdict::kExpired;
   // 4. Payload: the run must be the one previewed, byte for byte.
   if (will_run != nullptr) {
@@ -196,13 +217,32 @@ TokenVerdict ConfirmTokens::CheckLocked(std::string_view token, const WillRun* w
   return TokenVerdict::kValid;
 }
 
-TokenVerdict ConfirmTokens::SpendLocked(const Nonce& nonce, int64_t expiry, int64_t now) {
+TokenVerdict ConfirmTokens::SpendLocked(const Nonce& nonce, int64_t expiry, int64_t now,
+                                        std::string* detail) {
   now = Monotonic(now);
   Prune(now);
   if (spent_.count(nonce) != 0) return TokenVerdict::kReused;
   if (now >= expiry) return TokenVerdict::kExpired;
   // Why refuse when full: evicting a live entry would let that token run a second time.
   if (spent_.size() >= kMaxSpentTokens) return TokenVerdict::kSpentSetFull;
+  if (shared_required_) {
+    // Why refuse when the record cannot be written: a spend nobody else can see would let
+    // another broker, or this one after a restart, run the same token again.
+    if (shared_ == nullptr) {
+      *detail = shared_error_;
+      return TokenVerdict::kUnrecorded;
+    }
+    switch (shared_->Record(nonce, expiry, now, detail)) {
+      case SpentDir::State::kUnspent:
+        break;
+      case SpentDir::State::kSpent:
+        return TokenVerdict::kReused;
+      case SpentDir::State::kFull:
+        return TokenVerdict::kSpentSetFull;
+      case SpentDir::State::kFailed:
+        return TokenVerdict::kUnrecorded;
+    }
+  }
   spent_.emplace(nonce, expiry);
   return TokenVerdict::kValid;
 }
@@ -211,26 +251,37 @@ TokenVerdict ConfirmTokens::Check(std::string_view token, const WillRun& will_ru
   std::lock_guard<std::mutex> lock(mu_);
   Nonce nonce{};
   int64_t expiry = 0;
-  return CheckLocked(token, &will_run, now, &nonce, &expiry);
+  std::string detail;
+  return CheckLocked(token, &will_run, now, &nonce, &expiry, &detail);
 }
 
-TokenVerdict ConfirmTokens::Spend(std::string_view token, int64_t now) {
+TokenVerdict ConfirmTokens::Spend(std::string_view token, int64_t now, std::string* detail) {
   std::lock_guard<std::mutex> lock(mu_);
   Nonce nonce{};
   int64_t expiry = 0;
-  TokenVerdict verdict = CheckLocked(token, nullptr, now, &nonce, &expiry);
+  std::string ignored;
+  if (detail == nullptr) detail = &ignored;
+  TokenVerdict verdict = CheckLocked(token, nullptr, now, &nonce, &expiry, detail);
   if (verdict != TokenVerdict::kValid) return verdict;
-  return SpendLocked(nonce, expiry, now);
+  return SpendLocked(nonce, expiry, now, detail);
 }
 
 TokenVerdict ConfirmTokens::CheckAndSpend(std::string_view token, const WillRun& will_run,
-                                          int64_t now) {
+                                          int64_t now, std::string* detail) {
   std::lock_guard<std::mutex> lock(mu_);
   Nonce nonce{};
   int64_t expiry = 0;
-  TokenVerdict verdict = CheckLocked(token, &will_run, now, &nonce, &expiry);
+  std::string ignored;
+  if (detail == nullptr) detail = &ignored;
+  TokenVerdict verdict = CheckLocked(token, &will_run, now, &nonce, &expiry, detail);
   if (verdict != TokenVerdict::kValid) return verdict;
-  return SpendLocked(nonce, expiry, now);
+  return SpendLocked(nonce, expiry, now, detail);
+}
+
+std::optional<std::string> ConfirmTokens::SharedRecordError() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!shared_required_ || shared_ != nullptr) return std::nullopt;
+  return shared_error_;
 }
 
 size_t ConfirmTokens::SpentCount() {

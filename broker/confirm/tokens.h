@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "broker/confirm/spent_dir.h"
 #include "broker/confirm/will_run.h"
 
 namespace skillmcp {
@@ -24,14 +25,16 @@ namespace skillmcp {
 enum class TokenVerdict {
   kValid,
   kInvalid,       // TOKEN_INVALID: does not decode, wrong shape, another key, another tool
-  kReused,        // TOKEN_REUSED: already spent in this process
+  kReused,        // TOKEN_REUSED: already spent (this process, or the shared record)
   kExpired,       // TOKEN_EXPIRED
   kDraftChanged,  // DRAFT_CHANGED: genuine and unspent, but bound to another willRun
   kSpentSetFull,  // cannot record one more spend before older tokens lapse; refused
+  kUnrecorded,    // SPEND_UNRECORDED: the shared spent record cannot be read or written
 };
 
 // The wire `error` value: TOKEN_INVALID | TOKEN_REUSED | TOKEN_EXPIRED | DRAFT_CHANGED.
-// kSpentSetFull is reported as TOKEN_EXPIRED (ask for a fresh token later); kValid as "".
+// kSpentSetFull is reported as TOKEN_EXPIRED (ask for a fresh token later); kValid as "";
+// kUnrecorded as SPEND_UNRECORDED (nothing ran, the token is unspent).
 const char* TokenErrorCode(TokenVerdict verdict);
 
 struct IssuedToken {
@@ -53,6 +56,11 @@ class ConfirmTokens {
   // restart. The caller passes the value inside EnvStore::WithValue.
   static std::unique_ptr<ConfirmTokens> CreateFromSecret(std::string_view secret);
 
+  // With a key that outlives this process (a secret), the spent record must be shared by
+  // every broker using it: from now on every spend is also recorded in `opened.dir`, and
+  // when there is none (`opened.error`) every spend is refused as kUnrecorded.
+  void UseSpentDir(SpentDir::Opened opened);
+
   ~ConfirmTokens();
   ConfirmTokens(const ConfirmTokens&) = delete;
   ConfirmTokens& operator=(const ConfirmTokens&) = delete;
@@ -68,25 +76,31 @@ class ConfirmTokens {
 
   // Marks a genuine token spent: kValid when it was not spent before, kReused when it was,
   // kInvalid when it is not ours, kExpired, kSpentSetFull. No payload check.
-  TokenVerdict Spend(std::string_view token, int64_t now);
+  // kUnrecorded when the shared record cannot be read or written (`detail` says why).
+  TokenVerdict Spend(std::string_view token, int64_t now, std::string* detail = nullptr);
 
   // Check and, when kValid, Spend, under one lock: two pipelined calls carrying the same
   // token cannot both pass.
-  TokenVerdict CheckAndSpend(std::string_view token, const WillRun& will_run, int64_t now);
+  TokenVerdict CheckAndSpend(std::string_view token, const WillRun& will_run, int64_t now,
+                             std::string* detail = nullptr);
 
   size_t SpentCount();
+
+  // Why no usable token can be issued: a shared record is required and could not be
+  // opened. nullopt otherwise.
+  std::optional<std::string> SharedRecordError();
 
   // The key's address, only so a test can prove it is unreadable while idle.
   const void* KeyAddressForTesting() const { return key_; }
 
  private:
-  using Nonce = std::array<unsigned char, 16>;
+  using Nonce = TokenNonce;
 
   ConfirmTokens() = default;
   bool AllocateKey();
   TokenVerdict CheckLocked(std::string_view token, const WillRun* will_run, int64_t now,
-                           Nonce* nonce, int64_t* expiry);
-  TokenVerdict SpendLocked(const Nonce& nonce, int64_t expiry, int64_t now);
+                           Nonce* nonce, int64_t* expiry, std::string* detail);
+  TokenVerdict SpendLocked(const Nonce& nonce, int64_t expiry, int64_t now, std::string* detail);
   int64_t Monotonic(int64_t now);
   void Prune(int64_t now);
 
@@ -94,6 +108,9 @@ class ConfirmTokens {
   unsigned char* key_ = nullptr;    // sodium_malloc'd, PROT_NONE while idle
   std::map<Nonce, int64_t> spent_;  // nonce -> expiry
   int64_t latest_now_ = 0;          // highest clock reading seen
+  bool shared_required_ = false;    // UseSpentDir was called
+  std::unique_ptr<SpentDir> shared_;  // the host-wide record, when it could be opened
+  std::string shared_error_;          // why it could not
 };
 
 }  // namespace skillmcp

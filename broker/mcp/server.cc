@@ -1,5 +1,6 @@
 #include "broker/mcp/server.h"
 
+#include "broker/confirm/gate_config.h"
 #include "broker/tools/read_tools.h"
 #include "broker/tools/surfaces.h"
 #include "broker/tools/tool_definitions.h"
@@ -51,15 +52,15 @@ void McpServer::Initialize(const RpcMessage& m, Reply reply) {
   if (m.params.is_object()) {
     auto v = m.params.find("protocolVersion");
     if (v != m.params.end() && v->is_string()) requested = v->get<std::string>();
-    auto caps = m.params.find("capabilities");
-    // Why: only a client that declared elicitation is ever sent elicitation/create.
-    client_elicits_ = caps != m.params.end() && caps->is_object() &&
-                      caps->contains("elicitation") && (*caps)["elicitation"].is_object();
   }
   protocol_ = std::end(kProtocolVersions)[-1];
   for (const char* v : kProtocolVersions) {
     if (requested == v) protocol_ = v;
   }
+  // Why: only a client that offered form elicitation on a revision that has it is ever
+  // sent elicitation/create (broker/confirm/gate_config.h).
+  client_elicits_ = m.params.is_object() &&
+                    ClientTakesFormPrompt(m.params.value("capabilities", Json()), protocol_);
   OrderedJson result;
   result["protocolVersion"] = protocol_;
   result["capabilities"] = OrderedJson{{"tools", {{"listChanged", true}}},

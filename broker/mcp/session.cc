@@ -160,6 +160,18 @@ Json Session::SendRequest(const std::string& method, OrderedJson params, int64_t
   return id;
 }
 
+void Session::WithdrawRequest(const Json& id, std::string_view reason) {
+  auto it = outgoing_.find(id.dump());
+  if (it == outgoing_.end()) return;
+  loop_.CancelTimer(it->second.timer);
+  outgoing_.erase(it);
+  OrderedJson msg;
+  msg["jsonrpc"] = "2.0";
+  msg["method"] = "notifications/cancelled";
+  msg["params"] = OrderedJson{{"requestId", id}, {"reason", std::string(reason)}};
+  Send(msg);
+}
+
 void Session::Send(const OrderedJson& message) {
   std::string line = SerializeLine(message);
   std::string_view rest(line);

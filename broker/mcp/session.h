@@ -55,6 +55,10 @@ class Session {
   Json SendRequest(const std::string& method, OrderedJson params, int64_t timeout_ms,
                    ResponseHandler handler);
 
+  // Abandons a request this server sent and is still waiting on: its answer, if one comes,
+  // is ignored, and the client gets notifications/cancelled {requestId, reason}.
+  void WithdrawRequest(const Json& id, std::string_view reason);
+
   // Marks the request with `id` cancelled: its eventual answer is not sent.
   // Returns true when such a request was in flight.
   bool CancelInFlight(const Json& id);

@@ -20,6 +20,21 @@ ToolResult Gate(OrderedJson payload, bool is_error) {
   r.payload = std::move(payload);
   r.is_error = is_error;
   r.indented = true;  // confirmation payloads are 2-space indented (WIRE.md)
+  r.show_hidden = true;  // what the user approves shows every character (README)
+  return r;
+}
+
+// Why: every refusal says which run it refused, whatever part of skill_run it came from.
+ToolResult NameRun(ToolResult r, const Json& args) {
+  auto message = r.payload.find("message");
+  if (message == r.payload.end() || !message->is_string() || !args.is_object()) return r;
+  auto name = args.find("name");
+  auto script = args.find("script");
+  if (name == args.end() || !name->is_string() || script == args.end() || !script->is_string()) {
+    return r;
+  }
+  *message = "skill_run refused script \"" + script->get<std::string>() + "\" of skill \"" +
+             name->get<std::string>() + "\": " + message->get<std::string>();
   return r;
 }
 
@@ -102,7 +117,8 @@ std::optional<ToolResult> SkillRunTool::Prepare(const Json& args, Prepared* out)
 }
 
 void SkillRunTool::Call(const Json& args, const Json& request_id, bool client_elicits,
-                        ToolDone done) {
+                        ToolDone answer) {
+  ToolDone done = [answer, args](ToolResult r) { answer(NameRun(std::move(r), args)); };
   auto p = std::make_shared<Prepared>();
   if (auto refusal = Prepare(args, p.get())) return done(*refusal);
 
@@ -116,10 +132,19 @@ void SkillRunTool::Call(const Json& args, const Json& request_id, bool client_el
   const std::optional<std::string>& token = p->token;
   switch (NextGateStep(deps_.gate, client_elicits, token.has_value())) {
     case GateStep::kRefuse:
-      return done(Gate(RefusedPayload(deps_.gate.refusal.value_or("")), true));
+      // Mode refuse is an answer, not a failure (WIRE.md); a gate that cannot be read is.
+      return done(
+          Gate(RefusedPayload(deps_.gate.refusal.value_or("")), deps_.gate.refusal.has_value()));
     case GateStep::kElicit:
       return Elicit(p, request_id, done);
     case GateStep::kIssueToken: {
+      // Why before issuing: a token that can never be spent would only ask the user to
+      // approve a run that cannot happen.
+      if (auto why = deps_.tokens->SharedRecordError()) {
+        return done(Gate(RefusedPayload("No confirmation token can be used on this server: " +
+                                        *why + ". Nothing ran."),
+                         true));
+      }
       std::optional<IssuedToken> issued =
           deps_.tokens->Issue(p->will_run, Now(), deps_.gate.ttl_seconds);
       if (!issued) {
@@ -139,34 +164,35 @@ void SkillRunTool::Call(const Json& args, const Json& request_id, bool client_el
                         "another skill_run is still running (one at a time); your token is "
                         "still valid, call again when it has finished"));
   }
-  TokenVerdict v = deps_.tokens->CheckAndSpend(*token, p->will_run, Now());
+  std::string detail;
+  TokenVerdict v = deps_.tokens->CheckAndSpend(*token, p->will_run, Now(), &detail);
   if (v == TokenVerdict::kDraftChanged) {
     std::optional<IssuedToken> fresh =
         deps_.tokens->Issue(p->will_run, Now(), deps_.gate.ttl_seconds);
     if (!fresh) return done(Gate(RejectionPayload(TokenVerdict::kInvalid), true));
     return done(Gate(DraftChangedPayload(p->will_run, *fresh, deps_.gate.mode), true));
   }
-  if (v != TokenVerdict::kValid) return done(Gate(RejectionPayload(v), true));
+  if (v != TokenVerdict::kValid) return done(Gate(RejectionPayload(v, detail), true));
   Dispatch(*p, request_id, done);
 }
 
 void SkillRunTool::Elicit(std::shared_ptr<Prepared> p, const Json& request_id, ToolDone done) {
   // Why: one open prompt at a time, so the user always knows which run a prompt is for
   // and a client cannot queue prompts to wear the user down.
-  if (pending_prompt_) {
+  if (prompt_) {
     return done(Refusal("CONFIRMATION_PENDING",
                         "another run is waiting for the user's confirmation; answer that "
                         "prompt first"));
   }
-  pending_prompt_ = request_id.dump();
-  prompt_cancelled_ = false;
-  deps_.elicit(
+  auto live = std::make_shared<bool>(true);
+  prompt_ = OpenPrompt{request_id.dump(), Json(), live};
+  Json id = deps_.elicit(
       ElicitationRequestParams(p->will_run), kElicitationTimeoutMs,
-      [this, p, request_id, done](const Json* result, const Json* error) {
-        bool cancelled = prompt_cancelled_;
-        pending_prompt_.reset();
-        prompt_cancelled_ = false;
-        if (cancelled) return;  // the client cancelled the tools/call: no answer, no run
+      [this, p, request_id, done, live](const Json* result, const Json* error) {
+        // Why: an answer to a withdrawn prompt (the call was cancelled) runs nothing.
+        if (!*live) return;
+        *live = false;
+        prompt_.reset();
         bool approved = false;
         bool declined = false;
         if (error == nullptr && result != nullptr && result->is_object()) {
@@ -197,6 +223,7 @@ void SkillRunTool::Elicit(std::shared_ptr<Prepared> p, const Json& request_id, T
         }
         Dispatch(*p, request_id, done);
       });
+  if (prompt_ && prompt_->live == live) prompt_->elicitation_id = std::move(id);
 }
 
 void SkillRunTool::Dispatch(const Prepared& p, const Json& request_id, ToolDone done) {
@@ -226,7 +253,14 @@ void SkillRunTool::Dispatch(const Prepared& p, const Json& request_id, ToolDone 
 
 void SkillRunTool::Cancel(const Json& request_id) {
   std::string key = request_id.dump();
-  if (pending_prompt_ && *pending_prompt_ == key) prompt_cancelled_ = true;
+  if (prompt_ && prompt_->call == key) {
+    // Why withdraw at once: the user must not approve a call nobody waits for, and the
+    // slot must free now, not when the prompt would have timed out.
+    *prompt_->live = false;
+    Json elicitation_id = std::move(prompt_->elicitation_id);
+    prompt_.reset();
+    if (deps_.withdraw) deps_.withdraw(elicitation_id);
+  }
   if (running_ && *running_ == key) deps_.supervisor->Cancel();
 }
 

@@ -28,11 +28,14 @@ struct SkillRunDeps {
   GateConfig gate;
   ConfirmTokens* tokens = nullptr;   // nullptr: tokens unavailable, the gate refuses
   RunSupervisor* supervisor = nullptr;
-  // Sends elicitation/create to the client; the handler gets its answer, or an error
-  // (also on timeout). Session::SendRequest in the server.
-  std::function<void(OrderedJson params, int64_t timeout_ms,
+  // Sends elicitation/create to the client and returns its id; the handler gets its
+  // answer, or an error (also on timeout). Session::SendRequest in the server.
+  std::function<Json(OrderedJson params, int64_t timeout_ms,
                      std::function<void(const Json* result, const Json* error)> handler)>
       elicit;
+  // Withdraws an elicitation/create still unanswered (notifications/cancelled to the
+  // client; its answer, if one still comes, is ignored). Session::WithdrawRequest.
+  std::function<void(const Json& elicitation_id)> withdraw;
   // Set when no script may run at all on this host (hosted and the environ block could
   // not be wiped; no worker or node): the sentence skill_run refuses with.
   std::optional<std::string> runs_blocked;
@@ -62,10 +65,16 @@ class SkillRunTool : public RunToolHandler {
   int64_t Now() const;
 
   SkillRunDeps deps_;
-  // The request whose prompt is pending or whose run is in flight (for cancellation).
-  std::optional<std::string> pending_prompt_;
+  // The one open confirmation prompt: the tools/call it is for, the elicitation/create
+  // sent, and a flag its answer handler checks (false once answered or withdrawn).
+  struct OpenPrompt {
+    std::string call;
+    Json elicitation_id;
+    std::shared_ptr<bool> live;
+  };
+  std::optional<OpenPrompt> prompt_;
+  // The request whose run is in flight (for cancellation).
   std::optional<std::string> running_;
-  bool prompt_cancelled_ = false;
 };
 
 }  // namespace skillmcp

@@ -1,12 +1,16 @@
 #include "broker/tools/tool.h"
 
+#include "broker/confirm/shown_text.h"
+
 namespace skillmcp {
 
 OrderedJson ToMcpToolResult(const ToolResult& result) {
   OrderedJson block;
   block["type"] = "text";
-  block["text"] = result.payload.dump(result.indented ? 2 : -1, ' ', false,
-                                      OrderedJson::error_handler_t::replace);
+  std::string text = result.payload.dump(result.indented ? 2 : -1, ' ', false,
+                                         OrderedJson::error_handler_t::replace);
+  // Same values for a parser; bidi, zero-width and separator characters made visible.
+  block["text"] = result.show_hidden ? EscapeHiddenInJson(text) : std::move(text);
   OrderedJson out;
   out["content"] = OrderedJson::array({block});
   if (result.is_error) out["isError"] = true;

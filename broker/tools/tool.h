@@ -19,6 +19,7 @@ struct ToolResult {
   OrderedJson payload;
   bool is_error = false;
   bool indented = false;  // confirmation payloads are 2-space indented (WIRE.md)
+  bool show_hidden = false;  // invisible characters written as JSON \uXXXX escapes
 };
 
 using ToolDone = std::function<void(ToolResult)>;

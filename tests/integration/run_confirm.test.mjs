@@ -2,7 +2,7 @@
 // checks through the marker file the script appends to whether anything ran.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { buildRunTree, removeDir } from './fixtures.mjs';
@@ -453,21 +453,29 @@ describe('token lifetime and restarts', () => {
   test('with the same MCP_CONFIRM_SECRET a token survives a restart', async () => {
     const secret = randomBytes(32).toString('hex');
     const m = marker();
-    const first = await connect({ env: runEnv({ MCP_CONFIRM_SECRET: secret }) });
+    // A secret needs the shared spent record (README): a state directory the broker's
+    // service user owns (nobody, when the test runs as root).
+    const state = join(tree.base, 'state');
+    mkdirSync(state, { mode: 0o700 });
+    const asRoot = process.getuid() === 0;
+    if (asRoot) chownSync(state, 65534, 65534);
+    const withSecret = (value) =>
+      runEnv({ MCP_CONFIRM_SECRET: value, SKILL_MCP_STATE_DIR: state, ...(asRoot ? { SKILL_MCP_USER: 'nobody' } : {}) });
+    const first = await connect({ env: withSecret(secret) });
     let token;
     try {
       token = (await preview(first.client, { args: [m, '0'] }, m)).confirmToken;
     } finally {
       await first.close();
     }
-    const other = await connect({ env: runEnv({ MCP_CONFIRM_SECRET: randomBytes(32).toString('hex') }) });
+    const other = await connect({ env: withSecret(randomBytes(32).toString('hex')) });
     try {
       assertRejected(await run(other.client, { args: [m, '0'], confirmToken: token }), 'TOKEN_INVALID');
       assert.equal(runs(m), 0, 'another secret does not accept it');
     } finally {
       await other.close();
     }
-    const second = await connect({ env: runEnv({ MCP_CONFIRM_SECRET: secret }) });
+    const second = await connect({ env: withSecret(secret) });
     try {
       assertReceipt(await run(second.client, { args: [m, '0'], confirmToken: token }));
       assert.equal(runs(m), 1);

@@ -134,5 +134,25 @@ TEST(GateStep, RefuseModeHonoursNoToken) {
   }
 }
 
+TEST(ClientTakesFormPrompt, ModesAndRevisions) {
+  using nlohmann::json;
+  const json empty = {{"elicitation", json::object()}};
+  const json form = {{"elicitation", {{"form", json::object()}}}};
+  const json url = {{"elicitation", {{"url", json::object()}}}};
+  const json both = {{"elicitation", {{"form", json::object()}, {"url", json::object()}}}};
+  EXPECT_TRUE(ClientTakesFormPrompt(empty, "2025-11-25"));
+  EXPECT_TRUE(ClientTakesFormPrompt(form, "2025-11-25"));
+  EXPECT_TRUE(ClientTakesFormPrompt(both, "2025-11-25"));
+  EXPECT_FALSE(ClientTakesFormPrompt(url, "2025-11-25")) << "url mode only: no form prompt";
+  EXPECT_TRUE(ClientTakesFormPrompt(empty, "2025-06-18"));
+  // Revisions without elicitation, whatever the client lists.
+  EXPECT_FALSE(ClientTakesFormPrompt(empty, "2025-03-26"));
+  EXPECT_FALSE(ClientTakesFormPrompt(form, "2024-11-05"));
+  // No capability, or not an object.
+  EXPECT_FALSE(ClientTakesFormPrompt(json::object(), "2025-11-25"));
+  EXPECT_FALSE(ClientTakesFormPrompt({{"elicitation", true}}, "2025-11-25"));
+  EXPECT_FALSE(ClientTakesFormPrompt(json(), "2025-11-25"));
+}
+
 }  // namespace
 }  // namespace skillmcp

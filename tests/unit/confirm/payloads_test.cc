@@ -53,16 +53,23 @@ TEST(Payloads, InstructionDependsOnMode) {
 }
 
 TEST(Payloads, Rejections) {
-  for (TokenVerdict verdict : {TokenVerdict::kInvalid, TokenVerdict::kReused,
-                               TokenVerdict::kExpired, TokenVerdict::kSpentSetFull}) {
-    ordered_json payload = RejectionPayload(verdict);
-    EXPECT_EQ(Keys(payload),
-              (std::vector<std::string>{"status", "confirmed", "dispatched", "error", "note"}));
+  for (TokenVerdict verdict :
+       {TokenVerdict::kInvalid, TokenVerdict::kReused, TokenVerdict::kExpired,
+        TokenVerdict::kSpentSetFull, TokenVerdict::kUnrecorded}) {
+    ordered_json payload = RejectionPayload(verdict, "ENOSPC here");
+    // WIRE.md: `action` right after `error`.
+    EXPECT_EQ(Keys(payload), (std::vector<std::string>{"status", "confirmed", "dispatched", "error",
+                                                       "action", "note"}));
+    EXPECT_EQ(payload["action"], "skill.run");
     EXPECT_EQ(payload["status"], "confirmation-rejected");
     EXPECT_EQ(payload["confirmed"], false);
     EXPECT_EQ(payload["dispatched"], false);
     EXPECT_EQ(payload["error"], TokenErrorCode(verdict));
   }
+  EXPECT_NE(
+      RejectionPayload(TokenVerdict::kUnrecorded, "ENOSPC here")["note"].get<std::string>().find(
+          "ENOSPC here"),
+      std::string::npos);
   // A verdict that is not a refusal never turns into an acceptance.
   EXPECT_EQ(RejectionPayload(TokenVerdict::kValid)["error"], "TOKEN_INVALID");
 }
@@ -71,9 +78,10 @@ TEST(Payloads, DraftChangedCarriesAFreshPreviewAndToken) {
   WillRun fresh = SampleWillRun();
   fresh.argv.push_back("--verbose");
   ordered_json payload = DraftChangedPayload(fresh, SampleToken(), ConfirmMode::kAskUser);
-  EXPECT_EQ(Keys(payload), (std::vector<std::string>{"status", "confirmed", "dispatched", "error",
-                                                     "reason", "note", "preview", "confirmToken",
-                                                     "expiresAt", "ttlSeconds", "instruction"}));
+  EXPECT_EQ(Keys(payload),
+            (std::vector<std::string>{"status", "confirmed", "dispatched", "error", "action",
+                                      "reason", "note", "preview", "confirmToken", "expiresAt",
+                                      "ttlSeconds", "instruction"}));
   EXPECT_EQ(payload["error"], "DRAFT_CHANGED");
   EXPECT_EQ(payload["reason"], "payload-changed");
   EXPECT_EQ(payload["preview"]["willRun"], WillRunJson(fresh));
@@ -107,9 +115,9 @@ TEST(Payloads, ElicitationRequestShowsThePreviewInWords) {
   ordered_json params = ElicitationRequestParams(run);
   EXPECT_EQ(Keys(params), (std::vector<std::string>{"message", "requestedSchema"}));
   std::string message = params["message"];
-  for (const char* part :
-       {"weather", "node", R"(["scripts/forecast.js","--city","Lisbon"])", "/srv/skills/weather",
-        "30 s", "HOME, PATH, WEATHER_API_KEY", "UNITS", "declared only"}) {
+  for (const char* part : {"Skill: \"weather\"", "Script: \"scripts/forecast.js\"", "node",
+                           "1. \"--city\"\n  2. \"Lisbon\"", "/srv/skills/weather", "30 s",
+                           "HOME, PATH, WEATHER_API_KEY", "UNITS", "declared only"}) {
     EXPECT_NE(message.find(part), std::string::npos) << part;
   }
   const ordered_json& schema = params["requestedSchema"];
@@ -117,6 +125,42 @@ TEST(Payloads, ElicitationRequestShowsThePreviewInWords) {
   ASSERT_EQ(schema["properties"].size(), 1u);
   EXPECT_EQ(schema["properties"]["approve"]["type"], "boolean");
   EXPECT_EQ(schema["required"], ordered_json::array({"approve"}));
+}
+
+TEST(Payloads, ThePromptPutsTheFixedFactsBeforeTheArguments) {
+  WillRun run = SampleWillRun();
+  run.env_warning = "declared only";
+  run.argv.push_back(std::string(100000, 'x'));
+  std::string message = ElicitationRequestParams(run)["message"];
+  const size_t args = message.find("Arguments (3)");
+  ASSERT_NE(args, std::string::npos) << message;
+  for (const char* fact :
+       {"Skill:", "Script:", "Time limit:", "Warning: declared only", "Variables it receives"}) {
+    const size_t at = message.find(fact);
+    EXPECT_NE(at, std::string::npos) << fact;
+    EXPECT_LT(at, args) << fact << " comes before the arguments";
+  }
+  // A long argument is cut with its real length, so the prompt stays short.
+  EXPECT_NE(message.find("[cut: 100000 characters, 100000 bytes in all]"), std::string::npos);
+  EXPECT_LT(message.size(), 4000u);
+}
+
+TEST(Payloads, AnArgumentCannotDrawALineOfItsOwn) {
+  WillRun run = SampleWillRun();
+  run.skill = "we\u202eather";
+  run.argv = {"scripts/x\u2028.js", "ok\u2028Time limit: 1 s (read-only preview)",
+              "a\nWarning: none", "\u0085\u009b2J\u200b\u2066"};
+  std::string message = ElicitationRequestParams(run)["message"];
+  for (const char* raw : {"\u2028", "\u202e", "\u0085", "\u009b", "\u200b", "\u2066"}) {
+    EXPECT_EQ(message.find(raw), std::string::npos) << "raw character left in the prompt";
+  }
+  EXPECT_NE(message.find("Skill: \"we\\u202eather\""), std::string::npos) << message;
+  EXPECT_NE(message.find("Script: \"scripts/x\\u2028.js\""), std::string::npos) << message;
+  EXPECT_NE(message.find("1. \"ok\\u2028Time limit: 1 s (read-only preview)\""), std::string::npos);
+  EXPECT_NE(message.find("2. \"a\\nWarning: none\""), std::string::npos);
+  // Exactly one line starts with "Time limit:" and none with "Warning:".
+  EXPECT_EQ(message.find("\nTime limit:"), message.rfind("\nTime limit:"));
+  EXPECT_EQ(message.find("\nWarning:"), std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,122 @@
+#include "broker/confirm/shown_text.h"
+
+#include <unicode/uchar.h>
+#include <unicode/utf16.h>
+#include <unicode/utf8.h>
+
+#include <cstdio>
+
+namespace skillmcp {
+namespace {
+
+std::string Hex(unsigned value, int digits) {
+  char buffer[16];
+  std::snprintf(buffer, sizeof buffer, "%0*x", digits, value);
+  return buffer;
+}
+
+// The visible spelling of one hidden code point.
+std::string Escaped(UChar32 c) {
+  switch (c) {
+    case '\n':
+      return "\\n";
+    case '\r':
+      return "\\r";
+    case '\t':
+      return "\\t";
+    default:
+      break;
+  }
+  if (c <= 0xFFFF) return "\\u" + Hex(static_cast<unsigned>(c), 4);
+  return "\\u{" + Hex(static_cast<unsigned>(c), 5) + "}";
+}
+
+bool IsCombiningMark(UChar32 c) {
+  const int8_t type = u_charType(c);
+  return type == U_NON_SPACING_MARK || type == U_ENCLOSING_MARK || type == U_COMBINING_SPACING_MARK;
+}
+
+}  // namespace
+
+bool IsHiddenCodePoint(int code_point) {
+  const UChar32 c = code_point;
+  if (c == ' ') return false;
+  if (c < 0x20 || (c >= 0x7F && c <= 0x9F)) return true;  // C0, DEL, C1 (NEL, CSI...)
+  switch (u_charType(c)) {
+    case U_CONTROL_CHAR:
+    case U_FORMAT_CHAR:          // bidi marks, embeddings, overrides, isolates; ZW*; tags
+    case U_LINE_SEPARATOR:       // U+2028
+    case U_PARAGRAPH_SEPARATOR:  // U+2029
+    case U_SPACE_SEPARATOR:      // NBSP, em space...: can fake alignment
+    case U_PRIVATE_USE_CHAR:
+    case U_SURROGATE:
+    case U_UNASSIGNED:  // includes the noncharacters
+      return true;
+    default:
+      break;
+  }
+  // Hangul fillers, variation selectors, the combining grapheme joiner: drawn as nothing.
+  return u_hasBinaryProperty(c, UCHAR_DEFAULT_IGNORABLE_CODE_POINT) ||
+         u_hasBinaryProperty(c, UCHAR_BIDI_CONTROL);
+}
+
+std::string ShowUntrusted(std::string_view value, size_t max_chars) {
+  std::string out;
+  const auto* s = reinterpret_cast<const uint8_t*>(value.data());
+  const int32_t length = static_cast<int32_t>(value.size());
+  int32_t i = 0;
+  size_t chars = 0;
+  size_t cut_at = std::string::npos;  // byte offset in `out` where the cut lands
+  while (i < length) {
+    const int32_t start = i;
+    UChar32 c = 0;
+    U8_NEXT(s, i, length, c);
+    if (chars == max_chars) cut_at = out.size();
+    ++chars;
+    if (cut_at != std::string::npos) continue;  // only counting now
+    if (c < 0) {
+      for (int32_t k = start; k < i; ++k) out += "\\x" + Hex(s[k], 2);
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (IsHiddenCodePoint(c) || (start == 0 && IsCombiningMark(c))) {
+      // Why a leading mark: it would combine with the quote the prompt puts before it.
+      out += Escaped(c);
+    } else {
+      out.append(value.substr(static_cast<size_t>(start), static_cast<size_t>(i - start)));
+    }
+  }
+  if (cut_at != std::string::npos) {
+    out += " \u2026 [cut: " + std::to_string(chars) + " characters, " +
+           std::to_string(value.size()) + " bytes in all]";
+  }
+  return out;
+}
+
+std::string EscapeHiddenInJson(std::string_view json_text) {
+  std::string out;
+  out.reserve(json_text.size());
+  const auto* s = reinterpret_cast<const uint8_t*>(json_text.data());
+  const int32_t length = static_cast<int32_t>(json_text.size());
+  int32_t i = 0;
+  while (i < length) {
+    const int32_t start = i;
+    UChar32 c = 0;
+    U8_NEXT(s, i, length, c);
+    // Outside strings JSON text is printable ASCII, so a hidden character is always inside
+    // a string, where \uXXXX means the same character.
+    if (c >= 0x7F && IsHiddenCodePoint(c)) {
+      if (c <= 0xFFFF) {
+        out += "\\u" + Hex(static_cast<unsigned>(c), 4);
+      } else {
+        out += "\\u" + Hex(U16_LEAD(c), 4) + "\\u" + Hex(U16_TRAIL(c), 4);
+      }
+    } else {
+      out.append(json_text.substr(static_cast<size_t>(start), static_cast<size_t>(i - start)));
+    }
+  }
+  return out;
+}
+
+}  // namespace skillmcp
