@@ -13,7 +13,7 @@
 
 #include <string>
 
-#include "shared/run_spec.h"
+#include "shared/worker_protocol.h"
 #include "worker/step_result.h"
 
 namespace skillmcp::worker {

@@ -63,7 +63,7 @@ int RunServe() {
   deps.is_set = [env = &b->env](std::string_view n) { return env->IsSet(n); };
   deps.gate = b->gate;
   deps.tokens = b->tokens.get();
-  deps.supervisor = &supervisor;
+  deps.runner = &supervisor;
   deps.runs_blocked = b->runs_blocked;
   deps.elicit = [&session](OrderedJson params, int64_t timeout_ms,
                            std::function<void(const Json*, const Json*)> handler) {

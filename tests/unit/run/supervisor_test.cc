@@ -14,10 +14,40 @@
 #include <functional>
 #include <sstream>
 
-#include "shared/worker_steps.h"
+#include "broker/tools/run_receipt.h"
+#include "shared/open_beneath.h"
+#include "shared/worker_protocol.h"
 
 namespace skillmcp {
 namespace {
+
+// A RunResult rendered the way skill_run renders it (broker/tools/run_receipt.h), so the
+// assertions read as the client sees the run.
+struct RunOutcome {
+  bool ran = false;
+  std::string error;
+  std::optional<int> failed_step;
+  nlohmann::ordered_json receipt;
+};
+
+RunOutcome Render(RunResult r) {
+  RunOutcome o;
+  if (r.failure) {
+    o.failed_step = r.failure->step;
+    o.error = DescribeSetupFailure(*r.failure);
+    return o;
+  }
+  ReceiptContext c;
+  c.skill = "skill";
+  o.ran = true;
+  o.receipt = BuildReceipt(c, r);
+  return o;
+}
+
+// "" when started, else the sentence skill_run would answer with.
+std::string Refused(const std::optional<StartRefusal>& r) {
+  return r ? DescribeStartRefusal(*r) : std::string();
+}
 
 // Real worker, real node, real kernel. As root the worker switches to the fallback
 // run-as uid, so the skill directory is made world-searchable.
@@ -72,11 +102,14 @@ class SupervisorTest : public ::testing::Test {
     chmod((skill_ + "/" + rel).c_str(), 0644);
   }
 
-  RunRequest Request(const std::string& rel, int64_t timeout_ms = 20000) {
-    RunRequest r;
+  // What skill_run's Prepare hands down: the script opened beneath the skill directory.
+  PreparedRun Request(const std::string& rel, int64_t timeout_ms = 20000) {
+    PreparedRun r;
     r.skill = "skill";
     r.script = rel;
     r.skill_dir_fd = dir_fd_.get();
+    r.skill_dir_path = skill_;
+    r.script_fd = OpenRegularBeneath(dir_fd_.get(), rel);
     r.script_real_path = skill_ + "/" + rel;
     r.env_names = {"PATH"};
     r.timeout_ms = timeout_ms;
@@ -92,9 +125,9 @@ class SupervisorTest : public ::testing::Test {
     return got;
   }
 
-  std::optional<RunOutcome> RunToEnd(RunRequest req, int64_t max_ms = 30000) {
+  std::optional<RunOutcome> RunToEnd(PreparedRun req, int64_t max_ms = 30000) {
     std::string refused =
-        sup_->Start(std::move(req), [this](RunOutcome o) { outcome_ = std::move(o); });
+        Refused(sup_->Start(std::move(req), [this](RunResult o) { outcome_ = Render(std::move(o)); }));
     EXPECT_EQ(refused, "");
     if (!refused.empty()) return std::nullopt;
     return Wait(max_ms);
@@ -130,9 +163,9 @@ bool WaitGone(pid_t pid, int64_t max_ms) {
 TEST_F(SupervisorTest, ExitZeroReceipt) {
   Script("scripts/ok.js",
          "console.log('hello', process.argv.slice(2).join('|')); console.error('warn');");
-  RunRequest req = Request("scripts/ok.js");
+  PreparedRun req = Request("scripts/ok.js");
   req.args = {"a b", "--flag", "$(x)"};
-  auto o = RunToEnd(req);
+  auto o = RunToEnd(std::move(req));
   ASSERT_TRUE(o);
   ASSERT_TRUE(o->ran) << o->error;
   const auto& j = o->receipt;
@@ -147,8 +180,7 @@ TEST_F(SupervisorTest, ExitZeroReceipt) {
   EXPECT_EQ(j["stderr"], "warn\n");
   EXPECT_EQ(j["truncated"]["stdout"], false);
   EXPECT_EQ(j["timedOut"], false);
-  EXPECT_EQ(j["timeoutMs"], 20000);
-  EXPECT_EQ(j["env"], nlohmann::ordered_json({"PATH"}));
+  // timeoutMs and env repeat the request: skill_run renders them (tools/run_receipt.h).
   EXPECT_EQ(j["interpreter"], "node");
   EXPECT_FALSE(sup_->Busy());
 }
@@ -270,9 +302,9 @@ TEST_F(SupervisorTest, EnvBlockIsExactlyTheNamesPassed) {
   Script(
       "scripts/env.js",
       "console.log(JSON.stringify(Object.keys(process.env).sort()) + ' ' + process.env.SECRET_X);");
-  RunRequest req = Request("scripts/env.js");
+  PreparedRun req = Request("scripts/env.js");
   req.env_names = {"BLANK_Z", "PATH", "SECRET_X", "UNSET_Y"};
-  auto o = RunToEnd(req);
+  auto o = RunToEnd(std::move(req));
   ASSERT_TRUE(o && o->ran) << (o ? o->error : "no outcome");
   EXPECT_EQ(o->receipt["stdout"], "[\"PATH\",\"SECRET_X\"] s3cr3t\n");
 }
@@ -281,12 +313,12 @@ TEST_F(SupervisorTest, BusyRefusesASecondRunAndCancelKillsTheGroup) {
   Script("scripts/group.js",
          "const c = require('child_process').spawn('/bin/sleep', ['30'], {stdio: 'ignore'});"
          "console.log(c.pid); setInterval(() => {}, 1000);");
-  std::string refused =
-      sup_->Start(Request("scripts/group.js"), [this](RunOutcome o) { outcome_ = std::move(o); });
+  std::string refused = Refused(sup_->Start(
+      Request("scripts/group.js"), [this](RunResult o) { outcome_ = Render(std::move(o)); }));
   ASSERT_EQ(refused, "");
   EXPECT_TRUE(sup_->Busy());
-  std::string second =
-      sup_->Start(Request("scripts/group.js"), [](RunOutcome) { ADD_FAILURE() << "second run"; });
+  std::string second = Refused(
+      sup_->Start(Request("scripts/group.js"), [](RunResult) { ADD_FAILURE() << "second run"; }));
   EXPECT_NE(second.find("already running"), std::string::npos) << second;
   // Let node start and spawn its child, then cancel.
   int64_t until = EventLoop::NowMs() + 1500;
@@ -304,7 +336,7 @@ TEST_F(SupervisorTest, BusyRefusesASecondRunAndCancelKillsTheGroup) {
 TEST_F(SupervisorTest, KillAndReapNowLeavesNoWorker) {
   Script("scripts/sleep.js", "setInterval(() => {}, 1000);");
   bool called = false;
-  ASSERT_EQ(sup_->Start(Request("scripts/sleep.js"), [&](RunOutcome) { called = true; }), "");
+  ASSERT_EQ(Refused(sup_->Start(Request("scripts/sleep.js"), [&](RunResult) { called = true; })), "");
   pid_t pid = sup_->pid();
   int64_t until = EventLoop::NowMs() + 500;
   while (EventLoop::NowMs() < until) loop_.RunOnce(50);
@@ -316,16 +348,18 @@ TEST_F(SupervisorTest, KillAndReapNowLeavesNoWorker) {
   EXPECT_TRUE(Gone(pid));
 }
 
-TEST_F(SupervisorTest, ScriptSwappedForAnEscapingSymlinkIsRefused) {
+TEST_F(SupervisorTest, WithoutACheckedDescriptorNothingRuns) {
   Script("scripts/run.js", "console.log('original');");
   std::ofstream(root_ + "/evil.js") << "console.log('evil');";
-  // After the catalogue scan (dir fd already open): swap the script for a link out.
+  // Swapped for a link out: the resolved check (in Prepare) opens nothing, and the
+  // supervisor has no path to fall back to.
   std::filesystem::remove(skill_ + "/scripts/run.js");
   std::filesystem::create_symlink("../../evil.js", skill_ + "/scripts/run.js");
   bool called = false;
-  std::string refused = sup_->Start(Request("scripts/run.js"), [&](RunOutcome) { called = true; });
-  EXPECT_NE(refused.find("resolved path check"), std::string::npos) << refused;
-  EXPECT_NE(refused.find("outside the skill directory"), std::string::npos) << refused;
+  PreparedRun run = Request("scripts/run.js");
+  EXPECT_FALSE(run.script_fd.valid());
+  std::string refused = Refused(sup_->Start(std::move(run), [&](RunResult) { called = true; }));
+  EXPECT_NE(refused.find("checked script descriptor"), std::string::npos) << refused;
   EXPECT_FALSE(sup_->Busy());
   EXPECT_FALSE(called);
 }
@@ -333,9 +367,9 @@ TEST_F(SupervisorTest, ScriptSwappedForAnEscapingSymlinkIsRefused) {
 TEST_F(SupervisorTest, ScriptSwappedAfterStartRunsTheOriginal) {
   Script("scripts/run.js", "console.log('original');");
   std::ofstream(root_ + "/evil.js") << "console.log('evil');";
-  ASSERT_EQ(
-      sup_->Start(Request("scripts/run.js"), [this](RunOutcome o) { outcome_ = std::move(o); }),
-      "");
+  ASSERT_EQ(Refused(sup_->Start(Request("scripts/run.js"),
+                                [this](RunResult o) { outcome_ = Render(std::move(o)); })),
+            "");
   // The broker holds the open descriptor; replacing the path now changes nothing.
   std::filesystem::remove(skill_ + "/scripts/run.js");
   std::filesystem::create_symlink("../../evil.js", skill_ + "/scripts/run.js");
@@ -351,7 +385,7 @@ TEST_F(SupervisorTest, MissingNodeRefusesRunsWithTheReason) {
   LaunchConfig c = std::move(*ResolveLaunchConfig(env, PrivilegeState{}).config);
   RunSupervisor sup(loop_, c, env);
   Script("scripts/ok.js", "");
-  std::string refused = sup.Start(Request("scripts/ok.js"), [](RunOutcome) {});
+  std::string refused = Refused(sup.Start(Request("scripts/ok.js"), [](RunResult) {}));
   EXPECT_NE(refused.find("cannot run on this server"), std::string::npos) << refused;
   EXPECT_NE(refused.find("/nonexistent/node"), std::string::npos) << refused;
 }
@@ -368,7 +402,8 @@ TEST_F(SupervisorTest, WorkerThatCannotStartIsAClearError) {
   ASSERT_TRUE(c.ready()) << c.refusal;
   RunSupervisor sup(loop_, c, env);
   Script("scripts/ok.js", "");
-  ASSERT_EQ(sup.Start(Request("scripts/ok.js"), [this](RunOutcome o) { outcome_ = std::move(o); }),
+  ASSERT_EQ(Refused(sup.Start(Request("scripts/ok.js"),
+                             [this](RunResult o) { outcome_ = Render(std::move(o)); })),
             "");
   auto o = Wait(10000);
   ASSERT_TRUE(o);
@@ -416,7 +451,7 @@ TEST_F(SupervisorTest, ImpossibleUidSwitchIsAClearSetupError) {
     EventLoop loop;
     RunSupervisor sup(loop, config_, env_);
     std::optional<RunOutcome> out;
-    if (!sup.Start(Request("scripts/ok.js"), [&](RunOutcome o) { out = std::move(o); }).empty())
+    if (sup.Start(Request("scripts/ok.js"), [&](RunResult o) { out = Render(std::move(o)); }))
       _exit(3);
     int64_t end = EventLoop::NowMs() + 10000;
     while (!out && EventLoop::NowMs() < end) loop.RunOnce(50);
@@ -485,7 +520,7 @@ TEST_F(SupervisorTest, BrokerAfterPrivilegeDropLaunchesAndKillsAcrossUids) {
     std::string report = std::to_string(getuid());
     for (const char* script : {"scripts/who.js", "scripts/stubborn.js"}) {
       std::optional<RunOutcome> out;
-      if (!sup.Start(Request(script, 1000), [&](RunOutcome o) { out = std::move(o); }).empty())
+      if (sup.Start(Request(script, 1000), [&](RunResult o) { out = Render(std::move(o)); }))
         _exit(4);
       int64_t end = EventLoop::NowMs() + 10000;
       while (!out && EventLoop::NowMs() < end) loop.RunOnce(50);
@@ -535,8 +570,8 @@ TEST_F(SupervisorTest, HardDeadlineAnswersEvenWhenTheWorkerCannotBeKilled) {
       RunSupervisor sup(loop, config_, env_);
       std::optional<RunOutcome> out;
       int64_t t0 = EventLoop::NowMs();
-      if (!sup.Start(Request("scripts/forever.js", 500), [&](RunOutcome o) { out = std::move(o); })
-               .empty())
+      if (sup.Start(Request("scripts/forever.js", 500),
+                    [&](RunResult o) { out = Render(std::move(o)); }))
         _exit(5);
       while (!out && EventLoop::NowMs() < t0 + 10000) loop.RunOnce(50);
       if (!out) _exit(6);
