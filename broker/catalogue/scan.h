@@ -1,4 +1,4 @@
-// Discovery, once at boot (SPEC sections 1 and 3): every skill under the roots, collated by
+// Discovery, once at boot (docs/wire.md §1 and §3): every skill under the roots, collated by
 // name, each with an open descriptor on its real directory, plus every problem met.
 //
 // Decisions (each tested):

@@ -43,7 +43,7 @@ int RunServe() {
     LOG_ERROR("%s", b->fatal.c_str());
     return 1;
   }
-  // Why: standalone, the environment is the user's own (SPEC section 4): a warning, not a
+  // Why: standalone, the environment is the user's own (docs/wire.md §4): a warning, not a
   // refusal; hosted, boot.cc refuses every run instead.
   if (!b->facts.scrub.ok && !b->facts.hosted) {
     LOG_WARN("the exec-time environment block could not be wiped (%s); a same-uid process "

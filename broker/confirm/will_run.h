@@ -1,4 +1,4 @@
-// preview.willRun (SPEC section 6): what the user approves and what the confirmToken is
+// preview.willRun (docs/wire.md §6): what the user approves and what the confirmToken is
 // bound to. Names only, never values.
 #pragma once
 

@@ -1,4 +1,4 @@
-// tools/list: names, input schemas and annotations exactly as WIRE.md gives them.
+// tools/list: names, input schemas and annotations exactly as docs/wire.md gives them.
 #pragma once
 
 #include <nlohmann/json.hpp>

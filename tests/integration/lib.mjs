@@ -252,7 +252,7 @@ export function spawnRaw(env = {}) {
   return raw;
 }
 
-/** SKILL.md body as WIRE.md defines it: everything after the closing `---`, from its newline. */
+/** SKILL.md body as docs/wire.md defines it: everything after the closing `---`, from its newline. */
 export function bodyOf(skillMdText) {
   assert.ok(skillMdText.startsWith('---\n'));
   const close = skillMdText.indexOf('\n---', 3);

@@ -64,7 +64,7 @@ class WorkerTest : public ::testing::Test {
   TempDir dir_;
 };
 
-// The worker failed at `step` and said so both ways: the status fd and the exit code.
+// The worker failed at `step` and said so both ways: the report on fd 4 and the exit code.
 void ExpectStep(const LaunchResult& r, WorkerStep step, int err) {
   ASSERT_TRUE(r.failure.has_value()) << r.Describe();
   EXPECT_EQ(r.failure->step, static_cast<int32_t>(step)) << r.Describe();
@@ -196,7 +196,7 @@ TEST_F(WorkerTest, RootWithoutSwitchExecsWithoutAnyCapability) {
   EXPECT_EQ(kv["Securebits"], "0xef");  // uid 0 gains nothing at any later exec
 }
 
-// DEPLOY-NOTES: ambient capabilities survive a non-root to non-root uid change. A
+// Measured (docs/isolation.md): ambient capabilities survive a non-root to non-root uid change. A
 // broker started with AmbientCapabilities= must not hand them to the script.
 TEST_F(WorkerTest, AmbientCapabilitiesOfANonRootBrokerAreCleared) {
   RunSpec spec = ProbeSpec({"status"});
