@@ -34,7 +34,10 @@ struct StartRefusal {
 };
 
 // A setup step failed: nothing of the script ran. `step` is a WorkerStep value
-// (shared/worker_protocol.h), `err` its errno; the rest is context for the message.
+// (shared/worker_protocol.h), `err` its errno, or kUnreadableReport when fd 4 carried
+// something that is not a report; the rest is context for the message.
+inline constexpr int32_t kUnreadableReport = 0;
+
 struct SetupFailure {
   int32_t step = 0;
   int32_t err = 0;

@@ -341,7 +341,7 @@ RunResult RunSupervisor::Result(Run& r) const {
   if (!r.report_buf.empty()) {
     // why: the worker wrote something that is not a report: it did not exec node (the
     // pipe closes silently on exec), so the run counts as failed setup, never as ran.
-    result.failure = SetupFailure{0, EPROTO, config_.uid, config_.gid, config_.worker_path,
+    result.failure = SetupFailure{kUnreadableReport, EPROTO, config_.uid, config_.gid, config_.worker_path,
                                   config_.node_path};
     return result;
   }

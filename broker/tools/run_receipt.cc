@@ -36,6 +36,10 @@ nlohmann::ordered_json BuildReceipt(const ReceiptContext& context, const RunResu
 
 std::string DescribeSetupFailure(const SetupFailure& f) {
   std::string err = std::strerror(f.err);
+  if (f.step == kUnreadableReport)
+    return "the script did not start: the worker " + f.worker_path +
+           " answered with something that is not a setup report (a worker from another "
+           "build?); reinstall skill-mcp so the broker and the worker match";
   std::optional<WorkerStep> step = WorkerStepFromCode(f.step);
   if (!step)
     return "the script did not start: the worker failed at an unknown setup step " +

@@ -88,8 +88,10 @@ TEST(DescribeSetupFailure, NamesTheStepAndGivesTheHint) {
   f.step = static_cast<int32_t>(WorkerStep::kSpawn);
   f.err = ENOEXEC;
   EXPECT_NE(DescribeSetupFailure(f).find("could not start the worker /w"), std::string::npos);
-  f.step = 0;
-  EXPECT_NE(DescribeSetupFailure(f).find("unknown setup step 0"), std::string::npos);
+  f.step = 199;
+  EXPECT_NE(DescribeSetupFailure(f).find("unknown setup step 199"), std::string::npos);
+  f.step = kUnreadableReport;
+  EXPECT_NE(DescribeSetupFailure(f).find("not a setup report"), std::string::npos);
 }
 
 }  // namespace
