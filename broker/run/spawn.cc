@@ -97,11 +97,8 @@ SpawnOutcome SpawnWorker(const SpawnRequest& req) {
   }
   UniqueFd out_r(p[0][0]), out_w(p[0][1]), err_r(p[1][0]), err_w(p[1][1]);
   UniqueFd spec_r(p[2][0]), spec_w(p[2][1]), report_r(p[3][0]), report_w(p[3][1]);
-  UniqueFd devnull;
-  if (req.stdin_null) {
-    devnull.reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
-    if (!devnull.valid()) return Fail("open /dev/null", errno);
-  }
+  UniqueFd devnull(open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!devnull.valid()) return Fail("open /dev/null", errno);
   // Sources for 0..7 in order, lifted above the layout; then the worker binary.
   const int wanted[kWorkerFdCount] = {devnull.get(),     out_w.get(),   err_w.get(),
                                       spec_r.get(),      report_w.get(), req.node_fd,

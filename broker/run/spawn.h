@@ -14,12 +14,12 @@
 
 namespace skillmcp {
 
+// fd 0 is always /dev/null, 1..4 the pipes spawn creates (shared/worker_protocol.h).
 struct SpawnRequest {
   int worker_fd = -1;     // the worker binary, exec'd with execveat(AT_EMPTY_PATH)
   int node_fd = -1;       // placed as fd 5; -1 leaves 5 closed (a probe)
   int script_fd = -1;     // placed as fd 6; -1 leaves 6 closed
   int skill_dir_fd = -1;  // placed as fd 7; -1 leaves 7 closed
-  bool stdin_null = true;  // fd 0 is /dev/null; false leaves it closed (tests)
   // Pass CAP_SETUID and CAP_SETGID on as ambient capabilities: an unprivileged broker
   // holding them hands them to the worker, which has no file capabilities.
   bool raise_ambient_setid = false;
