@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
-#include "broker/run/prepared_run.h"
 #include "broker/run/run_result.h"
 
 namespace skillmcp {
