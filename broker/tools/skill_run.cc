@@ -92,8 +92,9 @@ std::optional<ToolResult> SkillRunTool::Prepare(const Json& args, Prepared* out)
   // will run, so a script changed after the preview is DRAFT_CHANGED, never run unseen.
   std::optional<ScriptIdentity> identity = ReadScriptIdentity(opened.fd.get());
   if (!identity) {
-    return Refusal("PATH_REFUSED", "script \"" + script + "\": cannot be read (" +
-                                       std::strerror(errno) + ")");
+    const std::string why = errno == EAGAIN ? "it changed while it was being read; call again"
+                                            : std::string("cannot be read: ") + std::strerror(errno);
+    return Refusal("PATH_REFUSED", "script \"" + script + "\": " + why);
   }
   run.skill = skill->name;
   run.skill_dir_fd = skill->dir.get();
