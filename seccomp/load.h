@@ -5,11 +5,11 @@
 #include <cstddef>
 #include <string_view>
 
-#include "shared/run_spec.h"
+#include "shared/worker_protocol.h"
 
 namespace skillmcp::seccomp {
 
-// The program's size limits and IsPlausibleBpf are in shared/run_spec.h, where the
+// The program's size limits and IsPlausibleBpf are in shared/worker_protocol.h, where the
 // run spec's decoder checks them too.
 
 // Loads `bpf` into the calling thread with seccomp(SECCOMP_SET_MODE_FILTER, 0). The

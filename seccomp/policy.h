@@ -4,7 +4,8 @@
 // version-dependent set; an allow-list would break on every node upgrade), with
 // named, documented groups sorted by name, each with one action and a why.
 //
-// A fixed prefix no group edit can remove (CompileWorkerPolicy adds it, not the table):
+// A fixed prefix no group edit can remove (CompileWorkerPolicy, seccomp/compile.h, adds
+// it, not the table):
 // native architecture only; any foreign ABI (i386 via int 0x80, x32 numbers) kills the
 // whole process (SCMP_FLTATR_ACT_BADARCH = KILL_PROCESS). The clone rules are table
 // groups (@namespaces: clone() with any CLONE_NEW* flag is EPERM; @clone3-fallback:
@@ -56,14 +57,5 @@ std::span<const SyscallGroup> WorkerPolicyGroups();
 
 // The errno a denied call sees, or 0 for kKillProcess.
 int ActionErrno(Action action);
-
-// Builds the filter (fixed prefix + every group) with libseccomp into a classic BPF
-// program for the native architecture: `struct sock_filter` records, 8 bytes each.
-// The broker does this once at boot and hands the bytes to every worker (libseccomp's
-// compilation costs ~0.8 ms, every run). Returns 0 or -errno; `bpf` is then unchanged.
-int CompileWorkerPolicy(std::string* bpf);
-
-// CompileWorkerPolicy, then LoadCompiledPolicy (seccomp/load.h). Tests.
-int InstallWorkerPolicy();
 
 }  // namespace skillmcp::seccomp

@@ -1,4 +1,4 @@
-// The string half of path containment (SPEC section 4): a relative path of plain
+// The string half of path containment (docs/wire.md §4): a relative path of plain
 // segments. The resolved half is OpenBeneath(); both always run.
 #pragma once
 
@@ -6,7 +6,7 @@
 
 namespace skillmcp {
 
-// In the order the checks run (WIRE.md "Names and paths").
+// In the order the checks run (docs/wire.md "Names and paths").
 enum class PathRefusal {
   kNone,
   kEmpty,

@@ -1,10 +1,10 @@
 // The resource limits a broker gives a run unless configured otherwise (RunLimits in
-// shared/run_spec.h). Measured on Debian 12, node v20, x86_64, with an "ordinary"
+// shared/worker_protocol.h). Measured on Debian 12, node v20, x86_64, with an "ordinary"
 // script (fs, child_process.spawnSync('node'), worker_threads, crypto, http on
 // loopback) and WebAssembly; the worker tests run node under exactly these values.
 #pragma once
 
-#include "shared/run_spec.h"
+#include "shared/worker_protocol.h"
 
 namespace skillmcp {
 

@@ -1,6 +1,7 @@
 #include "shared/utf8.h"
 
 #include <cstdint>
+#include <string>
 
 namespace skillmcp {
 namespace {
@@ -33,7 +34,40 @@ size_t SequenceLength(std::string_view s, size_t i) {
   return len;
 }
 
+// Whether s[i..] is a proper prefix of some well-formed sequence, cut short by the end:
+// padded to four bytes with continuation bytes its lead accepts, it must become a
+// sequence longer than what is there.
+bool IsCutSequence(std::string_view s, size_t i) {
+  const size_t left = s.size() - i;
+  if (left >= 4) return false;
+  std::string padded(s.substr(i));
+  const auto b0 = static_cast<uint8_t>(padded[0]);
+  if (left == 1) padded.push_back(static_cast<char>(b0 == 0xE0 ? 0xA0 : b0 == 0xF0 ? 0x90 : 0x80));
+  padded.resize(4, static_cast<char>(0x80));
+  return SequenceLength(padded, 0) > left;
+}
+
+constexpr char kReplacement[] = "\xEF\xBF\xBD";  // U+FFFD
+
 }  // namespace
+
+std::string RepairUtf8(std::string_view bytes, bool cut) {
+  std::string out;
+  out.reserve(bytes.size());
+  size_t i = 0;
+  while (i < bytes.size()) {
+    size_t n = SequenceLength(bytes, i);
+    if (n > 0) {
+      out.append(bytes.substr(i, n));
+      i += n;
+      continue;
+    }
+    if (cut && IsCutSequence(bytes, i)) break;
+    out += kReplacement;
+    ++i;
+  }
+  return out;
+}
 
 bool IsValidUtf8(std::string_view s) {
   size_t i = 0;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace skillmcp {
@@ -12,5 +13,10 @@ bool IsValidUtf8(std::string_view s);
 // Length of the longest prefix of `s` that does not end inside a multi-byte sequence,
 // for cutting a capped read without splitting a character.
 size_t Utf8SafePrefixLength(std::string_view s);
+
+// Valid UTF-8 from arbitrary bytes: each invalid sequence becomes U+FFFD. When `cut` is
+// true the bytes were cut at a cap, and an incomplete character at the very end is
+// dropped rather than replaced (a cut is not an encoding error of the writer).
+std::string RepairUtf8(std::string_view bytes, bool cut);
 
 }  // namespace skillmcp

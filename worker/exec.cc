@@ -22,7 +22,6 @@ std::vector<char*> CArray(std::vector<std::string>& strings) {
 }  // namespace
 
 std::vector<std::string> BuildArgv(const RunSpec& spec) {
-  if (spec.program == RunProgram::kDirectArgv) return spec.args;
   // "--" ends node's options: the script path and every argument after it reach
   // process.argv verbatim, so "--eval=..." as a file name or argument is never an option.
   std::vector<std::string> argv{"node", "-e", kNodeBootstrap, "--", spec.script_path};

@@ -4,13 +4,12 @@
 #include <string>
 #include <vector>
 
-#include "shared/run_spec.h"
+#include "shared/worker_protocol.h"
 #include "worker/step_result.h"
 
 namespace skillmcp::worker {
 
-// Pure: the argv for the spec. kNodeScript: node -e <bootstrap> -- <script> <args...>;
-// kDirectArgv: the args verbatim.
+// Pure: the argv for the spec: node -e <bootstrap> -- <script> <args...>.
 std::vector<std::string> BuildArgv(const RunSpec& spec);
 
 // Holds argv/envp as C arrays, built before seccomp so the exec itself allocates nothing.

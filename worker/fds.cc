@@ -9,7 +9,7 @@
 
 #include <cerrno>
 
-#include "shared/run_spec.h"
+#include "shared/worker_protocol.h"
 
 namespace skillmcp::worker {
 namespace {
@@ -49,12 +49,13 @@ StepResult CloseFromLoop(int first) {
 
 }  // namespace
 
-StepResult CheckInheritedFds() {
-  for (int fd : {0, 1, 2, kWorkerStatusFd}) {
+StepResult CheckInheritedFds(bool probe) {
+  for (int fd : {0, 1, 2, kWorkerReportFd}) {
     // Missing stdio would let the next open() land on 0..2 and node write output into
-    // it; a missing status fd leaves the broker blind. Both refuse the run.
+    // it; a missing report fd leaves the broker blind. Both refuse the run.
     if (fcntl(fd, F_GETFD) < 0) return Fail(EBADF);
   }
+  if (probe) return StepOk();  // a probe execs nothing: no interpreter, script or dir
   if (auto e = ExpectKind(kWorkerNodeFd, S_IFREG)) return e;
   if (auto e = ExpectKind(kWorkerScriptFd, S_IFREG)) return e;
   return ExpectKind(kWorkerSkillDirFd, S_IFDIR);
@@ -68,9 +69,9 @@ StepResult CloseInheritedFds() {
     if (errno != ENOSYS && errno != EINVAL) return StepFailed(WorkerStep::kCloseFds, errno);
     if (auto e = CloseFromLoop(kFirstUnused)) return e;
   }
-  // Status and interpreter fds close at exec: the status pipe's EOF tells the broker the
+  // Report and interpreter fds close at exec: the report pipe's EOF tells the broker the
   // exec happened, and node has no use for its own binary.
-  for (int fd : {kWorkerStatusFd, kWorkerNodeFd})
+  for (int fd : {kWorkerReportFd, kWorkerNodeFd})
     if (auto e = SetCloexec(fd, true)) return e;
   // stdio and the open script are what node inherits (the bootstrap reads fd 6).
   for (int fd : {0, 1, 2, kWorkerScriptFd})

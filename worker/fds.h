@@ -1,4 +1,4 @@
-// Descriptor steps: check the layout the broker hands over (shared/run_spec.h), close
+// Descriptor steps: check the layout the broker hands over (shared/worker_protocol.h), close
 // everything else, and set which descriptors survive the exec.
 #pragma once
 
@@ -7,7 +7,7 @@
 namespace skillmcp::worker {
 
 // kCheckFds: 0..2 and 4 open, 5 and 6 regular files, 7 a directory.
-StepResult CheckInheritedFds();
+StepResult CheckInheritedFds(bool probe);
 
 // kCloseFds: closes 3 (the spec, fully read) and every descriptor above 7; marks 4 and 5
 // close-on-exec and clears it on 0..2 and 6 (the only ones node may inherit).

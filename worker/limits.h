@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "shared/run_spec.h"
+#include "shared/worker_protocol.h"
 #include "worker/step_result.h"
 
 namespace skillmcp::worker {

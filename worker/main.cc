@@ -1,15 +1,16 @@
 // skill-mcp-worker: one per skill_run. The broker forks, lays out the descriptors named in
-// shared/run_spec.h and execs this binary; it restricts itself step by step and execs
+// shared/worker_protocol.h and execs this binary; it restricts itself step by step and execs
 // the pinned interpreter. The sequence below is ordered and all-fatal: a step that fails
-// reports WorkerFailure{step, errno} on fd 4 and exits with the step's code, so a
-// half-restricted process never runs anything (shared/worker_steps.h).
+// reports WorkerReport{step, errno} on fd 4 and exits with the step's code, so a
+// half-restricted process never runs anything (shared/worker_protocol.h).
+// A probe (RunSpec::probe) stops after the run-independent namespace steps and exits 0.
 #include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cerrno>
 
 #include "seccomp/load.h"
-#include "shared/run_spec.h"
+#include "shared/worker_protocol.h"
 #include "worker/caps.h"
 #include "worker/exec.h"
 #include "worker/fds.h"
@@ -27,12 +28,22 @@ void Check(const StepResult& result) {
   if (result) FailAndExit(*result);
 }
 
+// The broker's boot probe: the identity switch, then the parts of the run's view that do
+// not depend on a run, in the run's order, so it fails exactly where a run would.
+[[noreturn]] void Probe(const RunSpec& spec) {
+  if (spec.switch_ids) Check(SwitchIds(spec.uid, spec.gid));
+  Check(EnterUserNamespace());
+  Check(MountPrivateTmp());
+  _exit(0);
+}
+
 void Run() {
   // 1. The run description, bounded, strictly decoded.
   RunSpec spec;
   Check(ReadRunSpec(kWorkerSpecFd, spec));
   // 2. The descriptor layout is what the contract says.
-  Check(CheckInheritedFds());
+  Check(CheckInheritedFds(spec.probe));
+  if (spec.probe) Probe(spec);
   // 3. Own session and process group (the broker's timeout signals the group).
   Check(StartOwnSession());
   // 4. Nothing inherited beyond 0..2 and 4..7.

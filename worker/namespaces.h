@@ -13,7 +13,7 @@
 
 #include <string>
 
-#include "shared/run_spec.h"
+#include "shared/worker_protocol.h"
 #include "worker/step_result.h"
 
 namespace skillmcp::worker {
@@ -24,9 +24,9 @@ inline constexpr char kRunTmpOptions[] = "mode=1777,size=256m,nr_inodes=65536";
 // exactly the run-as uid and gid onto themselves) and before the capability steps.
 StepResult EnterRunView(const RunSpec& spec);
 
-// The parts of EnterRunView that do not depend on the run: the broker's boot probe
-// (broker/run/namespace_probe.cc) calls these in a throwaway child, so the probe fails
-// where a run would.
+// The parts of EnterRunView that do not depend on the run: the worker's probe mode
+// (RunSpec::probe, spawned by broker/run/namespace_probe.cc) runs these, so the probe
+// fails where a run would.
 StepResult EnterUserNamespace();  // kUserNamespace: unshare, setgroups deny, own maps
 StepResult MountPrivateTmp();     // kMountView: / private, tmpfs on /tmp
 

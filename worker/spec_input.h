@@ -1,7 +1,7 @@
 // Step kReadSpec: the run description from fd 3, read to EOF and bounded.
 #pragma once
 
-#include "shared/run_spec.h"
+#include "shared/worker_protocol.h"
 #include "worker/step_result.h"
 
 namespace skillmcp::worker {

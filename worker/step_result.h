@@ -3,7 +3,7 @@
 
 #include <optional>
 
-#include "shared/worker_steps.h"
+#include "shared/worker_protocol.h"
 
 namespace skillmcp::worker {
 

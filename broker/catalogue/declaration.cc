@@ -6,7 +6,7 @@
 
 #include "broker/catalogue/yaml_strict.h"
 #include "shared/relpath.h"
-#include "shared/run_spec.h"
+#include "shared/worker_protocol.h"
 
 namespace skillmcp {
 namespace {

@@ -1,4 +1,4 @@
-// The `mcp-host:` declaration block (SPEC section 5): what a skill asks to run. A
+// The `mcp-host:` declaration block (docs/wire.md §5): what a skill asks to run. A
 // declaration narrows and never grants; this module only reads it, strictly.
 #pragma once
 

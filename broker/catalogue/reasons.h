@@ -1,4 +1,4 @@
-// The stable `reason` values of skill_list's problems (SPEC section 3). Clients switch on
+// The stable `reason` values of skill_list's problems (docs/wire.md §3). Clients switch on
 // these strings, so they are spelled exactly as the TypeScript server spells them.
 #pragma once
 

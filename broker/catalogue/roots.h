@@ -1,4 +1,4 @@
-// Finding skill directories under the configured roots (SPEC section 1).
+// Finding skill directories under the configured roots (docs/wire.md §1).
 //
 // Layouts: `<root>/SKILL.md` (the root is the one skill, named after the root's real
 // directory name), else `<root>/<name>/SKILL.md` and `<root>/skills/<name>/SKILL.md`

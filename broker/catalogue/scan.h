@@ -1,4 +1,4 @@
-// Discovery, once at boot (SPEC sections 1 and 3): every skill under the roots, in
+// Discovery, once at boot (docs/wire.md §1 and §3): every skill under the roots, in
 // discovery order (roots as configured; within a root the order of FindCandidates in
 // roots.h), each with an open descriptor on its real directory, plus every problem met.
 //

@@ -65,7 +65,7 @@ struct Catalogue {
   std::vector<Problem> problems;    // in discovery order
 };
 
-// The limits of SPEC sections 1, 3 and 4. Why each: a hostile or careless skill tree
+// The limits of docs/wire.md §1, §3 and §4. Why each: a hostile or careless skill tree
 // must not grow the server's memory, descriptors or start-up without bound, nor hold a
 // run (and its confirmation) open indefinitely.
 inline constexpr size_t kMaxSkills = 32;            // listings and prompts stay readable

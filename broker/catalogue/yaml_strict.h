@@ -1,4 +1,4 @@
-// Strict YAML reading for SKILL.md frontmatter (SPEC section 5): the text is vetted as an
+// Strict YAML reading for SKILL.md frontmatter (docs/wire.md §5): the text is vetted as an
 // event stream BEFORE any node tree is built, and YAML 1.2 core-schema types are resolved
 // here rather than trusting yaml-cpp's lenient conversions (`yes` stays a string).
 #pragma once

@@ -1,4 +1,4 @@
-// Which directories are served (SPEC section 7): MCP_SKILLS_PATH wins, then SKILLS_DIR,
+// Which directories are served (docs/wire.md §7): MCP_SKILLS_PATH wins, then SKILLS_DIR,
 // then the bundled example.
 #pragma once
 

@@ -43,7 +43,7 @@ int RunServe() {
     LOG_ERROR("%s", b->fatal.c_str());
     return 1;
   }
-  // Why: standalone, the environment is the user's own (SPEC section 4): a warning, not a
+  // Why: standalone, the environment is the user's own (docs/wire.md §4): a warning, not a
   // refusal; hosted, boot.cc refuses every run instead.
   if (!b->facts.scrub.ok && !b->facts.hosted) {
     LOG_WARN("the exec-time environment block could not be wiped (%s); a same-uid process "
@@ -63,7 +63,7 @@ int RunServe() {
   deps.is_set = [env = &b->env](std::string_view n) { return env->IsSet(n); };
   deps.gate = b->gate;
   deps.tokens = b->tokens.get();
-  deps.supervisor = &supervisor;
+  deps.runner = &supervisor;
   deps.runs_blocked = b->runs_blocked;
   deps.elicit = [&session](OrderedJson params, int64_t timeout_ms,
                            std::function<void(const Json*, const Json*)> handler) {

@@ -1,4 +1,4 @@
-// The confirmation gate's settings (SPEC section 6), read once at boot.
+// The confirmation gate's settings (docs/wire.md §6), read once at boot.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// The confirmation gate's tool results and the elicitation request, in WIRE.md key order
+// The confirmation gate's tool results and the elicitation request, in docs/wire.md key order
 // (the server prints these 2-space indented). All prose is written here.
 #pragma once
 

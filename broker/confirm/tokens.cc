@@ -34,6 +34,24 @@ void Hash(std::string_view data, unsigned char out[kHashBytes]) {
                      data.size(), nullptr, 0);
 }
 
+// The payload a token binds: the canonical willRun, a NUL (which the canonical JSON never
+// holds), then the script's identity. Either changing changes the hash.
+bool PayloadHash(const WillRun& will_run, unsigned char out[kHashBytes]) {
+  std::optional<std::string> canonical = CanonicalWillRun(will_run);
+  if (!canonical) return false;
+  crypto_generichash_state state;
+  crypto_generichash_init(&state, nullptr, 0, kHashBytes);
+  crypto_generichash_update(&state, reinterpret_cast<const unsigned char*>(canonical->data()),
+                            canonical->size());
+  const unsigned char separator = 0;
+  crypto_generichash_update(&state, &separator, 1);
+  crypto_generichash_update(&state,
+                            reinterpret_cast<const unsigned char*>(will_run.script_identity.data()),
+                            will_run.script_identity.size());
+  crypto_generichash_final(&state, out, kHashBytes);
+  return true;
+}
+
 std::string Encode(const unsigned char* bin, size_t len) {
   std::string out(sodium_base64_ENCODED_LEN(len, kVariant), '\0');
   sodium_bin2base64(out.data(), out.size(), bin, len, kVariant);
@@ -118,7 +136,6 @@ std::unique_ptr<ConfirmTokens> ConfirmTokens::CreateFromSecret(std::string_view 
 }
 
 void ConfirmTokens::UseSpentDir(SpentDir::Opened opened) {
-  std::lock_guard<std::mutex> lock(mu_);
   shared_required_ = true;
   shared_ = std::move(opened.dir);
   shared_error_ = std::move(opened.error);
@@ -146,16 +163,15 @@ void ConfirmTokens::Prune(int64_t now) {
 std::optional<IssuedToken> ConfirmTokens::Issue(const WillRun& will_run, int64_t now,
                                                 int64_t ttl_seconds, std::string_view tool) {
   if (ttl_seconds < 1 || ttl_seconds > kMaxTtlSeconds) return std::nullopt;
-  std::optional<std::string> canonical = CanonicalWillRun(will_run);
-  if (!canonical) return std::nullopt;
-  std::lock_guard<std::mutex> lock(mu_);
+  unsigned char payload[kHashBytes];
+  if (!PayloadHash(will_run, payload)) return std::nullopt;
   const int64_t expiry = Monotonic(now) + ttl_seconds;
   unsigned char claims[kClaimsBytes];
   claims[0] = kTokenVersion;
   randombytes_buf(claims + kNonceOffset, kNonceBytes);
   PutBigEndian(expiry, claims + kExpiryOffset);
   Hash(tool, claims + kToolOffset);
-  Hash(*canonical, claims + kPayloadOffset);
+  std::copy_n(payload, kHashBytes, claims + kPayloadOffset);
   unsigned char mac[kMacBytes];
   if (sodium_mprotect_readonly(key_) != 0) return std::nullopt;
   crypto_auth(mac, claims, kClaimsBytes, key_);
@@ -206,10 +222,8 @@ TokenVerdict ConfirmTokens::CheckLocked(std::string_view token, const WillRun* w
   if (now >= *expiry) return TokenVerdict::kExpired;
   // 4. Payload: the run must be the one previewed, byte for byte.
   if (will_run != nullptr) {
-    std::optional<std::string> canonical = CanonicalWillRun(*will_run);
-    if (!canonical) return TokenVerdict::kDraftChanged;
     unsigned char payload[kHashBytes];
-    Hash(*canonical, payload);
+    if (!PayloadHash(*will_run, payload)) return TokenVerdict::kDraftChanged;
     if (sodium_memcmp(payload, claims + kPayloadOffset, kHashBytes) != 0) {
       return TokenVerdict::kDraftChanged;
     }
@@ -248,7 +262,6 @@ TokenVerdict ConfirmTokens::SpendLocked(const Nonce& nonce, int64_t expiry, int6
 }
 
 TokenVerdict ConfirmTokens::Check(std::string_view token, const WillRun& will_run, int64_t now) {
-  std::lock_guard<std::mutex> lock(mu_);
   Nonce nonce{};
   int64_t expiry = 0;
   std::string detail;
@@ -256,7 +269,6 @@ TokenVerdict ConfirmTokens::Check(std::string_view token, const WillRun& will_ru
 }
 
 TokenVerdict ConfirmTokens::Spend(std::string_view token, int64_t now, std::string* detail) {
-  std::lock_guard<std::mutex> lock(mu_);
   Nonce nonce{};
   int64_t expiry = 0;
   std::string ignored;
@@ -268,7 +280,6 @@ TokenVerdict ConfirmTokens::Spend(std::string_view token, int64_t now, std::stri
 
 TokenVerdict ConfirmTokens::CheckAndSpend(std::string_view token, const WillRun& will_run,
                                           int64_t now, std::string* detail) {
-  std::lock_guard<std::mutex> lock(mu_);
   Nonce nonce{};
   int64_t expiry = 0;
   std::string ignored;
@@ -279,13 +290,11 @@ TokenVerdict ConfirmTokens::CheckAndSpend(std::string_view token, const WillRun&
 }
 
 std::optional<std::string> ConfirmTokens::SharedRecordError() {
-  std::lock_guard<std::mutex> lock(mu_);
   if (!shared_required_ || shared_ != nullptr) return std::nullopt;
   return shared_error_;
 }
 
 size_t ConfirmTokens::SpentCount() {
-  std::lock_guard<std::mutex> lock(mu_);
   return spent_.size();
 }
 

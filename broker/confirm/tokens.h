@@ -1,8 +1,10 @@
-// confirmToken: a single-use, expiring MAC over the canonical willRun (SPEC section 6).
+// confirmToken: a single-use, expiring MAC over the canonical willRun and the identity of
+// the script it runs (docs/wire.md, "Confirmation").
 //
 //   token  = base64url(claims) "." base64url(crypto_auth(claims, key))   (no padding)
 //   claims = version(1) | nonce(16) | expiry unix seconds (8, big-endian)
-//            | BLAKE2b-256("skill_run") | BLAKE2b-256(CanonicalWillRun)
+//            | BLAKE2b-256("skill_run")
+//            | BLAKE2b-256(CanonicalWillRun | 0x00 | WillRun::script_identity)
 //
 // The key lives in libsodium guarded memory, no-access except while a MAC is computed.
 // Time is always a parameter (`now`, unix seconds) so tests control the clock.
@@ -12,7 +14,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -79,8 +80,8 @@ class ConfirmTokens {
   // kUnrecorded when the shared record cannot be read or written (`detail` says why).
   TokenVerdict Spend(std::string_view token, int64_t now, std::string* detail = nullptr);
 
-  // Check and, when kValid, Spend, under one lock: two pipelined calls carrying the same
-  // token cannot both pass.
+  // Check and, when kValid, Spend, in one step: two pipelined calls carrying the same
+  // token cannot both pass (the broker is single-threaded; no lock is needed).
   TokenVerdict CheckAndSpend(std::string_view token, const WillRun& will_run, int64_t now,
                              std::string* detail = nullptr);
 
@@ -104,7 +105,6 @@ class ConfirmTokens {
   int64_t Monotonic(int64_t now);
   void Prune(int64_t now);
 
-  std::mutex mu_;
   unsigned char* key_ = nullptr;    // sodium_malloc'd, PROT_NONE while idle
   std::map<Nonce, int64_t> spent_;  // nonce -> expiry
   int64_t latest_now_ = 0;          // highest clock reading seen

@@ -1,4 +1,4 @@
-// preview.willRun (SPEC section 6): what the user approves and what the confirmToken is
+// preview.willRun (docs/wire.md §6): what the user approves and what the confirmToken is
 // bound to. Names only, never values.
 #pragma once
 
@@ -19,6 +19,10 @@ struct WillRun {
   std::vector<std::string> env_names;      // ComputeScriptEnv().names
   std::vector<std::string> env_not_set;    // emitted only when non-empty
   std::optional<std::string> env_warning;  // standalone only
+  // Not shown: which file the user approves (device, inode, size, sha256 of its bytes;
+  // ScriptIdentity::Binding). The token binds it beside the canonical form, so a script
+  // changed after the preview is DRAFT_CHANGED (docs/wire.md).
+  std::string script_identity;
 };
 
 // {skill, interpreter, argv, cwd, timeoutMs, envNames, envNotSet?, envWarning?} in exactly

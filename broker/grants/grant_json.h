@@ -1,4 +1,4 @@
-// skill_list's grant fields in WIRE.md key order, so the server emits exactly them.
+// skill_list's grant fields in docs/wire.md key order, so the server emits exactly them.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -1,4 +1,4 @@
-// Who may run what (SPEC section 7): the declaration narrowed by the owner's
+// Who may run what (docs/wire.md §7): the declaration narrowed by the owner's
 // MCP_SKILL_RUN, or the hosted default (nothing), or the standalone default (the
 // declaration stands). Pure: the environment arrives through callbacks.
 #pragma once
@@ -79,7 +79,7 @@ struct GrantDecision {
 
   const SkillGrants* Find(std::string_view skill) const;
 
-  // skill_run's question, in WIRE.md order: unknown skill, then undeclared or ungranted,
+  // skill_run's question, in docs/wire.md order: unknown skill, then undeclared or ungranted,
   // then interpreter not runnable.
   ScriptLookup Lookup(std::string_view skill, std::string_view script) const;
 };

@@ -1,4 +1,4 @@
-// The script environment (SPEC section 4, "Env allowlist"): ONE function decides the
+// The script environment (docs/wire.md §4, "Env allowlist"): ONE function decides the
 // names, used for the preview (willRun.envNames), the receipt (env) and the real block the
 // worker receives, so what the user approves is what runs. Names only; values stay with
 // the caller.

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <vector>
 
-#include "shared/run_spec.h"
+#include "shared/worker_protocol.h"
 #include "shared/unique_fd.h"
 
 namespace skillmcp {

@@ -70,7 +70,7 @@ struct EnvStore::Impl {
 };
 
 bool IsUsableValue(std::string_view value) {
-  // Blank (empty or whitespace only) counts as unset: WIRE.md.
+  // Blank (empty or whitespace only) counts as unset: docs/wire.md.
   if (std::all_of(value.begin(), value.end(), IsBlankChar)) return false;
   // An unexpanded placeholder such as "${MCP_SKILLS_PATH}" counts as unset: a
   // launcher that failed to substitute must not hand the literal text to a script.

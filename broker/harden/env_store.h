@@ -26,7 +26,7 @@ class EnvStore {
   void Set(std::string_view name, std::string_view value);
 
   // True when present with a usable value: not blank (whitespace only) and not an
-  // unexpanded placeholder such as "${MCP_SKILLS_PATH}". WIRE.md: those count as unset.
+  // unexpanded placeholder such as "${MCP_SKILLS_PATH}". docs/wire.md: those count as unset.
   bool IsSet(std::string_view name) const;
 
   // A copy of the value for configuration variables that are not secrets (paths, modes,

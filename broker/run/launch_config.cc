@@ -14,6 +14,7 @@
 
 #include "broker/run/namespace_probe.h"
 #include "config.h"
+#include "seccomp/compile.h"
 #include "seccomp/policy.h"
 #include "shared/run_limits_default.h"
 #include "shared/small_file.h"

@@ -10,7 +10,7 @@
 #include "broker/harden/env_store.h"
 #include "broker/harden/layers.h"
 #include "broker/harden/privileges.h"
-#include "shared/run_spec.h"
+#include "shared/worker_protocol.h"
 #include "shared/unique_fd.h"
 
 namespace skillmcp {

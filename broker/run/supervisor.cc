@@ -1,36 +1,27 @@
 #include "broker/run/supervisor.h"
 
 #include <fcntl.h>
-#include <linux/close_range.h>
 #include <signal.h>
 #include <sodium.h>
-#include <sys/capability.h>
 #include <sys/epoll.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <utility>
 
+#include "broker/run/spawn.h"
 #include "shared/log.h"
-#include "shared/open_beneath.h"
-#include "shared/run_spec.h"
-#include "shared/worker_steps.h"
+#include "shared/worker_protocol.h"
 
 namespace skillmcp {
 namespace {
 
-// A step value of our own for failures in the forked child before the worker runs
-// (dup2, exec of the worker binary). Outside the WorkerStep range.
-constexpr int32_t kLaunchStep = 0;
-constexpr int kChildFdFloor = 10;  // sources sit above the 0..7 layout while dup2 runs
 constexpr size_t kReadChunk = 65536;
 constexpr int kMaxReadsPerEvent = 16;  // one busy stream cannot starve the others
 
-int PidfdOpen(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
 int PidfdSendSignal(int pidfd, int sig) {
   return static_cast<int>(syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0));
 }
@@ -40,81 +31,53 @@ bool SetNonBlocking(int fd) {
   return fl >= 0 && fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0;
 }
 
-// A descriptor for the child's use, moved above the 0..7 layout so that no dup2 of
-// the sequence can overwrite a source still to be placed. Close-on-exec.
-UniqueFd Lift(int fd) { return UniqueFd(fcntl(fd, F_DUPFD_CLOEXEC, kChildFdFloor)); }
-
 void Wipe(std::string& s) {
   if (!s.empty()) sodium_memzero(s.data(), s.size());
   s.clear();
 }
 
-std::string OpenFailure(const std::string& script, int err) {
-  std::string why;
-  switch (err) {
-    case EXDEV:
-    case ELOOP:
-      why =
-          "it resolves outside the skill directory (a symlink or a swapped path); only files "
-          "inside the skill's own directory run";
-      break;
-    case ENOENT:
-      why = "it does not exist in the skill directory any more";
-      break;
-    case EINVAL:
-      why = "it is not a regular file";
-      break;
-    default:
-      why = std::strerror(err);
+// The run description for one prepared run; the values of the variables are wiped
+// again by the caller once encoded.
+RunSpec BuildSpec(const PreparedRun& run, const LaunchConfig& config, const EnvStore& env) {
+  RunSpec spec;
+  spec.script_path = run.script_real_path;
+  spec.args = run.args;
+  for (const std::string& name : run.env_names) {
+    // why: an unset (or blank/placeholder) name is absent from the block, never empty.
+    env.WithValue(name,
+                  [&](std::string_view v) { spec.envp.push_back(name + "=" + std::string(v)); });
   }
-  return "the script " + script + " was refused by the resolved path check: " + why;
+  spec.switch_ids = config.switch_ids;
+  spec.uid = config.uid;
+  spec.gid = config.gid;
+  spec.limits = config.limits;
+  spec.seccomp = config.seccomp;
+  spec.seccomp_bpf = config.seccomp_bpf;
+  if (config.namespaces) {
+    spec.namespaces = true;
+    spec.skill_dir_path = run.skill_dir_path;
+    spec.hidden_roots = config.hidden_roots;
+  }
+  return spec;
 }
 
-std::string DescribeFailure(const WorkerFailure& f, const LaunchConfig& c) {
-  std::string err = std::strerror(f.err);
-  if (f.step == kLaunchStep)
-    return "the script did not start: the broker could not start the worker " + c.worker_path +
-           ": " + err;
-  std::optional<WorkerStep> step = WorkerStepFromExitCode(f.step);
-  if (!step)
-    return "the script did not start: the worker failed at an unknown setup step " +
-           std::to_string(f.step) + ": " + err;
-  std::string what = DescribeWorkerStep(*step);
-  std::string hint;
-  switch (*step) {
-    case WorkerStep::kRefuseRootIds:
-    case WorkerStep::kSetGroups:
-    case WorkerStep::kSetGid:
-    case WorkerStep::kSetUid:
-    case WorkerStep::kVerifyIds:
-      what += " (run-as uid " + std::to_string(c.uid) + ", gid " + std::to_string(c.gid) + ")";
-      hint = "; the broker needs root or CAP_SETUID/CAP_SETGID for this (see skill-mcp doctor)";
-      break;
-    case WorkerStep::kChdir:
-      hint = "; the run-as user needs search permission on the skill directory and its parents";
-      break;
-    case WorkerStep::kExec:
-      hint = "; check the pinned node (" + c.node_path + ")";
-      break;
-    default:
-      break;
-  }
-  return "the script did not start: the worker could not " + what + ": " + err + hint;
+StartRefusal SystemRefusal(std::string what, int err) {
+  return StartRefusal{StartProblem::kSystem, std::move(what), err};
 }
 
 }  // namespace
 
 struct RunSupervisor::Run {
-  RunRequest req;
+  PreparedRun prepared;  // holds the script descriptor until the run settles
   Done done;
   pid_t pid = -1;
   UniqueFd pidfd;
-  UniqueFd out_r, err_r, status_r, spec_w;
+  UniqueFd out_r, err_r, report_r, spec_w;
   std::string spec_bytes;
   size_t spec_off = 0;
   StreamCapture out, err;
-  std::string status_buf;
-  bool out_eof = false, err_eof = false, status_eof = false;
+  std::string report_buf;
+  bool out_eof = false, err_eof = false, report_eof = false;
   bool exited = false;
   int child_code = 0, child_status = 0;  // from waitid: CLD_* and the code or signal
   bool timed_out = false;
@@ -137,153 +100,55 @@ RunSupervisor::~RunSupervisor() { KillAndReapNow(); }
 
 pid_t RunSupervisor::pid() const { return run_ ? run_->pid : -1; }
 
-std::string RunSupervisor::Start(RunRequest request, Done on_done) {
+std::optional<StartRefusal> RunSupervisor::Start(PreparedRun prepared, Done on_done) {
   // why: one run at a time bounds what a client can make the host do.
-  if (Busy()) return "a script is already running; wait for its result, then call skill_run again";
-  if (!config_.ready()) return "scripts cannot run on this server: " + config_.refusal;
+  if (Busy()) return StartRefusal{StartProblem::kBusy};
+  if (!config_.ready()) return StartRefusal{StartProblem::kUnavailable, config_.refusal};
+  // why: the descriptor that was checked and hashed is the one that runs; without it
+  // nothing runs (there is no path to fall back to).
+  if (!prepared.script_fd.valid()) return SystemRefusal("the checked script descriptor", EBADF);
 
-  // The resolved half of the containment check, on the descriptor that will run:
-  // RESOLVE_BENEATH refuses a script swapped for a link leading out after the scan.
-  UniqueFd script = OpenRegularBeneath(request.skill_dir_fd, request.script);
-  if (!script.valid()) return OpenFailure(request.script, errno);
-
-  RunSpec spec;
-  spec.program = RunProgram::kNodeScript;
-  spec.script_path = request.script_real_path;
-  spec.args = request.args;
-  for (const std::string& name : request.env_names) {
-    // why: an unset (or blank/placeholder) name is absent from the block, never empty.
-    env_.WithValue(name,
-                   [&](std::string_view v) { spec.envp.push_back(name + "=" + std::string(v)); });
-  }
-  spec.switch_ids = config_.switch_ids;
-  spec.uid = config_.uid;
-  spec.gid = config_.gid;
-  spec.limits = config_.limits;
-  spec.seccomp = config_.seccomp;
-  spec.seccomp_bpf = config_.seccomp_bpf;
-  if (config_.namespaces) {
-    spec.namespaces = true;
-    spec.skill_dir_path = request.skill_dir_path;
-    spec.hidden_roots = config_.hidden_roots;
-  }
-  bool valid = IsValidRunSpec(spec);
-  std::string encoded = valid ? EncodeRunSpec(spec) : std::string();
+  RunSpec spec = BuildSpec(prepared, config_, env_);
+  std::optional<std::string> encoded = EncodeRunSpec(spec);
   for (std::string& e : spec.envp) Wipe(e);  // why: values leave plain memory at once
-  if (!valid || encoded.size() > kRunSpecMaxBytes) {
-    Wipe(encoded);
-    return "the run description is not acceptable (an argument or variable holds a NUL byte, or "
-           "everything together is over 1 MiB); shorten the arguments";
-  }
+  if (!encoded) return StartRefusal{StartProblem::kBadDescription};
 
-  // Everything the child needs exists before fork: after it, only async-signal-safe calls.
-  int out_p[2], err_p[2], spec_p[2], status_p[2];
-  bool piped = pipe2(out_p, O_CLOEXEC) == 0;
-  piped = piped && pipe2(err_p, O_CLOEXEC) == 0;
-  piped = piped && pipe2(spec_p, O_CLOEXEC) == 0;
-  piped = piped && pipe2(status_p, O_CLOEXEC) == 0;
-  if (!piped) {
-    Wipe(encoded);
-    return std::string("could not create the run's pipes: ") + std::strerror(errno);
-  }
-  UniqueFd out_r(out_p[0]), out_w(out_p[1]), err_r(err_p[0]), err_w(err_p[1]);
-  UniqueFd spec_r(spec_p[0]), spec_w(spec_p[1]), status_r(status_p[0]), status_w(status_p[1]);
-  UniqueFd devnull(open("/dev/null", O_RDONLY | O_CLOEXEC));
-
-  // Sources for 0..7 in order, lifted above the layout; then the worker binary.
-  UniqueFd src[8] = {Lift(devnull.get()), Lift(out_w.get()),         Lift(err_w.get()),
-                     Lift(spec_r.get()),  Lift(status_w.get()),      Lift(config_.node.get()),
-                     Lift(script.get()),  Lift(request.skill_dir_fd)};
-  UniqueFd worker = Lift(config_.worker.get());
-  for (const UniqueFd& fd : src) {
-    if (!fd.valid()) {
-      Wipe(encoded);
-      return std::string("could not prepare the worker's descriptors: ") + std::strerror(errno);
-    }
-  }
-  if (!worker.valid()) {
-    Wipe(encoded);
-    return std::string("could not prepare the worker's descriptors: ") + std::strerror(errno);
-  }
-  int src_fd[8];
-  for (int i = 0; i < 8; ++i) src_fd[i] = src[i].get();
-  const int worker_fd = worker.get();
-  const int status_src = src[4].get();
-  char arg0[] = "skill-mcp-worker";
-  char* argv[] = {arg0, nullptr};
-  char* envp[] = {nullptr};  // why: the worker gets nothing from the broker's environment
-  sigset_t empty_mask;
-  sigemptyset(&empty_mask);
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
+  SpawnRequest req;
+  req.worker_fd = config_.worker.get();
+  req.node_fd = config_.node.get();
+  req.script_fd = prepared.script_fd.get();
+  req.skill_dir_fd = prepared.skill_dir_fd;
   // why: an unprivileged broker holding CAP_SETUID/CAP_SETGID passes them to the worker
   // as ambient caps (the worker binary has no file caps); the worker clears them itself.
-  const bool raise_ambient = spec.switch_ids && geteuid() != 0;
-
-  pid_t pid = fork();
-  if (pid < 0) {
-    Wipe(encoded);
-    return std::string("could not fork the worker: ") + std::strerror(errno);
+  req.raise_ambient_setid = spec.switch_ids && geteuid() != 0;
+  SpawnOutcome spawned = SpawnWorker(req);
+  if (!spawned.spawned) {
+    Wipe(*encoded);
+    return SystemRefusal("could not start the worker (" + spawned.error.call + ")",
+                         spawned.error.err);
   }
-  if (pid == 0) {
-    // Child: async-signal-safe calls only.
-    WorkerFailure fail{kLaunchStep, 0};
-    for (int i = 0; i < 8; ++i) {
-      if (dup2(src_fd[i], i) < 0) {  // dup2 clears close-on-exec on the target
-        fail.err = errno;
-        (void)!write(status_src, &fail, sizeof fail);
-        _exit(127);
-      }
-    }
-    // why: nothing of the broker's beyond 0..7 reaches the worker (it closes again too).
-    syscall(SYS_close_range, 8u, ~0u, CLOSE_RANGE_CLOEXEC);
-    // why: a blocked or ignored signal survives exec; SIGTERM on timeout must work and
-    // the script must see default dispositions (SIGPIPE is ignored in the broker).
-    sigprocmask(SIG_SETMASK, &empty_mask, nullptr);
-    for (int sig = 1; sig < NSIG; ++sig) {
-      if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &dfl, nullptr);
-    }
-    if (raise_ambient) {
-      prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_SETUID, 0, 0);
-      prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_SETGID, 0, 0);
-    }
-    syscall(SYS_execveat, worker_fd, "", argv, envp, AT_EMPTY_PATH);
-    fail.err = errno;
-    (void)!write(status_src, &fail, sizeof fail);
-    _exit(127);
-  }
-
+  Spawned& s = *spawned.spawned;
   auto run = std::make_unique<Run>();
   run->start_ms = EventLoop::NowMs();
-  run->pid = pid;
-  run->pidfd.reset(PidfdOpen(pid));
-  if (!run->pidfd.valid()) {
-    int e = errno;
-    kill(pid, SIGKILL);
-    waitpid(pid, nullptr, 0);
-    Wipe(encoded);
-    return std::string("could not supervise the worker (pidfd_open): ") + std::strerror(e);
-  }
-  // The child's copies close here (src[], out_w, ...): EOF then means the worker side.
-  run->out_r = std::move(out_r);
-  run->err_r = std::move(err_r);
-  run->status_r = std::move(status_r);
-  run->spec_w = std::move(spec_w);
-  run->spec_bytes = std::move(encoded);
-  run->req = std::move(request);
+  run->pid = s.pid;
+  run->pidfd = std::move(s.pidfd);
+  run->out_r = std::move(s.out);
+  run->err_r = std::move(s.err);
+  run->report_r = std::move(s.report);
+  run->spec_w = std::move(s.spec);
+  run->spec_bytes = std::move(*encoded);
+  run->prepared = std::move(prepared);
   run->done = std::move(on_done);
-  SetNonBlocking(run->out_r.get());
-  SetNonBlocking(run->err_r.get());
-  SetNonBlocking(run->status_r.get());
-  SetNonBlocking(run->spec_w.get());
+  for (const UniqueFd* fd : {&run->out_r, &run->err_r, &run->report_r, &run->spec_w})
+    SetNonBlocking(fd->get());
   run_ = std::move(run);
 
   loop_.AddFd(run_->out_r.get(), EPOLLIN, [this](uint32_t ev) { OnPipe(1, ev); });
   loop_.AddFd(run_->err_r.get(), EPOLLIN, [this](uint32_t ev) { OnPipe(2, ev); });
-  loop_.AddFd(run_->status_r.get(), EPOLLIN, [this](uint32_t ev) { OnStatus(ev); });
+  loop_.AddFd(run_->report_r.get(), EPOLLIN, [this](uint32_t ev) { OnReport(ev); });
   loop_.AddFd(run_->pidfd.get(), EPOLLIN, [this](uint32_t) { OnExit(); });
   loop_.AddFd(run_->spec_w.get(), EPOLLOUT, [this](uint32_t) { OnSpecWritable(); });
-  int64_t timeout = run_->req.timeout_ms;
+  int64_t timeout = run_->prepared.timeout_ms;
   run_->timeout_timer = loop_.AddTimer(timeout, [this] { OnTimeout(); });
   // why: the call always returns, whatever the script's descendants do.
   run_->hard_timer = loop_.AddTimer(timeout + kHardDeadlineExtraMs, [this] {
@@ -291,7 +156,7 @@ std::string RunSupervisor::Start(RunRequest request, Done on_done) {
     Settle();
   });
   OnSpecWritable();
-  return "";
+  return std::nullopt;
 }
 
 void RunSupervisor::OnSpecWritable() {
@@ -338,26 +203,27 @@ void RunSupervisor::OnPipe(int which, uint32_t) {
   }
 }
 
-void RunSupervisor::OnStatus(uint32_t) {
-  if (!run_ || !run_->status_r.valid()) return;
+void RunSupervisor::OnReport(uint32_t) {
+  if (!run_ || !run_->report_r.valid()) return;
   Run& r = *run_;
   char buf[64];
   for (;;) {
-    ssize_t n = read(r.status_r.get(), buf, sizeof buf);
+    ssize_t n = read(r.report_r.get(), buf, sizeof buf);
     if (n > 0) {
-      // why: bounded; a worker writes one WorkerFailure, anything more is ignored.
-      if (r.status_buf.size() < sizeof(WorkerFailure))
-        r.status_buf.append(
-            buf, std::min(static_cast<size_t>(n), sizeof(WorkerFailure) - r.status_buf.size()));
+      // why: bounded; one frame and a byte more are kept, so a longer answer still
+      // fails the strict decode instead of passing as its first 16 bytes.
+      if (r.report_buf.size() <= kWorkerReportBytes)
+        r.report_buf.append(
+            buf, std::min(static_cast<size_t>(n), kWorkerReportBytes + 1 - r.report_buf.size()));
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EAGAIN) return;
     break;
   }
-  loop_.RemoveFd(r.status_r.get());
-  r.status_r.reset();
-  r.status_eof = true;
+  loop_.RemoveFd(r.report_r.get());
+  r.report_r.reset();
+  r.report_eof = true;
   MaybeSettle();
 }
 
@@ -417,7 +283,7 @@ void RunSupervisor::Cancel() {
 }
 
 void RunSupervisor::MaybeSettle() {
-  if (run_ && !run_->settling && run_->exited && run_->out_eof && run_->err_eof && run_->status_eof)
+  if (run_ && !run_->settling && run_->exited && run_->out_eof && run_->err_eof && run_->report_eof)
     Settle();
 }
 
@@ -428,7 +294,7 @@ void RunSupervisor::Settle() {
   // A last bounded drain of what is already in the pipes.
   if (r.out_r.valid()) OnPipe(1, EPOLLIN);
   if (r.err_r.valid()) OnPipe(2, EPOLLIN);
-  if (r.status_r.valid()) OnStatus(EPOLLIN);
+  if (r.report_r.valid()) OnReport(EPOLLIN);
   // why: nothing of the run's process group outlives the run's result.
   SignalGroup(SIGKILL);
   siginfo_t info{};
@@ -458,41 +324,43 @@ void RunSupervisor::Settle() {
   // result is out and before the next run can start.
   reaper_.Sweep();
 
-  RunOutcome outcome;
-  if (r.status_buf.size() == sizeof(WorkerFailure)) {
-    WorkerFailure f{};
-    std::memcpy(&f, r.status_buf.data(), sizeof f);
-    outcome.ran = false;
-    outcome.failed_step = f.step;
-    outcome.error = DescribeFailure(f, config_);
-  } else {
-    RunObservation obs;
-    obs.skill = r.req.skill;
-    obs.script = r.req.script;
-    if (r.child_code == CLD_EXITED) {
-      obs.exit_code = r.child_status;
-    } else if (r.child_code == CLD_KILLED || r.child_code == CLD_DUMPED) {
-      obs.signal = r.child_status;
-    }
-    obs.out = std::move(r.out);
-    obs.err = std::move(r.err);
-    obs.timed_out = r.timed_out;
-    obs.timeout_ms = r.req.timeout_ms;
-    obs.duration_ms = r.exit_ms - r.start_ms;
-    obs.env = r.req.env_names;
-    obs.network_note = r.req.network_note;
-    outcome.ran = true;
-    outcome.receipt = BuildReceipt(obs);
-  }
+  RunResult result = Result(r);
   Done done = std::move(r.done);
   Teardown();
-  if (done) done(std::move(outcome));  // after Teardown: it may start the next run
+  if (done) done(std::move(result));  // after Teardown: it may start the next run
+}
+
+RunResult RunSupervisor::Result(Run& r) const {
+  RunResult result;
+  // The report first, the exit code second: a script could itself exit with a step code.
+  if (std::optional<WorkerReport> report = DecodeWorkerReport(r.report_buf)) {
+    result.failure = SetupFailure{static_cast<int32_t>(report->step), report->err, config_.uid,
+                                  config_.gid, config_.worker_path, config_.node_path};
+    return result;
+  }
+  if (!r.report_buf.empty()) {
+    // why: the worker wrote something that is not a report: it did not exec node (the
+    // pipe closes silently on exec), so the run counts as failed setup, never as ran.
+    result.failure = SetupFailure{kUnreadableReport, EPROTO, config_.uid, config_.gid, config_.worker_path,
+                                  config_.node_path};
+    return result;
+  }
+  if (r.child_code == CLD_EXITED) {
+    result.exit_code = r.child_status;
+  } else if (r.child_code == CLD_KILLED || r.child_code == CLD_DUMPED) {
+    result.signal = r.child_status;
+  }
+  result.out = std::move(r.out);
+  result.err = std::move(r.err);
+  result.timed_out = r.timed_out;
+  result.duration_ms = r.exit_ms - r.start_ms;
+  return result;
 }
 
 void RunSupervisor::Teardown() {
   if (!run_) return;
   Run& r = *run_;
-  for (UniqueFd* fd : {&r.out_r, &r.err_r, &r.status_r, &r.spec_w, &r.pidfd}) {
+  for (UniqueFd* fd : {&r.out_r, &r.err_r, &r.report_r, &r.spec_w, &r.pidfd}) {
     if (fd->valid()) loop_.RemoveFd(fd->get());
   }
   for (EventLoop::TimerId t : {r.timeout_timer, r.kill_timer, r.drain_timer, r.hard_timer}) {

@@ -4,7 +4,7 @@
 
 namespace skillmcp {
 
-// Media type by the last extension, lower-cased (the reference server's table); else
+// Media type by the last extension, lower-cased (docs/wire.md "Names and paths"); else
 // application/octet-stream.
 const char* MediaTypeForPath(std::string_view path);
 

@@ -3,12 +3,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 #include "broker/catalogue/fsutil.h"
 #include "broker/confirm/payloads.h"
 #include "broker/grants/script_env.h"
 #include "broker/tools/file_reader.h"
+#include "broker/tools/run_receipt.h"
 #include "broker/tools/tool_args.h"
 #include "shared/relpath.h"
 
@@ -19,7 +22,7 @@ ToolResult Gate(OrderedJson payload, bool is_error) {
   ToolResult r;
   r.payload = std::move(payload);
   r.is_error = is_error;
-  r.indented = true;  // confirmation payloads are 2-space indented (WIRE.md)
+  r.indented = true;  // confirmation payloads are 2-space indented (docs/wire.md)
   r.show_hidden = true;  // what the user approves shows every character (README)
   return r;
 }
@@ -38,7 +41,7 @@ ToolResult NameRun(ToolResult r, const Json& args) {
   return r;
 }
 
-// Content checks on args that come after the gate, in WIRE.md order.
+// Content checks on args that come after the gate, in docs/wire.md order.
 std::optional<ToolResult> CheckArgContent(const std::vector<std::string>& args) {
   size_t total = 0;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -67,14 +70,15 @@ int64_t SkillRunTool::Now() const {
 
 std::optional<ToolResult> SkillRunTool::Prepare(const Json& args, Prepared* out) {
   std::string name, script;
+  PreparedRun& run = out->run;
   if (auto err = RequireString(args, "name", &name)) return err;
   if (auto err = RequireString(args, "script", &script)) return err;
-  if (auto err = StringArray(args, "args", false, 0, kMaxRunArgs, &out->args)) return err;
+  if (auto err = StringArray(args, "args", false, 0, kMaxRunArgs, &run.args)) return err;
   if (auto err = OptionalString(args, "confirmToken", &out->token)) return err;
 
   // 1. unknown skill
-  out->skill = deps_.view.FindSkill(name);
-  if (out->skill == nullptr) return UnknownSkill(deps_.view, name);
+  const Skill* skill = deps_.view.FindSkill(name);
+  if (skill == nullptr) return UnknownSkill(deps_.view, name);
   // 2. runs blocked on this host
   if (deps_.runs_blocked) return Refusal("RUNS_BLOCKED", *deps_.runs_blocked);
   // 3-4. undeclared or ungranted, then interpreter not runnable (declaration lookup first)
@@ -87,32 +91,48 @@ std::optional<ToolResult> SkillRunTool::Prepare(const Json& args, Prepared* out)
     case ScriptRefusal::kInterpreterUnavailable:
       return Refusal("INTERPRETER_UNAVAILABLE", lookup.message);
   }
-  out->script = *lookup.script;
+  const GrantedScript& granted = *lookup.script;
   // 5. the path: string check (its own message), then resolved beneath the skill
   // directory, a regular file (OpenBundleFile checks the string again, as every read does).
   if (PathRefusal r = CheckRelativePath(script); r != PathRefusal::kNone) {
     return Refusal("PATH_REFUSED", std::string("script path refused: ") + DescribePathRefusal(r));
   }
-  OpenedFile opened = OpenBundleFile(out->skill->dir.get(), script);
+  OpenedFile opened = OpenBundleFile(skill->dir.get(), script);
   if (!opened.fd) return Refusal("PATH_REFUSED", "script \"" + script + "\": " + opened.error);
   // node's module identity (__filename, relative require) is the real path of the file
   // that was checked, read back from its descriptor.
-  std::optional<std::string> real =
-      RealPathOfFd(opened.fd.get(), out->skill->source + "/" + script);
+  std::optional<std::string> real = RealPathOfFd(opened.fd.get(), skill->source + "/" + script);
   if (!real) return Refusal("PATH_REFUSED", "script \"" + script + "\": cannot resolve its path");
-  out->script_real_path = std::move(*real);
+  // why: the token binds the bytes the user approved, read from the descriptor that
+  // will run, so a script changed after the preview is DRAFT_CHANGED, never run unseen.
+  std::optional<ScriptIdentity> identity = ReadScriptIdentity(opened.fd.get());
+  if (!identity) {
+    const std::string why = errno == EAGAIN ? "it changed while it was being read; call again"
+                                            : std::string("cannot be read: ") + std::strerror(errno);
+    return Refusal("PATH_REFUSED", "script \"" + script + "\": " + why);
+  }
+  run.skill = skill->name;
+  run.skill_dir_fd = skill->dir.get();
+  run.skill_dir_path = skill->source;
+  run.script = granted.script;
+  run.script_fd = std::move(opened.fd);
+  run.identity = *identity;
+  run.script_real_path = std::move(*real);
+  run.timeout_ms = granted.timeout_ms;
 
-  ScriptEnv env = ComputeScriptEnv(out->script.env, deps_.is_set, deps_.view.grants->from);
+  ScriptEnv env = ComputeScriptEnv(granted.env, deps_.is_set, deps_.view.grants->from);
+  run.env_names = env.names;
   WillRun& w = out->will_run;
-  w.skill = out->skill->name;
-  w.interpreter = out->script.interpreter;
+  w.skill = skill->name;
+  w.interpreter = granted.interpreter;
   w.argv.push_back(script);
-  w.argv.insert(w.argv.end(), out->args.begin(), out->args.end());
-  w.cwd = out->skill->source;
-  w.timeout_ms = out->script.timeout_ms;
+  w.argv.insert(w.argv.end(), run.args.begin(), run.args.end());
+  w.cwd = skill->source;
+  w.timeout_ms = granted.timeout_ms;
   w.env_names = env.names;
   w.env_not_set = env.not_set;
   w.env_warning = env.warning;
+  w.script_identity = identity->Binding();
   return std::nullopt;
 }
 
@@ -132,7 +152,7 @@ void SkillRunTool::Call(const Json& args, const Json& request_id, bool client_el
   const std::optional<std::string>& token = p->token;
   switch (NextGateStep(deps_.gate, client_elicits, token.has_value())) {
     case GateStep::kRefuse:
-      // Mode refuse is an answer, not a failure (WIRE.md); a gate that cannot be read is.
+      // Mode refuse is an answer, not a failure (docs/wire.md); a gate that cannot be read is.
       return done(
           Gate(RefusedPayload(deps_.gate.refusal.value_or("")), deps_.gate.refusal.has_value()));
     case GateStep::kElicit:
@@ -158,7 +178,7 @@ void SkillRunTool::Call(const Json& args, const Json& request_id, bool client_el
     case GateStep::kCheckToken:
       break;
   }
-  if (deps_.supervisor->Busy()) {
+  if (deps_.runner->Busy()) {
     // Checked before the token is spent, so a busy refusal never burns an approval.
     return done(Refusal("RUN_IN_PROGRESS",
                         "another skill_run is still running (one at a time); your token is "
@@ -216,7 +236,7 @@ void SkillRunTool::Elicit(std::shared_ptr<Prepared> p, const Json& request_id, T
                                                                 : ElicitationOutcome::kCancelled),
                            false));
         }
-        if (deps_.supervisor->Busy()) {
+        if (deps_.runner->Busy()) {
           return done(Refusal("RUN_IN_PROGRESS",
                               "another skill_run started while the prompt was open (one at a "
                               "time); nothing ran, ask again when it has finished"));
@@ -226,28 +246,26 @@ void SkillRunTool::Elicit(std::shared_ptr<Prepared> p, const Json& request_id, T
   if (prompt_ && prompt_->live == live) prompt_->elicitation_id = std::move(id);
 }
 
-void SkillRunTool::Dispatch(const Prepared& p, const Json& request_id, ToolDone done) {
-  // 7. argument checks, after the gate (WIRE.md order).
-  if (auto err = CheckArgContent(p.args)) return done(*err);
-  RunRequest req;
-  req.skill = p.skill->name;
-  req.skill_dir_fd = p.skill->dir.get();
-  req.skill_dir_path = p.skill->source;
-  req.script = p.script.script;
-  req.script_real_path = p.script_real_path;
-  req.args = p.args;
-  req.env_names = p.will_run.env_names;
-  req.timeout_ms = p.script.timeout_ms;
-  req.network_note = NetworkNote(deps_.is_set);
+void SkillRunTool::Dispatch(Prepared& p, const Json& request_id, ToolDone done) {
+  // 7. argument checks, after the gate (docs/wire.md order).
+  if (auto err = CheckArgContent(p.run.args)) return done(*err);
+  ReceiptContext context;
+  context.skill = p.run.skill;
+  context.script = p.run.script;
+  context.timeout_ms = p.run.timeout_ms;
+  context.env = p.run.env_names;
+  context.network_note = NetworkNote(deps_.is_set);
   running_ = request_id.dump();
-  std::string started = deps_.supervisor->Start(req, [this, done](RunOutcome outcome) {
+  std::optional<StartRefusal> refused = deps_.runner->Start(
+      std::move(p.run), [this, done, context = std::move(context)](RunResult result) {
+        running_.reset();
+        if (result.failure)
+          return done(Refusal("RUN_SETUP_FAILED", DescribeSetupFailure(*result.failure)));
+        done(ToolResult{BuildReceipt(context, result)});
+      });
+  if (refused) {
     running_.reset();
-    if (!outcome.ran) return done(Refusal("RUN_SETUP_FAILED", outcome.error));
-    done(ToolResult{std::move(outcome.receipt)});
-  });
-  if (!started.empty()) {
-    running_.reset();
-    done(Refusal("RUN_NOT_STARTED", started));
+    done(Refusal("RUN_NOT_STARTED", DescribeStartRefusal(*refused)));
   }
 }
 
@@ -261,7 +279,7 @@ void SkillRunTool::Cancel(const Json& request_id) {
     prompt_.reset();
     if (deps_.withdraw) deps_.withdraw(elicitation_id);
   }
-  if (running_ && *running_ == key) deps_.supervisor->Cancel();
+  if (running_ && *running_ == key) deps_.runner->Cancel();
 }
 
 }  // namespace skillmcp

@@ -1,5 +1,7 @@
-// skill_run: the refusals that do not depend on the user (in WIRE.md order), then the
-// confirmation gate (token or elicitation), then one supervised run.
+// skill_run: the refusals that do not depend on the user (in docs/wire.md order), then
+// the confirmation gate (token or elicitation), then one run: Prepare decides exactly
+// what will run (a PreparedRun holding the checked script descriptor), the Runner runs
+// it, and the answer is rendered here (broker/tools/run_receipt.h).
 #pragma once
 
 #include <functional>
@@ -11,7 +13,7 @@
 #include "broker/confirm/tokens.h"
 #include "broker/confirm/will_run.h"
 #include "broker/grants/env_lookup.h"
-#include "broker/run/supervisor.h"
+#include "broker/run/runner.h"
 #include "broker/tools/tool.h"
 
 namespace skillmcp {
@@ -27,7 +29,7 @@ struct SkillRunDeps {
   IsSetFn is_set;                    // EnvStore::IsSet
   GateConfig gate;
   ConfirmTokens* tokens = nullptr;   // nullptr: tokens unavailable, the gate refuses
-  RunSupervisor* supervisor = nullptr;
+  Runner* runner = nullptr;          // RunSupervisor in the server; a fake in tests
   // Sends elicitation/create to the client and returns its id; the handler gets its
   // answer, or an error (also on timeout). Session::SendRequest in the server.
   std::function<Json(OrderedJson params, int64_t timeout_ms,
@@ -51,17 +53,14 @@ class SkillRunTool : public RunToolHandler {
 
  private:
   struct Prepared {
-    const Skill* skill = nullptr;
-    GrantedScript script;
-    std::string script_real_path;
-    std::vector<std::string> args;
+    PreparedRun run;                   // what exactly runs, moved down once
     std::optional<std::string> token;  // confirmToken, when given
-    WillRun will_run;
+    WillRun will_run;                  // what the user approves (and the token binds)
   };
   // Everything before the gate; returns a refusal or fills `out`.
   std::optional<ToolResult> Prepare(const Json& args, Prepared* out);
   void Elicit(std::shared_ptr<Prepared> p, const Json& request_id, ToolDone done);
-  void Dispatch(const Prepared& p, const Json& request_id, ToolDone done);
+  void Dispatch(Prepared& p, const Json& request_id, ToolDone done);
   int64_t Now() const;
 
   SkillRunDeps deps_;

@@ -18,7 +18,7 @@ using OrderedJson = nlohmann::ordered_json;
 struct ToolResult {
   OrderedJson payload;
   bool is_error = false;
-  bool indented = false;  // confirmation payloads are 2-space indented (WIRE.md)
+  bool indented = false;  // confirmation payloads are 2-space indented (docs/wire.md)
   bool show_hidden = false;  // invisible characters written as JSON \uXXXX escapes
 };
 

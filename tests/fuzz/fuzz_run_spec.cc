@@ -7,14 +7,15 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "shared/run_spec.h"
+#include "shared/worker_protocol.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   const auto spec = skillmcp::DecodeRunSpec(bytes);
   if (!spec) return 0;
   if (!skillmcp::IsValidRunSpec(*spec)) std::abort();
-  if (skillmcp::EncodeRunSpec(*spec) != bytes) std::abort();
+  const auto again = skillmcp::EncodeRunSpec(*spec);
+  if (!again || *again != bytes) std::abort();
   if (size > skillmcp::kRunSpecMaxBytes) std::abort();
   return 0;
 }

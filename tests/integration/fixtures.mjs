@@ -1,5 +1,5 @@
 // Builds, in a fresh temporary directory, real skill trees holding every problem kind
-// of SPEC section 3 (except environ-unscrubbed, which needs a kernel that refuses the
+// of docs/wire.md §3 (except environ-unscrubbed, which needs a kernel that refuses the
 // wipe) and the good cases next to them. Nothing is mocked: these are files,
 // directories, FIFOs and symlinks the server discovers at boot.
 import { execFileSync } from 'node:child_process';

@@ -1,5 +1,5 @@
-// skill_list over a real tree holding every problem kind (SPEC section 3), the good
-// cases next to them, and the configuration variants (SPEC section 7).
+// skill_list over a real tree holding every problem kind (docs/wire.md §3), the good
+// cases next to them, and the configuration variants (docs/wire.md §7).
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -261,7 +261,7 @@ describe('skill-limit', () => {
   });
 });
 
-describe('grants and hosting (SPEC section 7)', () => {
+describe('grants and hosting (docs/wire.md §7)', () => {
   test('MCP_SKILL_RUN naming an undeclared script: a grant problem, nothing granted by it', async () => {
     const list = await listWith({
       SKILLS_DIR: tree.rootA,

@@ -1,4 +1,4 @@
-// skill_run and its confirmation gate (SPEC sections 4 and 6, WIRE.md). Every case
+// skill_run and its confirmation gate (docs/wire.md §4 and §6). Every case
 // checks through the marker file the script appends to whether anything ran.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -330,7 +330,7 @@ describe('the fence, before the gate', () => {
 
   test('argument checks: NUL, too many, too long; nothing runs', async () => {
     const m = marker();
-    // The content checks (a NUL, over 8192 bytes in all) come after the gate (WIRE.md
+    // The content checks (a NUL, over 8192 bytes in all) come after the gate (docs/wire.md
     // order): the preview is issued, and the confirmed call is refused.
     for (const args of [[m, 'a\u0000b'], [m, 'x'.repeat(9000)]]) {
       const r = await run(conn.client, { args });
@@ -507,7 +507,7 @@ describe('MCP_CONFIRM_MODE', () => {
         const m = marker();
         const r = await run(conn.client, { args: [m, '0'] });
         if (mode === '') {
-          // A blank value counts as unset (WIRE.md; EnvStore::IsSet), so the default
+          // A blank value counts as unset (docs/wire.md; EnvStore::IsSet), so the default
           // applies: a client without a prompt gets the preview and a token.
           assert.ok(r.json?.status === 'confirmation-required' || r.json?.reason === 'confirmation-unsupported', r.text);
           assert.equal(r.isError, false, r.text);

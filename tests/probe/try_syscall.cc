@@ -303,6 +303,13 @@ int SetUid0() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Exec'd by the worker in node's place, with node's argv: node -e <bootstrap> -- <script>
+  // <args...>. The mode is the first argument after the script path; argv[0] becomes the
+  // script path.
+  if (argc > 4 && std::string_view(argv[1]) == "-e" && std::string_view(argv[3]) == "--") {
+    argv += 4;
+    argc -= 4;
+  }
   if (argc < 2) return 2;
   const std::string_view mode = argv[1];
   if (mode == "call") {

@@ -57,7 +57,7 @@ TEST(Payloads, Rejections) {
        {TokenVerdict::kInvalid, TokenVerdict::kReused, TokenVerdict::kExpired,
         TokenVerdict::kSpentSetFull, TokenVerdict::kUnrecorded}) {
     ordered_json payload = RejectionPayload(verdict, "ENOSPC here");
-    // WIRE.md: `action` right after `error`.
+    // docs/wire.md: `action` right after `error`.
     EXPECT_EQ(Keys(payload), (std::vector<std::string>{"status", "confirmed", "dispatched", "error",
                                                        "action", "note"}));
     EXPECT_EQ(payload["action"], "skill.run");

@@ -246,7 +246,7 @@ TEST(Decision, EmptyGrantListGrantsNothing) {
   EXPECT_EQ(decision.skills[0].ungranted.size(), 2u);
 }
 
-// WIRE.md: blank values and placeholders count as unset, so a blank MCP_SKILL_RUN falls
+// docs/wire.md: blank values and placeholders count as unset, so a blank MCP_SKILL_RUN falls
 // back to the marker rule (here: hosted, so still closed).
 TEST(Decision, BlankSkillRunIsUnset) {
   FakeEnv env;

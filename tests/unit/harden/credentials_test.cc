@@ -10,7 +10,7 @@
 #include <fstream>
 #include <string>
 
-#include "shared/run_spec.h"
+#include "shared/worker_protocol.h"
 
 namespace skillmcp {
 namespace {

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -12,12 +13,63 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "shared/worker_steps.h"
+#include "shared/open_beneath.h"
+#include "shared/worker_protocol.h"
 
 namespace skillmcp {
 namespace {
+
+// A RunResult in the terms the assertions use: the observed fields under their receipt
+// names, raw (rendering, UTF-8 repair and messages are broker/tools' and tested there).
+struct RunOutcome {
+  bool ran = false;
+  std::string error;  // a setup failure: "step N: <errno text> (uid U, gid G)"
+  std::optional<int> failed_step;
+  std::optional<int> failed_err;
+  nlohmann::ordered_json receipt;
+};
+
+RunOutcome Render(RunResult r) {
+  RunOutcome o;
+  if (r.failure) {
+    const SetupFailure& f = *r.failure;
+    o.failed_step = f.step;
+    o.failed_err = f.err;
+    o.error = "step " + std::to_string(f.step) + ": " + strerror(f.err) + " (uid " +
+              std::to_string(f.uid) + ", gid " + std::to_string(f.gid) + ")";
+    return o;
+  }
+  o.ran = true;
+  nlohmann::ordered_json& j = o.receipt;
+  j["exitCode"] = r.exit_code ? nlohmann::ordered_json(*r.exit_code) : nullptr;
+  j["signal"] = r.signal ? nlohmann::ordered_json(std::string("SIG") + sigabbrev_np(*r.signal))
+                         : nullptr;
+  j["stdout"] = r.out.data;
+  j["stderr"] = r.err.data;
+  j["truncated"] = {{"stdout", r.out.truncated}, {"stderr", r.err.truncated}};
+  j["timedOut"] = r.timed_out;
+  j["durationMs"] = r.duration_ms;
+  return o;
+}
+
+// "" when started, else what was refused, in short.
+std::string Refused(const std::optional<StartRefusal>& r) {
+  if (!r) return "";
+  switch (r->problem) {
+    case StartProblem::kBusy:
+      return "busy";
+    case StartProblem::kUnavailable:
+      return "unavailable: " + r->detail;
+    case StartProblem::kBadDescription:
+      return "bad description";
+    case StartProblem::kSystem:
+      break;
+  }
+  return r->detail + ": " + strerror(r->err);
+}
 
 // Real worker, real node, real kernel. As root the worker switches to the fallback
 // run-as uid, so the skill directory is made world-searchable.
@@ -72,11 +124,14 @@ class SupervisorTest : public ::testing::Test {
     chmod((skill_ + "/" + rel).c_str(), 0644);
   }
 
-  RunRequest Request(const std::string& rel, int64_t timeout_ms = 20000) {
-    RunRequest r;
+  // What skill_run's Prepare hands down: the script opened beneath the skill directory.
+  PreparedRun Request(const std::string& rel, int64_t timeout_ms = 20000) {
+    PreparedRun r;
     r.skill = "skill";
     r.script = rel;
     r.skill_dir_fd = dir_fd_.get();
+    r.skill_dir_path = skill_;
+    r.script_fd = OpenRegularBeneath(dir_fd_.get(), rel);
     r.script_real_path = skill_ + "/" + rel;
     r.env_names = {"PATH"};
     r.timeout_ms = timeout_ms;
@@ -92,9 +147,9 @@ class SupervisorTest : public ::testing::Test {
     return got;
   }
 
-  std::optional<RunOutcome> RunToEnd(RunRequest req, int64_t max_ms = 30000) {
+  std::optional<RunOutcome> RunToEnd(PreparedRun req, int64_t max_ms = 30000) {
     std::string refused =
-        sup_->Start(std::move(req), [this](RunOutcome o) { outcome_ = std::move(o); });
+        Refused(sup_->Start(std::move(req), [this](RunResult o) { outcome_ = Render(std::move(o)); }));
     EXPECT_EQ(refused, "");
     if (!refused.empty()) return std::nullopt;
     return Wait(max_ms);
@@ -130,26 +185,20 @@ bool WaitGone(pid_t pid, int64_t max_ms) {
 TEST_F(SupervisorTest, ExitZeroReceipt) {
   Script("scripts/ok.js",
          "console.log('hello', process.argv.slice(2).join('|')); console.error('warn');");
-  RunRequest req = Request("scripts/ok.js");
+  PreparedRun req = Request("scripts/ok.js");
   req.args = {"a b", "--flag", "$(x)"};
-  auto o = RunToEnd(req);
+  auto o = RunToEnd(std::move(req));
   ASSERT_TRUE(o);
   ASSERT_TRUE(o->ran) << o->error;
   const auto& j = o->receipt;
-  std::vector<std::string> keys;
-  for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
-  EXPECT_EQ(keys, (std::vector<std::string>{"skill", "script", "interpreter", "exitCode", "signal",
-                                            "stdout", "stderr", "truncated", "timedOut",
-                                            "timeoutMs", "durationMs", "env"}));
   EXPECT_EQ(j["exitCode"], 0);
   EXPECT_TRUE(j["signal"].is_null());
   EXPECT_EQ(j["stdout"], "hello a b|--flag|$(x)\n");  // argv verbatim, no shell
   EXPECT_EQ(j["stderr"], "warn\n");
   EXPECT_EQ(j["truncated"]["stdout"], false);
   EXPECT_EQ(j["timedOut"], false);
-  EXPECT_EQ(j["timeoutMs"], 20000);
-  EXPECT_EQ(j["env"], nlohmann::ordered_json({"PATH"}));
-  EXPECT_EQ(j["interpreter"], "node");
+  // The receipt's other fields repeat the request: skill_run renders them
+  // (broker/tools/run_receipt.h, tests/unit/tools).
   EXPECT_FALSE(sup_->Busy());
 }
 
@@ -255,12 +304,13 @@ TEST_F(SupervisorTest, FloodOnBothStreamsIsCappedWithoutDeadlock) {
   EXPECT_EQ(o->receipt["truncated"]["stderr"], true);
 }
 
-TEST_F(SupervisorTest, NonUtf8OutputStillGivesValidJson) {
+TEST_F(SupervisorTest, OutputBytesComeBackUnchanged) {
+  // Raw bytes, invalid UTF-8 included: the repair for JSON is the renderer's
+  // (shared/utf8.h RepairUtf8, used by broker/tools/run_receipt.cc).
   Script("scripts/bytes.js", "process.stdout.write(Buffer.from([0x66, 0xff, 0xfe, 0xc3, 0x28]));");
   auto o = RunToEnd(Request("scripts/bytes.js"));
   ASSERT_TRUE(o && o->ran) << (o ? o->error : "no outcome");
-  std::string text = o->receipt.dump();  // throws on invalid UTF-8
-  EXPECT_EQ(nlohmann::json::parse(text)["stdout"], "f\uFFFD\uFFFD\uFFFD(");
+  EXPECT_EQ(o->receipt["stdout"].get<std::string>(), "f\xff\xfe\xc3(");
 }
 
 TEST_F(SupervisorTest, EnvBlockIsExactlyTheNamesPassed) {
@@ -270,9 +320,9 @@ TEST_F(SupervisorTest, EnvBlockIsExactlyTheNamesPassed) {
   Script(
       "scripts/env.js",
       "console.log(JSON.stringify(Object.keys(process.env).sort()) + ' ' + process.env.SECRET_X);");
-  RunRequest req = Request("scripts/env.js");
+  PreparedRun req = Request("scripts/env.js");
   req.env_names = {"BLANK_Z", "PATH", "SECRET_X", "UNSET_Y"};
-  auto o = RunToEnd(req);
+  auto o = RunToEnd(std::move(req));
   ASSERT_TRUE(o && o->ran) << (o ? o->error : "no outcome");
   EXPECT_EQ(o->receipt["stdout"], "[\"PATH\",\"SECRET_X\"] s3cr3t\n");
 }
@@ -281,13 +331,13 @@ TEST_F(SupervisorTest, BusyRefusesASecondRunAndCancelKillsTheGroup) {
   Script("scripts/group.js",
          "const c = require('child_process').spawn('/bin/sleep', ['30'], {stdio: 'ignore'});"
          "console.log(c.pid); setInterval(() => {}, 1000);");
-  std::string refused =
-      sup_->Start(Request("scripts/group.js"), [this](RunOutcome o) { outcome_ = std::move(o); });
+  std::string refused = Refused(sup_->Start(
+      Request("scripts/group.js"), [this](RunResult o) { outcome_ = Render(std::move(o)); }));
   ASSERT_EQ(refused, "");
   EXPECT_TRUE(sup_->Busy());
-  std::string second =
-      sup_->Start(Request("scripts/group.js"), [](RunOutcome) { ADD_FAILURE() << "second run"; });
-  EXPECT_NE(second.find("already running"), std::string::npos) << second;
+  std::string second = Refused(
+      sup_->Start(Request("scripts/group.js"), [](RunResult) { ADD_FAILURE() << "second run"; }));
+  EXPECT_EQ(second, "busy");
   // Let node start and spawn its child, then cancel.
   int64_t until = EventLoop::NowMs() + 1500;
   while (EventLoop::NowMs() < until) loop_.RunOnce(50);
@@ -304,7 +354,7 @@ TEST_F(SupervisorTest, BusyRefusesASecondRunAndCancelKillsTheGroup) {
 TEST_F(SupervisorTest, KillAndReapNowLeavesNoWorker) {
   Script("scripts/sleep.js", "setInterval(() => {}, 1000);");
   bool called = false;
-  ASSERT_EQ(sup_->Start(Request("scripts/sleep.js"), [&](RunOutcome) { called = true; }), "");
+  ASSERT_EQ(Refused(sup_->Start(Request("scripts/sleep.js"), [&](RunResult) { called = true; })), "");
   pid_t pid = sup_->pid();
   int64_t until = EventLoop::NowMs() + 500;
   while (EventLoop::NowMs() < until) loop_.RunOnce(50);
@@ -316,16 +366,18 @@ TEST_F(SupervisorTest, KillAndReapNowLeavesNoWorker) {
   EXPECT_TRUE(Gone(pid));
 }
 
-TEST_F(SupervisorTest, ScriptSwappedForAnEscapingSymlinkIsRefused) {
+TEST_F(SupervisorTest, WithoutACheckedDescriptorNothingRuns) {
   Script("scripts/run.js", "console.log('original');");
   std::ofstream(root_ + "/evil.js") << "console.log('evil');";
-  // After the catalogue scan (dir fd already open): swap the script for a link out.
+  // Swapped for a link out: the resolved check (in Prepare) opens nothing, and the
+  // supervisor has no path to fall back to.
   std::filesystem::remove(skill_ + "/scripts/run.js");
   std::filesystem::create_symlink("../../evil.js", skill_ + "/scripts/run.js");
   bool called = false;
-  std::string refused = sup_->Start(Request("scripts/run.js"), [&](RunOutcome) { called = true; });
-  EXPECT_NE(refused.find("resolved path check"), std::string::npos) << refused;
-  EXPECT_NE(refused.find("outside the skill directory"), std::string::npos) << refused;
+  PreparedRun run = Request("scripts/run.js");
+  EXPECT_FALSE(run.script_fd.valid());
+  std::string refused = Refused(sup_->Start(std::move(run), [&](RunResult) { called = true; }));
+  EXPECT_NE(refused.find("checked script descriptor"), std::string::npos) << refused;
   EXPECT_FALSE(sup_->Busy());
   EXPECT_FALSE(called);
 }
@@ -333,9 +385,9 @@ TEST_F(SupervisorTest, ScriptSwappedForAnEscapingSymlinkIsRefused) {
 TEST_F(SupervisorTest, ScriptSwappedAfterStartRunsTheOriginal) {
   Script("scripts/run.js", "console.log('original');");
   std::ofstream(root_ + "/evil.js") << "console.log('evil');";
-  ASSERT_EQ(
-      sup_->Start(Request("scripts/run.js"), [this](RunOutcome o) { outcome_ = std::move(o); }),
-      "");
+  ASSERT_EQ(Refused(sup_->Start(Request("scripts/run.js"),
+                                [this](RunResult o) { outcome_ = Render(std::move(o)); })),
+            "");
   // The broker holds the open descriptor; replacing the path now changes nothing.
   std::filesystem::remove(skill_ + "/scripts/run.js");
   std::filesystem::create_symlink("../../evil.js", skill_ + "/scripts/run.js");
@@ -351,8 +403,8 @@ TEST_F(SupervisorTest, MissingNodeRefusesRunsWithTheReason) {
   LaunchConfig c = std::move(*ResolveLaunchConfig(env, PrivilegeState{}).config);
   RunSupervisor sup(loop_, c, env);
   Script("scripts/ok.js", "");
-  std::string refused = sup.Start(Request("scripts/ok.js"), [](RunOutcome) {});
-  EXPECT_NE(refused.find("cannot run on this server"), std::string::npos) << refused;
+  std::string refused = Refused(sup.Start(Request("scripts/ok.js"), [](RunResult) {}));
+  EXPECT_EQ(refused.rfind("unavailable: ", 0), 0u) << refused;
   EXPECT_NE(refused.find("/nonexistent/node"), std::string::npos) << refused;
 }
 
@@ -368,13 +420,14 @@ TEST_F(SupervisorTest, WorkerThatCannotStartIsAClearError) {
   ASSERT_TRUE(c.ready()) << c.refusal;
   RunSupervisor sup(loop_, c, env);
   Script("scripts/ok.js", "");
-  ASSERT_EQ(sup.Start(Request("scripts/ok.js"), [this](RunOutcome o) { outcome_ = std::move(o); }),
+  ASSERT_EQ(Refused(sup.Start(Request("scripts/ok.js"),
+                             [this](RunResult o) { outcome_ = Render(std::move(o)); })),
             "");
   auto o = Wait(10000);
   ASSERT_TRUE(o);
   EXPECT_FALSE(o->ran);
-  EXPECT_NE(o->error.find("could not start the worker"), std::string::npos) << o->error;
-  EXPECT_NE(o->error.find("Exec format error"), std::string::npos) << o->error;
+  EXPECT_EQ(o->failed_step, static_cast<int>(WorkerStep::kSpawn)) << o->error;
+  EXPECT_EQ(o->failed_err, ENOEXEC) << o->error;
 }
 
 // Runs `body` in a forked child, which may change its own identity or capabilities, and
@@ -416,7 +469,7 @@ TEST_F(SupervisorTest, ImpossibleUidSwitchIsAClearSetupError) {
     EventLoop loop;
     RunSupervisor sup(loop, config_, env_);
     std::optional<RunOutcome> out;
-    if (!sup.Start(Request("scripts/ok.js"), [&](RunOutcome o) { out = std::move(o); }).empty())
+    if (sup.Start(Request("scripts/ok.js"), [&](RunResult o) { out = Render(std::move(o)); }))
       _exit(3);
     int64_t end = EventLoop::NowMs() + 10000;
     while (!out && EventLoop::NowMs() < end) loop.RunOnce(50);
@@ -485,7 +538,7 @@ TEST_F(SupervisorTest, BrokerAfterPrivilegeDropLaunchesAndKillsAcrossUids) {
     std::string report = std::to_string(getuid());
     for (const char* script : {"scripts/who.js", "scripts/stubborn.js"}) {
       std::optional<RunOutcome> out;
-      if (!sup.Start(Request(script, 1000), [&](RunOutcome o) { out = std::move(o); }).empty())
+      if (sup.Start(Request(script, 1000), [&](RunResult o) { out = Render(std::move(o)); }))
         _exit(4);
       int64_t end = EventLoop::NowMs() + 10000;
       while (!out && EventLoop::NowMs() < end) loop.RunOnce(50);
@@ -535,8 +588,8 @@ TEST_F(SupervisorTest, HardDeadlineAnswersEvenWhenTheWorkerCannotBeKilled) {
       RunSupervisor sup(loop, config_, env_);
       std::optional<RunOutcome> out;
       int64_t t0 = EventLoop::NowMs();
-      if (!sup.Start(Request("scripts/forever.js", 500), [&](RunOutcome o) { out = std::move(o); })
-               .empty())
+      if (sup.Start(Request("scripts/forever.js", 500),
+                    [&](RunResult o) { out = Render(std::move(o)); }))
         _exit(5);
       while (!out && EventLoop::NowMs() < t0 + 10000) loop.RunOnce(50);
       if (!out) _exit(6);

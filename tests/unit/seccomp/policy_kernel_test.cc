@@ -16,6 +16,7 @@
 #include <string>
 
 #include "seccomp/load.h"
+#include "seccomp/compile.h"
 #include "seccomp/policy.h"
 #include "tests/probe/syscall_table.h"
 

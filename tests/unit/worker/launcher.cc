@@ -15,20 +15,15 @@
 #include <cerrno>
 #include <cstring>
 
+#include "broker/run/spawn.h"
+
 namespace skillmcp::testing {
 namespace {
 
-// Moves a descriptor to >= 100 (close-on-exec) so dup2 into 3..7 never clobbers it.
-int High(int fd) {
-  if (fd < 0) return fd;
-  const int h = fcntl(fd, F_DUPFD_CLOEXEC, 100);
-  close(fd);
-  return h;
-}
-
-int OpenHigh(const std::string& path, int flags) {
+int OpenOrDup(const std::string& path, int fd, int flags) {
+  if (fd >= 0) return fcntl(fd, F_DUPFD_CLOEXEC, 0);
   if (path.empty()) return -1;
-  return High(open(path.c_str(), flags | O_CLOEXEC));
+  return open(path.c_str(), flags | O_CLOEXEC);
 }
 
 double Now() {
@@ -37,10 +32,65 @@ double Now() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
+// Spawn's before_exec hook: the odd broker a test asks for, in the child, after spawn
+// placed the layout. Async-signal-safe calls only; a failure is an errno (kSpawn).
+int PlayTheBroker(void* context) {
+  const Launch& launch = *static_cast<const Launch*>(context);
+  // A careless broker: descriptors leaked without close-on-exec above the layout, and
+  // supplementary groups of its own. The worker must shed both.
+  if (dup2(0, 9) < 0 || dup2(0, 42) < 0) return errno;
+  if (launch.close_stdin) close(0);
+  if (!launch.broker_uid && !launch.root_keeps_only_caps) {
+    const gid_t groups[] = {4, 27, 100};
+    if (setgroups(3, groups) != 0) return errno;
+  }
+  // Like a broker with an event loop: SIGTERM blocked, SIGPIPE ignored. The worker must
+  // hand the script a clean signal state.
+  sigset_t block;
+  sigemptyset(&block);
+  sigaddset(&block, SIGTERM);
+  sigprocmask(SIG_BLOCK, &block, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  if (launch.broker_uid) {
+    const uid_t id = *launch.broker_uid;
+    if (!launch.broker_ambient_caps.empty() && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0)
+      return errno;
+    if (setgroups(0, nullptr) || setresgid(id, id, id) || setresuid(id, id, id)) return errno;
+    if (!launch.broker_ambient_caps.empty()) {
+      __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+      __user_cap_data_struct data[2] = {};
+      for (int cap : launch.broker_ambient_caps) {
+        data[cap / 32].permitted |= 1u << (cap % 32);
+        data[cap / 32].inheritable |= 1u << (cap % 32);
+      }
+      if (syscall(SYS_capset, &hdr, data) != 0) return errno;
+      for (int cap : launch.broker_ambient_caps)
+        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) != 0) return errno;
+    }
+  }
+  if (launch.root_keeps_only_caps) {
+    __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct data[2];
+    if (syscall(SYS_capget, &hdr, data) != 0) return errno;
+    data[0].inheritable = data[1].inheritable = 0;
+    for (int cap : *launch.root_keeps_only_caps) data[cap / 32].inheritable |= 1u << (cap % 32);
+    if (syscall(SYS_capset, &hdr, data) != 0) return errno;
+    for (int cap : *launch.root_keeps_only_caps)
+      if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) != 0) return errno;
+    if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT, 0, 0, 0) != 0) return errno;
+  }
+  return 0;
+}
+
 }  // namespace
 
 const char* WorkerPath() { return SKILL_MCP_TEST_WORKER; }
 const char* ProbePath() { return SKILL_MCP_TEST_PROBE; }
+
+bool LaunchResult::SpawnFailed(int err_no) const {
+  return failure && failure->step == static_cast<int32_t>(WorkerStep::kSpawn) &&
+         failure->err == err_no;
+}
 
 bool LaunchResult::Exited() const { return WIFEXITED(wait_status); }
 int LaunchResult::ExitCode() const {
@@ -60,102 +110,37 @@ std::string LaunchResult::Describe() const {
 
 LaunchResult RunWorker(const Launch& launch) {
   LaunchResult result;
-  int spec[2], status[2], out[2], err[2];
-  if (pipe2(spec, O_CLOEXEC) || pipe2(status, O_CLOEXEC) || pipe2(out, O_CLOEXEC) ||
-      pipe2(err, O_CLOEXEC)) {
-    result.err = "pipe failed";
-    return result;
-  }
-  for (int* p : {spec, status, out, err}) {
-    p[0] = High(p[0]);
-    p[1] = High(p[1]);
-  }
-  const int devnull = OpenHigh("/dev/null", O_RDONLY);
-  const int prog = launch.program_fd >= 0 ? High(fcntl(launch.program_fd, F_DUPFD_CLOEXEC, 0))
-                                          : OpenHigh(launch.program_path, O_RDONLY);
-  const int script = launch.script_fd >= 0 ? High(fcntl(launch.script_fd, F_DUPFD_CLOEXEC, 0))
-                                           : OpenHigh(launch.script_path, O_RDONLY);
-  const int dir = OpenHigh(launch.dir_path, O_PATH | O_DIRECTORY);
+  const UniqueFd worker(open(WorkerPath(), O_RDONLY | O_CLOEXEC));
+  const UniqueFd prog(OpenOrDup(launch.program_path, launch.program_fd, O_RDONLY));
+  const UniqueFd script(OpenOrDup(launch.script_path, launch.script_fd, O_RDONLY));
+  const UniqueFd dir(OpenOrDup(launch.dir_path, -1, O_PATH | O_DIRECTORY));
   std::vector<std::string> env_store = launch.worker_env;
   std::vector<char*> envp;
   for (auto& e : env_store) envp.push_back(e.data());
   envp.push_back(nullptr);
-  const char* worker = WorkerPath();
   // The worker may die before reading its spec; the write must fail, not kill the test.
   signal(SIGPIPE, SIG_IGN);
 
-  const pid_t pid = fork();
-  if (pid == 0) {
-    // Child: async-signal-safe calls only until exec.
-    auto place = [](int from, int to) {
-      if (from < 0) {
-        close(to);
-        return;
-      }
-      if (dup2(from, to) < 0) _exit(120);
-    };
-    place(launch.close_stdin ? -1 : devnull, 0);
-    place(out[1], 1);
-    place(err[1], 2);
-    place(spec[0], 3);
-    place(status[1], 4);
-    place(prog, 5);
-    place(script, 6);
-    place(dir, 7);
-    // A careless broker: descriptors leaked without close-on-exec above the layout, and
-    // supplementary groups of its own. The worker must shed both.
-    place(devnull, 9);
-    place(devnull, 42);
-    if (!launch.broker_uid && !launch.root_keeps_only_caps) {
-      const gid_t groups[] = {4, 27, 100};
-      if (setgroups(3, groups) != 0) _exit(124);
-    }
-    // dup2 leaves 3..7 without close-on-exec: they must survive the exec of the worker,
-    // which then marks 4 and 5 close-on-exec itself.
-    // Like a broker with an event loop: SIGTERM blocked, SIGPIPE ignored (inherited
-    // from the test). The worker must hand the script a clean signal state.
-    sigset_t block;
-    sigemptyset(&block);
-    sigaddset(&block, SIGTERM);
-    sigprocmask(SIG_BLOCK, &block, nullptr);
-    if (launch.broker_uid) {
-      const uid_t id = *launch.broker_uid;
-      if (!launch.broker_ambient_caps.empty() && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0)
-        _exit(121);
-      if (setgroups(0, nullptr) || setresgid(id, id, id) || setresuid(id, id, id)) _exit(121);
-      if (!launch.broker_ambient_caps.empty()) {
-        __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
-        __user_cap_data_struct data[2] = {};
-        for (int cap : launch.broker_ambient_caps) {
-          data[cap / 32].permitted |= 1u << (cap % 32);
-          data[cap / 32].inheritable |= 1u << (cap % 32);
-        }
-        if (syscall(SYS_capset, &hdr, data) != 0) _exit(125);
-        for (int cap : launch.broker_ambient_caps)
-          if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) != 0) _exit(125);
-      }
-    }
-    if (launch.root_keeps_only_caps) {
-      __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
-      __user_cap_data_struct data[2];
-      if (syscall(SYS_capget, &hdr, data) != 0) _exit(123);
-      data[0].inheritable = data[1].inheritable = 0;
-      for (int cap : *launch.root_keeps_only_caps) data[cap / 32].inheritable |= 1u << (cap % 32);
-      if (syscall(SYS_capset, &hdr, data) != 0) _exit(123);
-      for (int cap : *launch.root_keeps_only_caps)
-        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) != 0) _exit(123);
-      if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT, 0, 0, 0) != 0) _exit(123);
-    }
-    char* argv[] = {const_cast<char*>("skill-mcp-worker"), nullptr};
-    execve(worker, argv, envp.data());
-    _exit(122);
-  }
-  for (int fd : {spec[0], status[1], out[1], err[1], devnull, prog, script, dir})
-    if (fd >= 0) close(fd);
-  if (pid < 0) {
-    result.err = "fork failed";
+  // The broker's own spawn, with a hook that plays the broker the test asks for.
+  SpawnRequest req;
+  req.worker_fd = worker.get();
+  req.node_fd = prog.get();
+  req.script_fd = script.get();
+  req.skill_dir_fd = dir.get();
+  req.worker_envp = envp.data();
+  req.before_exec = PlayTheBroker;
+  req.before_exec_context = const_cast<Launch*>(&launch);
+  SpawnOutcome spawned = SpawnWorker(req);
+  if (!spawned.spawned) {
+    result.err = spawned.error.call + " failed";
     return result;
   }
+  Spawned& s = *spawned.spawned;
+  const pid_t pid = s.pid;
+  int spec[2] = {-1, s.spec.release()};
+  int out[2] = {s.out.release(), -1};
+  int err[2] = {s.err.release(), -1};
+  int status[2] = {s.report.release(), -1};
 
   fcntl(spec[1], F_SETFL, O_NONBLOCK);
   size_t spec_off = 0;
@@ -228,11 +213,10 @@ LaunchResult RunWorker(const Launch& launch) {
   for (int fd : {spec_fd, out_fd, err_fd, status_fd})
     if (fd >= 0) close(fd);
   kill(-pid, SIGKILL);  // leftovers in the worker's process group (it is its own session)
-  if (status_bytes.size() == sizeof(WorkerFailure)) {
-    WorkerFailure f;
-    std::memcpy(&f, status_bytes.data(), sizeof(f));
-    result.failure = f;
-  }
+  if (std::optional<WorkerReport> r = DecodeWorkerReport(status_bytes))
+    result.failure = LaunchResult::Failure{static_cast<int32_t>(r->step), r->err};
+  else if (!status_bytes.empty())
+    result.err += "\nundecodable report of " + std::to_string(status_bytes.size()) + " bytes";
   return result;
 }
 

@@ -1,5 +1,5 @@
-// A small test launcher that does what the broker does: fork, lay out the descriptors
-// of shared/run_spec.h, exec the REAL skill-mcp-worker, feed the spec, collect output.
+// A small test launcher around the broker's own spawn (broker/run/spawn.h): starts the
+// REAL skill-mcp-worker, feeds the spec, collects output and the worker report.
 #pragma once
 
 #include <sys/types.h>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "shared/run_spec.h"
+#include "shared/worker_protocol.h"
 
 namespace skillmcp::testing {
 
@@ -37,10 +37,15 @@ struct Launch {
 struct LaunchResult {
   int wait_status = 0;  // raw waitpid status of the worker process
   std::string out, err;
-  std::optional<WorkerFailure> failure;  // what the worker wrote on fd 4, if anything
+  struct Failure {
+    int32_t step = 0;
+    int32_t err = 0;
+  };
+  std::optional<Failure> failure;  // the report on fd 4, if one was written and decoded
   bool timed_out = false;
 
   bool Exited() const;
+  bool SpawnFailed(int err_no) const;  // spawn's child failed (e.g. exec of the worker)
   int ExitCode() const;          // -1 if not exited
   int Signal() const;            // 0 if not signalled
   std::string Describe() const;  // for assertion messages

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "shared/run_limits_default.h"
-#include "shared/run_spec.h"
+#include "shared/worker_protocol.h"
 #include "tests/unit/worker/launcher.h"
 #include "tests/unit/worker/test_util.h"
 
@@ -31,7 +31,6 @@ class NodeWorkerTest : public ::testing::Test {
 
   RunSpec Spec(const std::string& script_rel, std::vector<std::string> args = {}) {
     RunSpec s;
-    s.program = RunProgram::kNodeScript;
     s.script_path = skill_.Sub(script_rel);
     s.args = std::move(args);
     s.envp = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/nonexistent", "LANG=C.UTF-8",
@@ -45,7 +44,7 @@ class NodeWorkerTest : public ::testing::Test {
 
   LaunchResult Run(const RunSpec& spec, int script_fd = -1, int timeout = 60) {
     Launch l;
-    l.spec_bytes = EncodeRunSpec(spec);
+    l.spec_bytes = EncodeRunSpec(spec).value();
     l.program_path = kNode;
     if (script_fd >= 0)
       l.script_fd = script_fd;

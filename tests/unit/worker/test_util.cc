@@ -11,6 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "seccomp/compile.h"
 #include "seccomp/policy.h"
 
 namespace skillmcp::testing {

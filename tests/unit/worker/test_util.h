@@ -1,7 +1,7 @@
 // Small helpers for the worker tests: temp dirs, files, /proc/self/status parsing.
 #pragma once
 
-#include "shared/run_spec.h"
+#include "shared/worker_protocol.h"
 
 #include <map>
 #include <string>

@@ -24,13 +24,6 @@ TEST(BuildArgv, NodeScriptPutsPathAndArgsAfterTheOptionEnd) {
   EXPECT_EQ(argv[7], "x y");
 }
 
-TEST(BuildArgv, DirectArgvIsVerbatim) {
-  RunSpec s;
-  s.program = RunProgram::kDirectArgv;
-  s.args = {"prog", "--", "a"};
-  EXPECT_EQ(BuildArgv(s), s.args);
-}
-
 TEST(PlanLimits, CoreIsAlwaysZeroAndZeroFieldsAreSkipped) {
   const auto plan = PlanLimits(RunLimits{});
   ASSERT_EQ(plan.size(), 1u);

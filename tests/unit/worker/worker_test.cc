@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "shared/run_limits_default.h"
-#include "shared/run_spec.h"
-#include "shared/worker_steps.h"
+#include "shared/worker_protocol.h"
+#include "shared/worker_protocol.h"
 #include "tests/probe/syscall_table.h"
 #include "tests/unit/worker/launcher.h"
 #include "tests/unit/worker/test_util.h"
@@ -36,10 +36,11 @@ class WorkerTest : public ::testing::Test {
 
   // The probe as the program, run as nobody under the default limits and the policy.
   RunSpec ProbeSpec(std::vector<std::string> probe_args) {
+    // The probe takes node's place on fd 5 and gets node's argv; it reads its mode after
+    // the script path (tests/probe/try_syscall.cc). The shipped worker has no other mode.
     RunSpec spec;
-    spec.program = RunProgram::kDirectArgv;
-    spec.args = {"try_syscall"};
-    spec.args.insert(spec.args.end(), probe_args.begin(), probe_args.end());
+    spec.script_path = dir_.Sub("script.js");
+    spec.args = std::move(probe_args);
     spec.envp = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8"};
     spec.switch_ids = true;
     spec.uid = kNobody;
@@ -51,7 +52,7 @@ class WorkerTest : public ::testing::Test {
 
   Launch LaunchFor(const RunSpec& spec) {
     Launch l;
-    l.spec_bytes = EncodeRunSpec(spec);
+    l.spec_bytes = EncodeRunSpec(spec).value();
     l.program_path = ProbePath();
     l.script_path = dir_.Sub("script.js");
     l.dir_path = dir_.path();
@@ -63,7 +64,7 @@ class WorkerTest : public ::testing::Test {
   TempDir dir_;
 };
 
-// The worker failed at `step` and said so both ways: the status fd and the exit code.
+// The worker failed at `step` and said so both ways: the report on fd 4 and the exit code.
 void ExpectStep(const LaunchResult& r, WorkerStep step, int err) {
   ASSERT_TRUE(r.failure.has_value()) << r.Describe();
   EXPECT_EQ(r.failure->step, static_cast<int32_t>(step)) << r.Describe();
@@ -195,7 +196,7 @@ TEST_F(WorkerTest, RootWithoutSwitchExecsWithoutAnyCapability) {
   EXPECT_EQ(kv["Securebits"], "0xef");  // uid 0 gains nothing at any later exec
 }
 
-// DEPLOY-NOTES: ambient capabilities survive a non-root to non-root uid change. A
+// Measured (docs/isolation.md): ambient capabilities survive a non-root to non-root uid change. A
 // broker started with AmbientCapabilities= must not hand them to the script.
 TEST_F(WorkerTest, AmbientCapabilitiesOfANonRootBrokerAreCleared) {
   RunSpec spec = ProbeSpec({"status"});
@@ -204,7 +205,7 @@ TEST_F(WorkerTest, AmbientCapabilitiesOfANonRootBrokerAreCleared) {
   l.broker_uid = 65533;
   l.broker_ambient_caps = {CAP_NET_BIND_SERVICE, CAP_SETPCAP};
   const LaunchResult r = RunWorker(l);
-  if (r.ExitCode() == 122) GTEST_SKIP() << "the worker binary is not executable by uid 65533 here";
+  if (r.SpawnFailed(EACCES)) GTEST_SKIP() << "the worker binary is not executable by uid 65533 here";
   ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
   auto kv = KeyValues(r.out);
   EXPECT_EQ(kv["Uid"], "65533 65533 65533 65533");
@@ -230,7 +231,7 @@ TEST_F(WorkerTest, InterpreterReplacedAfterOpenStillExecsThePinnedBinary) {
   const LaunchResult r = RunWorker(l);
   close(fd);
   ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
-  EXPECT_EQ(r.out, "[try_syscall]\n[args]\n[x]\n");
+  EXPECT_EQ(r.out, "[" + dir_.Sub("script.js") + "]\n[args]\n[x]\n");
 }
 
 TEST_F(WorkerTest, MissingStdinFailsCheckFds) {
@@ -250,7 +251,7 @@ TEST_F(WorkerTest, UnprivilegedBrokerRunsWithNoNewPrivsAndNoCapabilities) {
   Launch l = LaunchFor(spec);
   l.broker_uid = 65533;
   const LaunchResult r = RunWorker(l);
-  if (r.ExitCode() == 122) GTEST_SKIP() << "the worker binary is not executable by uid 65533 here";
+  if (r.SpawnFailed(EACCES)) GTEST_SKIP() << "the worker binary is not executable by uid 65533 here";
   ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
   auto kv = KeyValues(r.out);
   EXPECT_EQ(kv["Uid"], "65533 65533 65533 65533");
@@ -345,7 +346,7 @@ TEST_F(WorkerTest, TargetEqualToTheBrokerUidIsRefused) {
   Launch l = LaunchFor(spec);
   l.broker_uid = 65533;  // an unprivileged broker cannot switch anyway; refused first
   const LaunchResult r = RunWorker(l);
-  if (r.ExitCode() == 122) GTEST_SKIP() << "the worker binary is not executable by uid 65533 here";
+  if (r.SpawnFailed(EACCES)) GTEST_SKIP() << "the worker binary is not executable by uid 65533 here";
   ExpectStep(r, WorkerStep::kRefuseRootIds, EINVAL);
 }
 
@@ -354,7 +355,7 @@ TEST_F(WorkerTest, UnprivilegedBrokerAskingForASwitchFailsAtSetGroups) {
   Launch l = LaunchFor(spec);
   l.broker_uid = 65533;
   const LaunchResult r = RunWorker(l);
-  if (r.ExitCode() == 122) GTEST_SKIP() << "the worker binary is not executable by uid 65533 here";
+  if (r.SpawnFailed(EACCES)) GTEST_SKIP() << "the worker binary is not executable by uid 65533 here";
   ExpectStep(r, WorkerStep::kSetGroups, EPERM);
 }
 
@@ -375,14 +376,15 @@ TEST_F(WorkerTest, NonExecutableInterpreterFailsExec) {
 
 TEST(WorkerSteps, DescriptionsAndExitCodesCoverEveryStep) {
   for (int code = kWorkerStepFirst; code <= kWorkerStepLast; ++code) {
-    auto step = WorkerStepFromExitCode(code);
+    auto step = WorkerStepFromCode(code);
     if (!step) continue;
     EXPECT_STRNE(DescribeWorkerStep(*step), "complete an unknown setup step") << code;
   }
-  EXPECT_FALSE(WorkerStepFromExitCode(0).has_value());
-  EXPECT_FALSE(WorkerStepFromExitCode(1).has_value());
-  EXPECT_FALSE(WorkerStepFromExitCode(137).has_value());
-  EXPECT_EQ(WorkerStepFromExitCode(200), WorkerStep::kReadSpec);
+  EXPECT_FALSE(WorkerStepFromCode(0).has_value());
+  EXPECT_FALSE(WorkerStepFromCode(1).has_value());
+  EXPECT_FALSE(WorkerStepFromCode(137).has_value());
+  EXPECT_EQ(WorkerStepFromCode(200), WorkerStep::kSpawn);
+  EXPECT_EQ(WorkerStepFromCode(201), WorkerStep::kReadSpec);
 }
 
 // ---- the seccomp policy in force on the exec'd program ------------------------------

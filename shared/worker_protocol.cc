@@ -1,7 +1,8 @@
-// RunSpec wire format: a typed, length-capped, little-endian encoding with a magic and a
-// version. Decode is strict: every count and length is checked against what is left
-// before anything is allocated, and trailing bytes are an error.
-#include "shared/run_spec.h"
+// The worker protocol's encodings: typed, length-capped, little-endian, with a magic and
+// one version. Decoding is strict: every count and length is checked against what is
+// left before anything is allocated, and trailing bytes are an error. Encoding refuses
+// what decoding would refuse.
+#include "shared/worker_protocol.h"
 
 #include <set>
 
@@ -9,7 +10,8 @@ namespace skillmcp {
 namespace {
 
 constexpr char kMagic[4] = {'S', 'M', 'R', 'S'};
-constexpr uint32_t kVersion = 3;
+constexpr char kReportMagic[4] = {'S', 'M', 'W', 'R'};
+constexpr int32_t kMaxErrno = 4095;  // the kernel's own ceiling (MAX_ERRNO)
 
 void PutU8(std::string& out, uint8_t v) { out.push_back(static_cast<char>(v)); }
 
@@ -82,10 +84,9 @@ class Reader {
       if (!String(s)) return false;
     return true;
   }
-  bool Magic() {
-    if (in_.size() < sizeof(kMagic) || in_.substr(0, sizeof(kMagic)) != std::string_view(kMagic, 4))
-      return false;
-    in_.remove_prefix(sizeof(kMagic));
+  bool Magic(const char (&magic)[4]) {
+    if (in_.size() < 4 || in_.substr(0, 4) != std::string_view(magic, 4)) return false;
+    in_.remove_prefix(4);
     return true;
   }
   bool AtEnd() const { return in_.empty(); }
@@ -150,21 +151,23 @@ bool IsValidRunSpec(const RunSpec& spec) {
   } else if (!spec.skill_dir_path.empty() || !spec.hidden_roots.empty()) {
     return false;
   }
-  switch (spec.program) {
-    case RunProgram::kNodeScript:
-      // The bootstrap names the module by this path; a relative one would resolve
-      // against the cwd and give the script a wrong __filename and require() base.
-      return !spec.script_path.empty() && spec.script_path[0] == '/';
-    case RunProgram::kDirectArgv:
-      return !spec.args.empty();
+  if (spec.probe) {
+    // A probe runs nothing: a script, arguments, variables or a filter would be a
+    // broker that meant a run.
+    return spec.script_path.empty() && spec.args.empty() && spec.envp.empty() && !spec.seccomp;
   }
-  return false;
+  // The bootstrap names the module by this path; a relative one would resolve against
+  // the cwd and give the script a wrong __filename and require() base.
+  return !spec.script_path.empty() && spec.script_path[0] == '/';
 }
 
-std::string EncodeRunSpec(const RunSpec& spec) {
+std::optional<std::string> EncodeRunSpec(const RunSpec& spec) {
+  // why: what the worker would refuse is refused here, before a process exists; no
+  // length is ever cut to fit its field.
+  if (!IsValidRunSpec(spec)) return std::nullopt;
   std::string out(kMagic, sizeof(kMagic));
-  PutU32(out, kVersion);
-  PutU8(out, static_cast<uint8_t>(spec.program));
+  PutU32(out, kWorkerProtocolVersion);
+  PutU8(out, spec.probe ? 1 : 0);
   PutU8(out, spec.switch_ids ? 1 : 0);
   PutU8(out, spec.seccomp ? 1 : 0);
   PutU8(out, spec.namespaces ? 1 : 0);
@@ -182,6 +185,7 @@ std::string EncodeRunSpec(const RunSpec& spec) {
   PutString(out, spec.seccomp_bpf);
   PutString(out, spec.skill_dir_path);
   PutStrings(out, spec.hidden_roots);
+  if (out.size() > kRunSpecMaxBytes) return std::nullopt;
   return out;
 }
 
@@ -190,12 +194,9 @@ std::optional<RunSpec> DecodeRunSpec(std::string_view bytes) {
   Reader r(bytes);
   RunSpec spec;
   uint32_t version = 0;
-  uint8_t program = 0;
-  if (!r.Magic() || !r.U32(version) || version != kVersion) return std::nullopt;
-  if (!r.U8(program) || program > static_cast<uint8_t>(RunProgram::kDirectArgv))
+  if (!r.Magic(kMagic) || !r.U32(version) || version != kWorkerProtocolVersion)
     return std::nullopt;
-  spec.program = static_cast<RunProgram>(program);
-  if (!r.Bool(spec.switch_ids) || !r.Bool(spec.seccomp) || !r.Bool(spec.namespaces))
+  if (!r.Bool(spec.probe) || !r.Bool(spec.switch_ids) || !r.Bool(spec.seccomp) || !r.Bool(spec.namespaces))
     return std::nullopt;
   if (!r.U32(spec.uid) || !r.U32(spec.gid)) return std::nullopt;
   RunLimits& l = spec.limits;
@@ -211,6 +212,94 @@ std::optional<RunSpec> DecodeRunSpec(std::string_view bytes) {
   if (!r.AtEnd()) return std::nullopt;  // trailing bytes: not what the broker meant
   if (!IsValidRunSpec(spec)) return std::nullopt;
   return spec;
+}
+
+const char* DescribeWorkerStep(WorkerStep step) {
+  switch (step) {
+    case WorkerStep::kSpawn:
+      return "be started by the broker (placing its descriptors, exec of the worker binary)";
+    case WorkerStep::kReadSpec:
+      return "read a valid run description from the broker";
+    case WorkerStep::kCheckFds:
+      return "find the expected descriptors (report, node, script, skill dir)";
+    case WorkerStep::kSetsid:
+      return "start its own session and process group with default signal handling";
+    case WorkerStep::kCloseFds:
+      return "close the inherited descriptors";
+    case WorkerStep::kSetLimits:
+      return "apply the resource limits";
+    case WorkerStep::kSecurebits:
+      return "lock the securebits";
+    case WorkerStep::kDropBounding:
+      return "drop the capability bounding set";
+    case WorkerStep::kRefuseRootIds:
+      return "accept the run-as identity (root, or the broker's own uid or gid, is refused)";
+    case WorkerStep::kSetGroups:
+      return "drop the supplementary groups";
+    case WorkerStep::kSetGid:
+      return "switch to the run-as gid";
+    case WorkerStep::kSetUid:
+      return "switch to the run-as uid";
+    case WorkerStep::kUserNamespace:
+      return "create the run's user and mount namespace";
+    case WorkerStep::kMountView:
+      return "build the run's filesystem view (private /tmp, other skills hidden)";
+    case WorkerStep::kDropAmbient:
+      return "clear the ambient capabilities";
+    case WorkerStep::kDropCaps:
+      return "clear the effective, permitted and inheritable capabilities";
+    case WorkerStep::kVerifyIds:
+      return "verify that the uid/gid switch cannot be undone";
+    case WorkerStep::kVerifyCaps:
+      return "verify that no capability is left";
+    case WorkerStep::kNoNewPrivs:
+      return "set no_new_privs";
+    case WorkerStep::kChdir:
+      return "enter the skill directory";
+    case WorkerStep::kSeccomp:
+      return "install the seccomp filter";
+    case WorkerStep::kExec:
+      return "execute the interpreter";
+  }
+  return "complete an unknown setup step";
+}
+
+std::optional<WorkerStep> WorkerStepFromCode(int code) {
+  if (code < static_cast<int>(WorkerStep::kSpawn) || code > static_cast<int>(WorkerStep::kExec))
+    return std::nullopt;
+  return static_cast<WorkerStep>(code);
+}
+
+namespace {
+
+void PutU32At(char* out, uint32_t v) {
+  for (int i = 0; i < 4; ++i) out[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+}
+
+}  // namespace
+
+bool EncodeWorkerReport(const WorkerReport& report, char (&out)[kWorkerReportBytes]) {
+  const auto step = static_cast<int32_t>(report.step);
+  if (!WorkerStepFromCode(step) || report.err < 0 || report.err > kMaxErrno) return false;
+  for (int i = 0; i < 4; ++i) out[i] = kReportMagic[i];
+  PutU32At(out + 4, kWorkerProtocolVersion);
+  PutU32At(out + 8, static_cast<uint32_t>(step));
+  PutU32At(out + 12, static_cast<uint32_t>(report.err));
+  return true;
+}
+
+std::optional<WorkerReport> DecodeWorkerReport(std::string_view bytes) {
+  if (bytes.size() != kWorkerReportBytes) return std::nullopt;
+  Reader r(bytes);
+  uint32_t version = 0, step = 0, err = 0;
+  if (!r.Magic(kReportMagic) || !r.U32(version) || version != kWorkerProtocolVersion)
+    return std::nullopt;
+  if (!r.U32(step) || !r.U32(err) || !r.AtEnd()) return std::nullopt;
+  const int32_t code = static_cast<int32_t>(step);
+  const int32_t e = static_cast<int32_t>(err);
+  std::optional<WorkerStep> known = WorkerStepFromCode(code);
+  if (!known || e < 0 || e > kMaxErrno) return std::nullopt;
+  return WorkerReport{*known, e};
 }
 
 }  // namespace skillmcp

@@ -1,5 +1,7 @@
 // Turns the group table into a libseccomp filter and exports its BPF program. Runs in
 // the broker once at boot; the workers only load the bytes (seccomp/load.cc).
+#include "seccomp/compile.h"
+
 #include <linux/sched.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>

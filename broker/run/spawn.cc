@@ -1,0 +1,146 @@
+#include "broker/run/spawn.h"
+
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <signal.h>
+#include <sys/capability.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <utility>
+
+#include "shared/worker_protocol.h"
+
+namespace skillmcp {
+namespace {
+
+constexpr int kChildFdFloor = 10;  // sources sit above the 0..7 layout while dup2 runs
+
+// A descriptor for the child's use, moved above the 0..7 layout so that no dup2 of the
+// sequence can overwrite a source still to be placed. Close-on-exec. -1 stays -1.
+UniqueFd Lift(int fd) {
+  if (fd < 0) return UniqueFd();
+  return UniqueFd(fcntl(fd, F_DUPFD_CLOEXEC, kChildFdFloor));
+}
+
+// What the child needs, all prepared before fork.
+struct ChildPlan {
+  int src[kWorkerFdCount];  // -1: that slot stays closed
+  int worker_fd;
+  int report_src;
+  bool raise_ambient;
+  char* const* envp;
+  int (*before_exec)(void*);
+  void* context;
+};
+
+// The forked child: async-signal-safe calls only, then the exec. Never returns.
+[[noreturn]] void RunChild(const ChildPlan& p) {
+  int report_fd = p.report_src;
+  int err = 0;
+  for (int i = 0; i < kWorkerFdCount && err == 0; ++i) {
+    if (p.src[i] < 0) {
+      close(i);
+    } else if (dup2(p.src[i], i) < 0) {  // dup2 clears close-on-exec on the target
+      err = errno;
+    } else if (i == kWorkerReportFd) {
+      report_fd = kWorkerReportFd;
+    }
+  }
+  if (err == 0) {
+    // why: nothing of the broker's beyond 0..7 reaches the worker (it closes again too).
+    syscall(SYS_close_range, static_cast<unsigned>(kWorkerFdCount), ~0u, CLOSE_RANGE_CLOEXEC);
+    // why: a blocked or ignored signal survives exec; SIGTERM on timeout must work and
+    // the script must see default dispositions (SIGPIPE is ignored in the broker).
+    sigset_t empty;
+    sigemptyset(&empty);
+    sigprocmask(SIG_SETMASK, &empty, nullptr);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig)
+      if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &dfl, nullptr);
+    if (p.raise_ambient) {
+      prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_SETUID, 0, 0);
+      prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_SETGID, 0, 0);
+    }
+    if (p.before_exec != nullptr) err = p.before_exec(p.context);
+  }
+  if (err == 0) {
+    char arg0[] = "skill-mcp-worker";
+    char* argv[] = {arg0, nullptr};
+    char* no_env[] = {nullptr};  // why: the worker gets nothing from the broker's environment
+    syscall(SYS_execveat, p.worker_fd, "", argv, p.envp ? p.envp : no_env, AT_EMPTY_PATH);
+    err = errno;
+  }
+  // One convention for every launch: the report, then the step as exit code.
+  char frame[kWorkerReportBytes];
+  if (EncodeWorkerReport({WorkerStep::kSpawn, err}, frame))
+    (void)!write(report_fd, frame, sizeof frame);
+  _exit(static_cast<int>(WorkerStep::kSpawn));
+}
+
+SpawnOutcome Fail(const char* call, int err) {
+  SpawnOutcome o;
+  o.error = {call, err};
+  return o;
+}
+
+}  // namespace
+
+SpawnOutcome SpawnWorker(const SpawnRequest& req) {
+  int p[4][2];  // stdout, stderr, spec, report
+  for (auto& pipe : p) {
+    if (pipe2(pipe, O_CLOEXEC) != 0) return Fail("pipe2", errno);
+  }
+  UniqueFd out_r(p[0][0]), out_w(p[0][1]), err_r(p[1][0]), err_w(p[1][1]);
+  UniqueFd spec_r(p[2][0]), spec_w(p[2][1]), report_r(p[3][0]), report_w(p[3][1]);
+  UniqueFd devnull(open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!devnull.valid()) return Fail("open /dev/null", errno);
+  // Sources for 0..7 in order, lifted above the layout; then the worker binary.
+  const int wanted[kWorkerFdCount] = {devnull.get(),     out_w.get(),   err_w.get(),
+                                      spec_r.get(),      report_w.get(), req.node_fd,
+                                      req.script_fd,     req.skill_dir_fd};
+  UniqueFd lifted[kWorkerFdCount];
+  ChildPlan plan{};
+  for (int i = 0; i < kWorkerFdCount; ++i) {
+    lifted[i] = Lift(wanted[i]);
+    if (wanted[i] >= 0 && !lifted[i].valid()) return Fail("fcntl", errno);
+    plan.src[i] = lifted[i].get();
+  }
+  UniqueFd worker = Lift(req.worker_fd);
+  if (!worker.valid()) return Fail("fcntl", req.worker_fd < 0 ? EBADF : errno);
+  plan.worker_fd = worker.get();
+  plan.report_src = lifted[kWorkerReportFd].get();
+  plan.raise_ambient = req.raise_ambient_setid;
+  plan.envp = req.worker_envp;
+  plan.before_exec = req.before_exec;
+  plan.context = req.before_exec_context;
+
+  const pid_t pid = fork();
+  if (pid < 0) return Fail("fork", errno);
+  if (pid == 0) RunChild(plan);
+
+  Spawned s;
+  s.pid = pid;
+  s.pidfd.reset(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+  if (!s.pidfd.valid()) {
+    const int e = errno;
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    return Fail("pidfd_open", e);
+  }
+  // The child's copies close when this returns (lifted[], out_w, ...): EOF on a pipe
+  // then means the worker's side.
+  s.out = std::move(out_r);
+  s.err = std::move(err_r);
+  s.spec = std::move(spec_w);
+  s.report = std::move(report_r);
+  SpawnOutcome o;
+  o.spawned = std::move(s);
+  return o;
+}
+
+}  // namespace skillmcp

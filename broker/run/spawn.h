@@ -1,0 +1,57 @@
+// Starting a worker: the one place that knows the descriptor layout of
+// shared/worker_protocol.h. Creates the pipes, forks, places 0..7 and execs the worker
+// binary by descriptor; the child does only async-signal-safe work. Everything after
+// the exec (feeding the spec, reading, the timeout, the reap) is the caller's:
+// broker/run/supervisor.h for runs, broker/run/namespace_probe.h for the boot probe.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+
+#include "shared/unique_fd.h"
+
+namespace skillmcp {
+
+// fd 0 is always /dev/null, 1..4 the pipes spawn creates (shared/worker_protocol.h).
+struct SpawnRequest {
+  int worker_fd = -1;     // the worker binary, exec'd with execveat(AT_EMPTY_PATH)
+  int node_fd = -1;       // placed as fd 5; -1 leaves 5 closed (a probe)
+  int script_fd = -1;     // placed as fd 6; -1 leaves 6 closed
+  int skill_dir_fd = -1;  // placed as fd 7; -1 leaves 7 closed
+  // Pass CAP_SETUID and CAP_SETGID on as ambient capabilities: an unprivileged broker
+  // holding them hands them to the worker, which has no file capabilities.
+  bool raise_ambient_setid = false;
+  // The worker's environment; nullptr is none at all (the broker's case).
+  char* const* worker_envp = nullptr;
+  // Called in the child once the layout is placed, right before the exec; must be
+  // async-signal-safe. A non-zero return is an errno: the launch fails at kSpawn.
+  // Tests use it to play an odd broker (another uid, leaked descriptors, ...).
+  int (*before_exec)(void* context) = nullptr;
+  void* before_exec_context = nullptr;
+};
+
+// The parent's ends, all close-on-exec and blocking.
+struct Spawned {
+  pid_t pid = -1;
+  UniqueFd pidfd;
+  UniqueFd out;     // fd 1's read end
+  UniqueFd err;     // fd 2's read end
+  UniqueFd spec;    // fd 3's write end: write the encoded RunSpec, then close
+  UniqueFd report;  // fd 4's read end: EOF after a successful exec, else one WorkerReport
+};
+
+struct SpawnError {
+  std::string call;  // what failed: "pipe2", "fcntl", "fork", "pidfd_open"
+  int err = 0;
+};
+
+struct SpawnOutcome {
+  std::optional<Spawned> spawned;
+  SpawnError error;  // when !spawned
+};
+
+SpawnOutcome SpawnWorker(const SpawnRequest& request);
+
+}  // namespace skillmcp

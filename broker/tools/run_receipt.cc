@@ -1,0 +1,88 @@
+#include "broker/tools/run_receipt.h"
+
+#include <string.h>
+
+#include <cstring>
+
+#include "shared/utf8.h"
+#include "shared/worker_protocol.h"
+
+namespace skillmcp {
+
+std::string SignalName(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev != nullptr ? std::string("SIG") + abbrev : "SIG" + std::to_string(sig);
+}
+
+nlohmann::ordered_json BuildReceipt(const ReceiptContext& context, const RunResult& run) {
+  nlohmann::ordered_json j;
+  j["skill"] = context.skill;
+  j["script"] = context.script;
+  j["interpreter"] = context.interpreter;
+  j["exitCode"] =
+      run.exit_code ? nlohmann::ordered_json(*run.exit_code) : nlohmann::ordered_json(nullptr);
+  j["signal"] = run.signal ? nlohmann::ordered_json(SignalName(*run.signal))
+                           : nlohmann::ordered_json(nullptr);
+  j["stdout"] = RepairUtf8(run.out.data, run.out.truncated);
+  j["stderr"] = RepairUtf8(run.err.data, run.err.truncated);
+  j["truncated"] = {{"stdout", run.out.truncated}, {"stderr", run.err.truncated}};
+  j["timedOut"] = run.timed_out;
+  j["timeoutMs"] = context.timeout_ms;
+  j["durationMs"] = run.duration_ms;
+  j["env"] = context.env;
+  if (context.network_note) j["networkNote"] = *context.network_note;
+  return j;
+}
+
+std::string DescribeSetupFailure(const SetupFailure& f) {
+  std::string err = std::strerror(f.err);
+  if (f.step == kUnreadableReport)
+    return "the script did not start: the worker " + f.worker_path +
+           " answered with something that is not a setup report (a worker from another "
+           "build?); reinstall skill-mcp so the broker and the worker match";
+  std::optional<WorkerStep> step = WorkerStepFromCode(f.step);
+  if (!step)
+    return "the script did not start: the worker failed at an unknown setup step " +
+           std::to_string(f.step) + ": " + err;
+  if (*step == WorkerStep::kSpawn)
+    return "the script did not start: the broker could not start the worker " + f.worker_path +
+           ": " + err;
+  std::string what = DescribeWorkerStep(*step);
+  std::string hint;
+  switch (*step) {
+    case WorkerStep::kRefuseRootIds:
+    case WorkerStep::kSetGroups:
+    case WorkerStep::kSetGid:
+    case WorkerStep::kSetUid:
+    case WorkerStep::kVerifyIds:
+      what += " (run-as uid " + std::to_string(f.uid) + ", gid " + std::to_string(f.gid) + ")";
+      hint = "; the broker needs root or CAP_SETUID/CAP_SETGID for this (see skill-mcp doctor)";
+      break;
+    case WorkerStep::kChdir:
+      hint = "; the run-as user needs search permission on the skill directory and its parents";
+      break;
+    case WorkerStep::kExec:
+      hint = "; check the pinned node (" + f.node_path + ")";
+      break;
+    default:
+      break;
+  }
+  return "the script did not start: the worker could not " + what + ": " + err + hint;
+}
+
+std::string DescribeStartRefusal(const StartRefusal& r) {
+  switch (r.problem) {
+    case StartProblem::kBusy:
+      return "a script is already running; wait for its result, then call skill_run again";
+    case StartProblem::kUnavailable:
+      return "scripts cannot run on this server: " + r.detail;
+    case StartProblem::kBadDescription:
+      return "the run description is not acceptable (an argument or variable holds a NUL byte, "
+             "or everything together is over 1 MiB); shorten the arguments";
+    case StartProblem::kSystem:
+      break;
+  }
+  return r.detail + ": " + std::strerror(r.err);
+}
+
+}  // namespace skillmcp

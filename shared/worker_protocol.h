@@ -1,0 +1,182 @@
+// The worker protocol: everything the broker (broker/run/spawn) and skill-mcp-worker
+// agree on, typed both ways. docs/run-description.md describes it in prose.
+//
+// Descriptor layout when the worker starts. Spawn places 0..7 with dup2 (so none
+// of them is close-on-exec across the exec of the worker: they must reach it) and
+// closes everything else; the worker closes anything above 7 again, marks 4 and 5
+// close-on-exec itself, and closes 3 and 7 before exec'ing node.
+//   0 stdin  /dev/null            1 stdout pipe (write end)     2 stderr pipe (write end)
+//   3 spec   (read end; the encoded RunSpec, then EOF)
+//   4 report (write end; close-on-exec once in the worker, so it closes silently on a
+//             successful exec of node; a failed setup step writes one framed
+//             WorkerReport and exits with the step code)
+//   5 node   (O_RDONLY fd of the pinned interpreter, exec'd with execveat(AT_EMPTY_PATH))
+//   6 script (O_RDONLY fd of the checked script; node's bootstrap reads it from offset 0
+//             whatever its current offset)
+//   7 skill  (O_PATH|O_DIRECTORY fd of the skill directory; becomes the cwd via fchdir,
+//             or with namespaces via chdir to the bound path checked against it; the
+//             run-as uid needs search permission on it, else step kChdir fails)
+// The probe mode (RunSpec::probe) needs only 0..4.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace skillmcp {
+
+inline constexpr int kWorkerSpecFd = 3;
+inline constexpr int kWorkerReportFd = 4;
+inline constexpr int kWorkerNodeFd = 5;
+inline constexpr int kWorkerScriptFd = 6;
+inline constexpr int kWorkerSkillDirFd = 7;
+inline constexpr int kWorkerFdCount = 8;  // 0..7
+
+// One version for every message of the protocol (run description and report): a broker
+// and a worker from different builds refuse each other instead of misreading.
+inline constexpr uint32_t kWorkerProtocolVersion = 4;
+
+// Why: the worker reads its spec before any limit is applied; a bounded read cannot be
+// made to exhaust its memory, whatever arrives on fd 3.
+inline constexpr size_t kRunSpecMaxBytes = 1 << 20;  // whole encoded spec
+inline constexpr size_t kRunSpecMaxStrings = 256;    // argv + envp entries
+
+// Each limit is applied as soft = hard = value (CPU: hard = value + 1 so SIGXCPU comes
+// first), lowered only: a value above the worker's current hard limit is clamped to it.
+// 0 leaves that limit as inherited. Defaults: shared/run_limits_default.h.
+struct RunLimits {
+  uint64_t nproc = 0;          // RLIMIT_NPROC (per real uid: only meaningful with a uid switch)
+  uint64_t address_space = 0;  // RLIMIT_AS in bytes
+  uint64_t data = 0;           // RLIMIT_DATA in bytes
+  uint64_t cpu_seconds = 0;    // RLIMIT_CPU
+  uint64_t fsize = 0;          // RLIMIT_FSIZE in bytes
+  uint64_t nofile = 0;         // RLIMIT_NOFILE
+  // RLIMIT_CORE is always 0.
+};
+
+// node runs the script on fd 6 through the worker's fixed bootstrap
+// (worker/node_bootstrap.h), as the CommonJS main module named script_path.
+struct RunSpec {
+  // The boot-time namespace probe (broker/run/namespace_probe.h): the worker does the
+  // run-independent part of its sequence (identity switch, user namespace, private /tmp)
+  // and exits 0 instead of exec'ing anything. Needs fds 0..4 only; script_path, args
+  // and envp empty, no seccomp.
+  bool probe = false;
+  std::string script_path;        // real absolute path of the script (for node's
+                                  // module identity: __filename, relative require)
+  std::vector<std::string> args;  // script arguments, verbatim
+  std::vector<std::string> envp;  // "NAME=value", exactly the allowlisted block
+  bool switch_ids = false;        // setgroups({}) + setresgid + setresuid
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  RunLimits limits;
+  // The run's own view (worker/namespaces.h): a user and a mount namespace with a
+  // private /tmp, every hidden_roots directory covered by an empty tmpfs, and the skill
+  // directory bound back at skill_dir_path, which becomes the cwd.
+  bool namespaces = false;
+  std::string skill_dir_path;             // real absolute path of the skill directory (fd 7)
+  std::vector<std::string> hidden_roots;  // absolute, not "/"; shortest first
+  bool seccomp = true;       // load seccomp_bpf as the last step before exec
+  std::string seccomp_bpf;   // the compiled policy (seccomp/policy.h): struct sock_filter
+                             // records; required when seccomp, empty otherwise
+};
+
+// A classic BPF program: struct sock_filter records, at most BPF_MAXINSNS (the
+// kernel's own ceiling). seccomp/load.cc checks both against <linux/filter.h>.
+inline constexpr size_t kBpfInsnBytes = 8;
+inline constexpr size_t kBpfMaxInsns = 4096;
+inline constexpr size_t kRunSpecMaxBpfBytes = kBpfInsnBytes * kBpfMaxInsns;
+
+// True when `bpf` could be a program: 1..kBpfMaxInsns whole instructions.
+inline bool IsPlausibleBpf(std::string_view bpf) {
+  return !bpf.empty() && bpf.size() % kBpfInsnBytes == 0 && bpf.size() <= kRunSpecMaxBpfBytes;
+}
+inline constexpr size_t kRunSpecMaxHiddenRoots = 64;
+
+// The wire format (little-endian, no padding; see shared/worker_protocol.cc):
+//   "SMRS" u32 version | u8 probe u8 switch_ids u8 seccomp u8 namespaces | u32 uid
+//   u32 gid | u64 nproc,address_space,data,cpu_seconds,fsize,nofile | str script_path |
+//   u32 argc, argc x str | u32 envc, envc x str | str seccomp_bpf | str skill_dir_path |
+//   u32 rootc, rootc x str
+//                                                           (str = u32 length + bytes)
+// nullopt when the spec is not one DecodeRunSpec would accept (IsValidRunSpec, or
+// longer than kRunSpecMaxBytes): the encoder never truncates or sends what is refused.
+std::optional<std::string> EncodeRunSpec(const RunSpec& spec);
+
+// The rules Decode enforces on the decoded value: no NUL in any string; argv + envp at
+// most kRunSpecMaxStrings entries; every envp entry NAME=value with NAME matching
+// [A-Za-z_][A-Za-z0-9_]* and no NAME twice; kNodeScript needs an absolute
+// script_path (a probe: no script_path, args or envp, no seccomp); with seccomp, seccomp_bpf is 1 to
+// kRunSpecMaxBpfBytes / 8 whole 8-byte instructions, without it empty; with namespaces
+// an absolute skill_dir_path and at most kRunSpecMaxHiddenRoots absolute hidden_roots
+// other than "/", without them both empty. Brokers can check a spec before forking.
+bool IsValidRunSpec(const RunSpec& spec);
+
+// A portable variable name, [A-Za-z_][A-Za-z0-9_]*: the one rule for the run spec,
+// declarations and systemd credentials.
+bool IsEnvName(std::string_view name);
+
+// nullopt on any malformed, oversized or trailing input.
+std::optional<RunSpec> DecodeRunSpec(std::string_view bytes);
+
+// ---- setup steps -------------------------------------------------------------------
+// In the order they happen. One exit-code convention for every launch: a step that fails
+// writes one WorkerReport{step, errno} on fd 4 and the process exits with the step's
+// value. kSpawn is the broker's forked child before the worker runs (placing the
+// descriptors, exec of the worker). The values live in 200..230, a range no ordinary
+// exit uses (signal deaths reported by shells are 128+N, at most 192); the report is
+// trusted first and the exit code second (a script could itself exit 205).
+enum class WorkerStep : int32_t {
+  kSpawn = 200,          // broker's child: dup2 into 0..7, exec of the worker
+  kReadSpec = 201,       // read fd 3 to EOF (bounded) and DecodeRunSpec
+  kCheckFds = 202,       // fds 4..7 present and of the right kinds (4 only for a probe)
+  kSetsid = 203,         // setsid() (own session and group); signals back to default
+  kCloseFds = 204,       // close everything except 0,1,2 and 4..7
+  kSetLimits = 205,      // prlimits from the spec, RLIMIT_CORE = 0
+  kSecurebits = 206,     // lock the securebits (only where CAP_SETPCAP allows)
+  kDropBounding = 207,   // drop every capability from the bounding set
+  kRefuseRootIds = 208,  // target uid/gid 0, or equal to the broker's: refused
+  kSetGroups = 209,      // setgroups(0, NULL)
+  kSetGid = 210,         // setresgid(gid, gid, gid)
+  kSetUid = 211,         // setresuid(uid, uid, uid)
+  kUserNamespace = 212,  // with namespaces: unshare(CLONE_NEWUSER|CLONE_NEWNS), id maps
+  kMountView = 213,      // with namespaces: private /tmp, roots covered, skill dir bound
+  kDropAmbient = 214,    // clear the ambient capability set
+  kDropCaps = 215,       // empty effective, permitted and inheritable
+  kVerifyIds = 216,      // getres[ug]id all equal the target; regaining root fails
+  kVerifyCaps = 217,     // re-read every set: all empty (bounding where droppable)
+  kNoNewPrivs = 218,     // prctl(PR_SET_NO_NEW_PRIVS, 1)
+  kChdir = 219,          // fchdir(7) into the skill directory, close 7
+  kSeccomp = 220,        // install the seccomp policy (seccomp/)
+  kExec = 221,           // execveat(5, "", argv, envp, AT_EMPTY_PATH)
+};
+
+inline constexpr int32_t kWorkerStepFirst = 200;
+inline constexpr int32_t kWorkerStepLast = 230;  // reserved up to here
+
+// A phrase that completes "the worker could not ...".
+const char* DescribeWorkerStep(WorkerStep step);
+
+// The step named by a code (a report's step or an exit code), if it is one of ours.
+std::optional<WorkerStep> WorkerStepFromCode(int code);
+
+// ---- the worker report (fd 4) -------------------------------------------------------
+// Framed: "SMWR" u32 version i32 step i32 err, little-endian, exactly kWorkerReportBytes.
+struct WorkerReport {
+  WorkerStep step = WorkerStep::kSpawn;
+  int32_t err = 0;  // errno of the failing call, 0..4095
+};
+
+inline constexpr size_t kWorkerReportBytes = 16;
+
+// Fills `out` with the frame; false (nothing written) when the report is one the
+// decoder would refuse. Async-signal-safe: no allocation (spawn's child calls it).
+bool EncodeWorkerReport(const WorkerReport& report, char (&out)[kWorkerReportBytes]);
+
+// Strict: exactly kWorkerReportBytes, magic, version, a known step, err in 0..4095.
+// nullopt for anything else (a short write, garbage, a second frame).
+std::optional<WorkerReport> DecodeWorkerReport(std::string_view bytes);
+
+}  // namespace skillmcp

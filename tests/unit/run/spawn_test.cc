@@ -1,0 +1,128 @@
+// broker/run/spawn.h: the descriptor layout the child hands the worker, the one exit-code
+// convention (a framed report on fd 4, the step as exit code) and the real worker
+// answering through it.
+#include "broker/run/spawn.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <string>
+
+#include "shared/worker_protocol.h"
+
+namespace skillmcp {
+namespace {
+
+struct Ended {
+  std::string report;
+  int status = 0;
+};
+
+// Writes `spec` (if any), closes fd 3's end, reads the report to EOF, reaps.
+Ended Finish(Spawned& s, const std::string& spec = "") {
+  if (!spec.empty()) {
+    EXPECT_EQ(write(s.spec.get(), spec.data(), spec.size()), static_cast<ssize_t>(spec.size()));
+  }
+  s.spec.reset();
+  Ended e;
+  char buf[64];
+  ssize_t n;
+  while ((n = read(s.report.get(), buf, sizeof buf)) > 0) e.report.append(buf, n);
+  EXPECT_EQ(waitpid(s.pid, &e.status, 0), s.pid);
+  return e;
+}
+
+UniqueFd OpenWorker() { return UniqueFd(open(SKILL_MCP_TEST_WORKER, O_RDONLY | O_CLOEXEC)); }
+
+// Checks, in the child right before the exec, the layout spawn promised. Answers with
+// ENOTSUP when everything is as documented (so nothing is exec'd), else the first
+// descriptor number that is wrong + 1000 (an errno the report still carries).
+int CheckLayout(void*) {
+  for (int fd = 0; fd <= 5; ++fd) {
+    int flags = fcntl(fd, F_GETFD);
+    if (flags < 0 || (flags & FD_CLOEXEC)) return 1000 + fd;  // placed, inherited by exec
+  }
+  for (int fd : {6, 7})
+    if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF) return 1000 + fd;  // -1: left closed
+  struct sigaction sa {};
+  if (sigaction(SIGPIPE, nullptr, &sa) != 0 || sa.sa_handler != SIG_DFL) return 1100;
+  sigset_t mask;
+  if (sigprocmask(SIG_BLOCK, nullptr, &mask) != 0 || sigismember(&mask, SIGTERM)) return 1101;
+  return ENOTSUP;
+}
+
+TEST(Spawn, PlacesTheLayoutAndResetsSignalsBeforeTheExec) {
+  signal(SIGPIPE, SIG_IGN);  // as the broker runs
+  sigset_t block;
+  sigemptyset(&block);
+  sigaddset(&block, SIGTERM);
+  sigprocmask(SIG_BLOCK, &block, nullptr);
+  UniqueFd worker = OpenWorker();
+  UniqueFd node(open("/bin/true", O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(worker.valid() && node.valid());
+  SpawnRequest req;
+  req.worker_fd = worker.get();
+  req.node_fd = node.get();
+  req.before_exec = CheckLayout;
+  SpawnOutcome o = SpawnWorker(req);
+  sigprocmask(SIG_UNBLOCK, &block, nullptr);
+  ASSERT_TRUE(o.spawned) << o.error.call;
+  Ended e = Finish(*o.spawned);
+  std::optional<WorkerReport> r = DecodeWorkerReport(e.report);
+  ASSERT_TRUE(r) << e.report.size();
+  EXPECT_EQ(r->step, WorkerStep::kSpawn);
+  EXPECT_EQ(r->err, ENOTSUP) << "the descriptor that is wrong: " << r->err - 1000;
+  ASSERT_TRUE(WIFEXITED(e.status));
+  EXPECT_EQ(WEXITSTATUS(e.status), static_cast<int>(WorkerStep::kSpawn));
+}
+
+TEST(Spawn, AWorkerThatCannotBeExecutedIsReportedAtTheSpawnStep) {
+  char path[] = "/tmp/skillmcp-spawn-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, "not an ELF file", 15), 15);
+  fchmod(fd, 0755);
+  close(fd);
+  UniqueFd bogus(open(path, O_RDONLY | O_CLOEXEC));
+  unlink(path);
+  SpawnRequest req;
+  req.worker_fd = bogus.get();
+  SpawnOutcome o = SpawnWorker(req);
+  ASSERT_TRUE(o.spawned) << o.error.call;
+  Ended e = Finish(*o.spawned);
+  std::optional<WorkerReport> r = DecodeWorkerReport(e.report);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->step, WorkerStep::kSpawn);
+  EXPECT_EQ(r->err, ENOEXEC);
+  EXPECT_EQ(WEXITSTATUS(e.status), static_cast<int>(WorkerStep::kSpawn));
+}
+
+TEST(Spawn, TheRealWorkerAnswersABadDescriptionAtItsFirstStep) {
+  UniqueFd worker = OpenWorker();
+  SpawnRequest req;
+  req.worker_fd = worker.get();
+  SpawnOutcome o = SpawnWorker(req);
+  ASSERT_TRUE(o.spawned) << o.error.call;
+  Ended e = Finish(*o.spawned, "not a run description");
+  std::optional<WorkerReport> r = DecodeWorkerReport(e.report);
+  ASSERT_TRUE(r) << e.report.size();
+  EXPECT_EQ(r->step, WorkerStep::kReadSpec);
+  EXPECT_EQ(r->err, EINVAL);
+  EXPECT_EQ(WEXITSTATUS(e.status), static_cast<int>(WorkerStep::kReadSpec));
+}
+
+TEST(Spawn, AMissingWorkerDescriptorFailsBeforeFork) {
+  SpawnRequest req;  // worker_fd -1
+  SpawnOutcome o = SpawnWorker(req);
+  EXPECT_FALSE(o.spawned);
+  EXPECT_EQ(o.error.err, EBADF);
+}
+
+}  // namespace
+}  // namespace skillmcp

@@ -1,0 +1,98 @@
+#include "broker/tools/run_receipt.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cerrno>
+
+#include "shared/utf8.h"
+#include "shared/worker_protocol.h"
+
+namespace skillmcp {
+namespace {
+
+TEST(RepairUtf8, KeepsValidTextAndReplacesInvalidBytes) {
+  EXPECT_EQ(RepairUtf8("plain €  𝄞", false), "plain €  𝄞");
+  EXPECT_EQ(RepairUtf8("f\xff\xfe\xc3(", false), "f\uFFFD\uFFFD\uFFFD(");
+  EXPECT_EQ(RepairUtf8("\xc0\xaf", false), "\uFFFD\uFFFD");            // overlong '/'
+  EXPECT_EQ(RepairUtf8("\xed\xa0\x80", false), "\uFFFD\uFFFD\uFFFD");  // surrogate
+  EXPECT_EQ(RepairUtf8("\xf4\x90\x80\x80", false).find('\xf4'), std::string::npos);  // > U+10FFFF
+  EXPECT_EQ(RepairUtf8(std::string("a\0b", 3), false), std::string("a\0b", 3));
+}
+
+TEST(RepairUtf8, ACharacterCutAtTheCapIsDroppedNotReplaced) {
+  EXPECT_EQ(RepairUtf8("ab\xe2\x82", true), "ab");
+  EXPECT_EQ(RepairUtf8("ab\xf0\x9d\x84", true), "ab");
+  // Not cut: the same bytes are an encoding error and show as U+FFFD.
+  EXPECT_EQ(RepairUtf8("ab\xe2\x82", false), "ab\uFFFD\uFFFD");
+  // Cut, but the tail is not a prefix of any character: still replaced.
+  EXPECT_EQ(RepairUtf8("ab\xff", true), "ab\uFFFD");
+}
+
+TEST(StreamCapture, KeepsTheFirstMebibyteAndFlagsTheRest) {
+  StreamCapture c;
+  std::string chunk(kStreamCaptureBytes - 1, 'a');
+  c.Append(chunk.data(), chunk.size());
+  EXPECT_FALSE(c.truncated);
+  c.Append("\xe2\x82\xac", 3);  // '€' straddles the cap
+  EXPECT_TRUE(c.truncated);
+  EXPECT_EQ(c.data.size(), kStreamCaptureBytes);
+  EXPECT_EQ(c.total, kStreamCaptureBytes + 2);
+  std::string clean = RepairUtf8(c.data, c.truncated);
+  EXPECT_EQ(clean, chunk);
+}
+
+TEST(BuildReceipt, KeyOrderAndNulls) {
+  ReceiptContext c;
+  c.skill = "weather";
+  c.script = "scripts/forecast.js";
+  c.timeout_ms = 1000;
+  c.env = {"HOME", "PATH"};
+  RunResult o;
+  o.signal = SIGKILL;
+  o.out.Append("\xff", 1);
+  o.timed_out = true;
+  o.duration_ms = 3001;
+  nlohmann::ordered_json j = BuildReceipt(c, o);
+  std::vector<std::string> keys;
+  for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"skill", "script", "interpreter", "exitCode", "signal",
+                                            "stdout", "stderr", "truncated", "timedOut",
+                                            "timeoutMs", "durationMs", "env"}));
+  EXPECT_TRUE(j["exitCode"].is_null());
+  EXPECT_EQ(j["signal"], "SIGKILL");
+  EXPECT_EQ(j["stdout"], "\uFFFD");
+  EXPECT_EQ(j.dump(), nlohmann::ordered_json::parse(j.dump()).dump());  // valid JSON
+
+  c.network_note = "note";
+  o.exit_code = 0;
+  o.signal.reset();
+  j = BuildReceipt(c, o);
+  EXPECT_EQ(j.back(), "note");
+  EXPECT_EQ(j["exitCode"], 0);
+  EXPECT_TRUE(j["signal"].is_null());
+}
+
+TEST(SignalName, NamesAndNumbers) {
+  EXPECT_EQ(SignalName(SIGKILL), "SIGKILL");
+  EXPECT_EQ(SignalName(SIGTERM), "SIGTERM");
+  EXPECT_EQ(SignalName(SIGSYS), "SIGSYS");
+}
+
+TEST(DescribeSetupFailure, NamesTheStepAndGivesTheHint) {
+  SetupFailure f{static_cast<int32_t>(WorkerStep::kSetUid), EPERM, 64000, 64000, "/w", "/n"};
+  std::string m = DescribeSetupFailure(f);
+  EXPECT_NE(m.find("switch to the run-as uid (run-as uid 64000, gid 64000)"), std::string::npos)
+      << m;
+  EXPECT_NE(m.find("CAP_SETUID"), std::string::npos) << m;
+  f.step = static_cast<int32_t>(WorkerStep::kSpawn);
+  f.err = ENOEXEC;
+  EXPECT_NE(DescribeSetupFailure(f).find("could not start the worker /w"), std::string::npos);
+  f.step = 199;
+  EXPECT_NE(DescribeSetupFailure(f).find("unknown setup step 199"), std::string::npos);
+  f.step = kUnreadableReport;
+  EXPECT_NE(DescribeSetupFailure(f).find("not a setup report"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace skillmcp

@@ -1,0 +1,206 @@
+// skill_run against a fake Runner (broker/run/runner.h): the refusal order before and
+// after the gate, the token's binding of the script's identity, and that what reaches
+// the run side is the very descriptor that was checked.
+#include "broker/tools/skill_run.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace skillmcp {
+namespace {
+
+class FakeRunner : public Runner {
+ public:
+  bool Busy() const override { return busy; }
+  std::optional<StartRefusal> Start(PreparedRun run, Done on_done) override {
+    started.push_back(std::move(run));
+    done = std::move(on_done);
+    return std::nullopt;
+  }
+  void Cancel() override { ++cancels; }
+
+  bool busy = false;
+  std::vector<PreparedRun> started;
+  Done done;
+  int cancels = 0;
+};
+
+class SkillRunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/skillmcp-srt-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    dir_ = root_ + "/demo";
+    std::filesystem::create_directories(dir_ + "/scripts");
+    Write("scripts/run.js", "console.log('a')\n");
+    Skill s;
+    s.name = "demo";
+    s.source = dir_;
+    s.dir = UniqueFd(open(dir_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    s.declaration_present = true;
+    s.declaration_ok = true;
+    s.runs = {DeclaredRun{"scripts/run.js", "node", {}, 60000},
+              DeclaredRun{"scripts/missing.js", "node", {}, 60000}};
+    catalogue_.roots = {root_};
+    catalogue_.roots_from = "SKILLS_DIR";
+    catalogue_.skills.push_back(std::move(s));
+    grants_ = DecideGrants(catalogue_, std::nullopt, false);
+    tokens_ = ConfirmTokens::CreateRandom();
+    ASSERT_TRUE(tokens_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(root_, ec);
+  }
+  void Write(const std::string& rel, const std::string& data) {
+    std::ofstream(dir_ + "/" + rel, std::ios::binary | std::ios::trunc) << data;
+  }
+  SkillRunTool Tool(std::optional<std::string> blocked = std::nullopt) {
+    SkillRunDeps d;
+    d.view = CatalogueView{&catalogue_, &grants_};
+    d.is_set = [](std::string_view) { return false; };
+    d.tokens = tokens_.get();
+    d.runner = &runner_;
+    d.runs_blocked = std::move(blocked);
+    d.now = [] { return int64_t{1000}; };
+    return SkillRunTool(std::move(d));
+  }
+  // One call without elicitation; the answer, as JSON.
+  Json Call(SkillRunTool& tool, Json args) {
+    got_.reset();
+    tool.Call(args, Json(1), false, [this](ToolResult r) { got_ = std::move(r); });
+    if (!got_) return Json();  // started: the fake holds the run
+    return Json::parse(got_->payload.dump());
+  }
+  static Json Args(const std::string& name, const std::string& script) {
+    return Json{{"name", name}, {"script", script}, {"args", Json::array()}};
+  }
+  std::string Token(SkillRunTool& tool, Json args) {
+    Json issued = Call(tool, args);
+    EXPECT_EQ(issued.value("status", ""), "confirmation-required") << issued.dump();
+    return issued.value("confirmToken", "");
+  }
+
+  std::string root_, dir_;
+  Catalogue catalogue_;
+  GrantDecision grants_;
+  std::unique_ptr<ConfirmTokens> tokens_;
+  FakeRunner runner_;
+  std::optional<ToolResult> got_;
+};
+
+TEST_F(SkillRunTest, RefusalsBeforeTheGateComeInTheirOrder) {
+  SkillRunTool blocked = Tool("no runs here");
+  // An unknown skill is named before runs being blocked, ...
+  EXPECT_EQ(Call(blocked, Args("nope", "../x"))["error"], "UNKNOWN_SKILL");
+  // ... blocked runs before the script's declaration, ...
+  EXPECT_EQ(Call(blocked, Args("demo", "scripts/undeclared.js"))["error"], "RUNS_BLOCKED");
+  SkillRunTool tool = Tool();
+  // ... the declaration before the path, ...
+  EXPECT_EQ(Call(tool, Args("demo", "../escape.js"))["error"], "SCRIPT_NOT_DECLARED");
+  // ... and the path (a declared file that is not there) before the gate.
+  EXPECT_EQ(Call(tool, Args("demo", "scripts/missing.js"))["error"], "PATH_REFUSED");
+  EXPECT_TRUE(runner_.started.empty());
+}
+
+TEST_F(SkillRunTest, AScriptSwappedForALinkOutIsRefusedByThePathCheck) {
+  std::ofstream(root_ + "/evil.js") << "console.log('evil');";
+  std::filesystem::remove(dir_ + "/scripts/run.js");
+  std::filesystem::create_symlink("../../evil.js", dir_ + "/scripts/run.js");
+  SkillRunTool tool = Tool();
+  EXPECT_EQ(Call(tool, Args("demo", "scripts/run.js"))["error"], "PATH_REFUSED");
+  EXPECT_TRUE(runner_.started.empty());
+}
+
+TEST_F(SkillRunTest, BusyRunnerRefusesBeforeTheTokenIsSpent) {
+  SkillRunTool tool = Tool();
+  Json args = Args("demo", "scripts/run.js");
+  args["confirmToken"] = Token(tool, args);
+  runner_.busy = true;
+  EXPECT_EQ(Call(tool, args)["error"], "RUN_IN_PROGRESS");
+  runner_.busy = false;
+  EXPECT_TRUE(Call(tool, args).is_null());  // the same token still runs
+  ASSERT_EQ(runner_.started.size(), 1u);
+}
+
+TEST_F(SkillRunTest, ArgumentContentIsCheckedAfterTheGate) {
+  SkillRunTool tool = Tool();
+  Json args = Args("demo", "scripts/run.js");
+  args["args"] = Json::array({std::string("a\0b", 3)});
+  // Without a token the gate answers first, whatever the arguments hold.
+  Json first = Call(tool, args);
+  EXPECT_EQ(first.value("status", ""), "confirmation-required") << first.dump();
+  args["confirmToken"] = first["confirmToken"];
+  EXPECT_EQ(Call(tool, args)["error"], "INVALID_ARGUMENT");
+  EXPECT_TRUE(runner_.started.empty());
+}
+
+TEST_F(SkillRunTest, AScriptChangedAfterThePreviewIsDraftChanged) {
+  SkillRunTool tool = Tool();
+  Json args = Args("demo", "scripts/run.js");
+  args["confirmToken"] = Token(tool, args);
+  // Same size, same inode, other bytes: only the hash can tell.
+  int fd = open((dir_ + "/scripts/run.js").c_str(), O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(pwrite(fd, "b", 1, 13), 1);  // console.log('b')
+  close(fd);
+  Json answer = Call(tool, args);
+  EXPECT_EQ(answer.value("error", ""), "DRAFT_CHANGED") << answer.dump();
+  EXPECT_TRUE(runner_.started.empty());
+}
+
+TEST_F(SkillRunTest, AScriptReplacedAfterThePreviewIsDraftChanged) {
+  SkillRunTool tool = Tool();
+  Json args = Args("demo", "scripts/run.js");
+  args["confirmToken"] = Token(tool, args);
+  // The same bytes in a new file (another inode) under the same name.
+  Write("scripts/new.js", "console.log('a')\n");
+  ASSERT_EQ(rename((dir_ + "/scripts/new.js").c_str(), (dir_ + "/scripts/run.js").c_str()), 0);
+  EXPECT_EQ(Call(tool, args).value("error", ""), "DRAFT_CHANGED");
+  EXPECT_TRUE(runner_.started.empty());
+}
+
+TEST_F(SkillRunTest, TheRunGetsTheDescriptorThatWasChecked) {
+  SkillRunTool tool = Tool();
+  Json args = Args("demo", "scripts/run.js");
+  args["confirmToken"] = Token(tool, args);
+  struct stat before {};
+  ASSERT_EQ(stat((dir_ + "/scripts/run.js").c_str(), &before), 0);
+  EXPECT_TRUE(Call(tool, args).is_null());
+  ASSERT_EQ(runner_.started.size(), 1u);
+  const PreparedRun& run = runner_.started[0];
+  // Swapped after the check: the run still holds the checked file, not the new one.
+  Write("scripts/new.js", "console.log('swapped')\n");
+  ASSERT_EQ(rename((dir_ + "/scripts/new.js").c_str(), (dir_ + "/scripts/run.js").c_str()), 0);
+  struct stat held {};
+  ASSERT_EQ(fstat(run.script_fd.get(), &held), 0);
+  EXPECT_EQ(held.st_ino, before.st_ino);
+  EXPECT_EQ(run.identity.ino, static_cast<uint64_t>(before.st_ino));
+  EXPECT_EQ(run.identity.size, 17u);
+  char buf[32] = {};
+  ASSERT_EQ(pread(run.script_fd.get(), buf, sizeof buf, 0), 17);
+  EXPECT_EQ(std::string(buf), "console.log('a')\n");
+  EXPECT_EQ(run.script, "scripts/run.js");
+  EXPECT_EQ(run.script_real_path, dir_ + "/scripts/run.js");
+  // The result comes back as the receipt, rendered here.
+  ASSERT_TRUE(runner_.done);
+  RunResult result;
+  result.exit_code = 0;
+  result.out.Append("hi", 2);
+  runner_.done(std::move(result));
+  ASSERT_TRUE(got_);
+  EXPECT_FALSE(got_->is_error);
+  EXPECT_EQ(got_->payload["skill"], "demo");
+  EXPECT_EQ(got_->payload["exitCode"], 0);
+  EXPECT_EQ(got_->payload["stdout"], "hi");
+}
+
+}  // namespace
+}  // namespace skillmcp

@@ -1,0 +1,368 @@
+// The worker protocol (shared/worker_protocol.h) both ways: the run description and the
+// worker report roundtrip; the encoder refuses what the decoder would refuse; every kind
+// of malformed input is refused by the decoder.
+#include "shared/worker_protocol.h"
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+
+#include "shared/run_limits_default.h"
+
+namespace skillmcp {
+namespace {
+
+// Encode then decode: nullopt when either side refuses.
+std::optional<RunSpec> Roundtrip(const RunSpec& s) {
+  std::optional<std::string> bytes = EncodeRunSpec(s);
+  if (!bytes) return std::nullopt;
+  std::optional<RunSpec> d = DecodeRunSpec(*bytes);
+  EXPECT_TRUE(d.has_value()) << "the decoder refused what the encoder produced";
+  return d;
+}
+
+std::string Bytes(const RunSpec& s) {
+  std::optional<std::string> bytes = EncodeRunSpec(s);
+  EXPECT_TRUE(bytes.has_value());
+  return bytes.value_or("");
+}
+
+RunSpec Sample() {
+  RunSpec s;
+  s.script_path = "/srv/skills/demo/scripts/main.js";
+  s.args = {"--eval=x", "with space", "", "ünïcode"};
+  s.envp = {"PATH=/usr/bin:/bin", "HOME=/var/empty", "EMPTY=", "EQ=a=b"};
+  s.switch_ids = true;
+  s.uid = 64000;
+  s.gid = 64001;
+  s.limits = kDefaultRunLimits;
+  s.seccomp = true;
+  s.seccomp_bpf = std::string(16, '\x06');  // two records; the decoder checks sizes only
+  return s;
+}
+
+void ExpectSame(const RunSpec& a, const RunSpec& b) {
+  EXPECT_EQ(a.probe, b.probe);
+  EXPECT_EQ(a.script_path, b.script_path);
+  EXPECT_EQ(a.args, b.args);
+  EXPECT_EQ(a.envp, b.envp);
+  EXPECT_EQ(a.switch_ids, b.switch_ids);
+  EXPECT_EQ(a.uid, b.uid);
+  EXPECT_EQ(a.gid, b.gid);
+  EXPECT_EQ(a.seccomp, b.seccomp);
+  EXPECT_EQ(a.seccomp_bpf, b.seccomp_bpf);
+  EXPECT_EQ(a.limits.nproc, b.limits.nproc);
+  EXPECT_EQ(a.limits.address_space, b.limits.address_space);
+  EXPECT_EQ(a.limits.data, b.limits.data);
+  EXPECT_EQ(a.limits.cpu_seconds, b.limits.cpu_seconds);
+  EXPECT_EQ(a.limits.fsize, b.limits.fsize);
+  EXPECT_EQ(a.limits.nofile, b.limits.nofile);
+}
+
+TEST(RunSpec, Roundtrip) {
+  const RunSpec s = Sample();
+  auto d = Roundtrip(s);
+  ASSERT_TRUE(d.has_value());
+  ExpectSame(s, *d);
+}
+
+TEST(RunSpec, RoundtripProbe) {
+  RunSpec s;
+  s.probe = true;
+  s.seccomp = false;
+  s.switch_ids = true;
+  s.uid = 64000;
+  s.gid = 64000;
+  auto d = Roundtrip(s);
+  ASSERT_TRUE(d.has_value());
+  ExpectSame(s, *d);
+}
+
+TEST(RunSpec, AProbeCarriesNothingToRun) {
+  RunSpec s;
+  s.probe = true;
+  s.seccomp = false;
+  for (auto add : {+[](RunSpec& x) { x.script_path = "/a.js"; },
+                   +[](RunSpec& x) { x.args = {"a"}; },
+                   +[](RunSpec& x) { x.envp = {"A=b"}; },
+                   +[](RunSpec& x) {
+                     x.seccomp = true;
+                     x.seccomp_bpf = std::string(8, '\x06');
+                   }}) {
+    RunSpec bad = s;
+    add(bad);
+    EXPECT_FALSE(EncodeRunSpec(bad).has_value());
+  }
+}
+
+// The decoder on its own: bytes the encoder never writes, made by patching a valid
+// encoding, are refused all the same.
+TEST(RunSpec, TheDecoderRefusesWhatTheEncoderWouldRefuse) {
+  RunSpec s = Sample();
+  s.args = {"aXb"};
+  std::string bytes = Bytes(s);
+  ASSERT_TRUE(DecodeRunSpec(bytes).has_value());
+  std::string nul = bytes;
+  nul[nul.find("aXb") + 1] = '\0';  // a NUL inside an argument
+  EXPECT_FALSE(DecodeRunSpec(nul).has_value());
+  std::string rel = bytes;
+  rel[rel.find("/srv/skills")] = 's';  // a relative script path
+  EXPECT_FALSE(DecodeRunSpec(rel).has_value());
+  std::string dup = Bytes(Sample());
+  dup.replace(dup.find("HOME=/var/empty"), 5, "PATH=");  // a name twice
+  EXPECT_FALSE(DecodeRunSpec(dup).has_value());
+  std::string version = bytes;
+  version[4] = static_cast<char>(kWorkerProtocolVersion - 1);  // an older worker's format
+  EXPECT_FALSE(DecodeRunSpec(version).has_value());
+}
+
+TEST(RunSpec, TheEncoderRefusesInsteadOfTruncating) {
+  RunSpec s = Sample();
+  s.args = {std::string(kRunSpecMaxBytes, 'a')};
+  EXPECT_TRUE(IsValidRunSpec(s));
+  EXPECT_FALSE(EncodeRunSpec(s).has_value()) << "over kRunSpecMaxBytes";
+  s.args = {std::string("a\0b", 3)};
+  EXPECT_FALSE(EncodeRunSpec(s).has_value()) << "a NUL in an argument";
+}
+
+// ---- the worker report (fd 4) --------------------------------------------------------
+
+std::string Frame(WorkerStep step, int32_t err) {
+  char out[kWorkerReportBytes];
+  EXPECT_TRUE(EncodeWorkerReport({step, err}, out));
+  return std::string(out, sizeof out);
+}
+
+TEST(WorkerReport, RoundtripsEveryStep) {
+  for (int code = kWorkerStepFirst; code <= kWorkerStepLast; ++code) {
+    std::optional<WorkerStep> step = WorkerStepFromCode(code);
+    if (!step) continue;
+    auto d = DecodeWorkerReport(Frame(*step, EACCES));
+    ASSERT_TRUE(d.has_value()) << code;
+    EXPECT_EQ(d->step, *step);
+    EXPECT_EQ(d->err, EACCES);
+  }
+}
+
+TEST(WorkerReport, TheEncoderRefusesWhatTheDecoderWould) {
+  char out[kWorkerReportBytes];
+  EXPECT_FALSE(EncodeWorkerReport({static_cast<WorkerStep>(199), 1}, out));
+  EXPECT_FALSE(EncodeWorkerReport({static_cast<WorkerStep>(230), 1}, out));
+  EXPECT_FALSE(EncodeWorkerReport({WorkerStep::kExec, -1}, out));
+  EXPECT_FALSE(EncodeWorkerReport({WorkerStep::kExec, 4096}, out));
+  EXPECT_TRUE(EncodeWorkerReport({WorkerStep::kExec, 4095}, out));
+}
+
+TEST(WorkerReport, TheDecoderIsStrict) {
+  const std::string good = Frame(WorkerStep::kSetUid, EPERM);
+  ASSERT_TRUE(DecodeWorkerReport(good).has_value());
+  // The old raw struct (8 bytes), any cut, anything appended, a second frame.
+  EXPECT_FALSE(DecodeWorkerReport(good.substr(8)).has_value());
+  for (size_t n = 0; n < good.size(); ++n)
+    EXPECT_FALSE(DecodeWorkerReport(good.substr(0, n)).has_value()) << n;
+  EXPECT_FALSE(DecodeWorkerReport(good + "x").has_value());
+  EXPECT_FALSE(DecodeWorkerReport(good + good).has_value());
+  // Each field out of its range: magic, version, step, errno.
+  for (size_t at : {size_t{0}, size_t{4}, size_t{8}, size_t{15}}) {
+    std::string bad = good;
+    bad[at] = static_cast<char>(bad[at] ^ 0x40);
+    EXPECT_FALSE(DecodeWorkerReport(bad).has_value()) << "byte " << at;
+  }
+}
+
+TEST(WorkerSteps, CodesFollowTheOrderOfExecution) {
+  // The worker's sequence (worker/main.cc), and spawn's child before it.
+  const WorkerStep order[] = {
+      WorkerStep::kSpawn,        WorkerStep::kReadSpec,      WorkerStep::kCheckFds,
+      WorkerStep::kSetsid,       WorkerStep::kCloseFds,      WorkerStep::kSetLimits,
+      WorkerStep::kSecurebits,   WorkerStep::kDropBounding,  WorkerStep::kRefuseRootIds,
+      WorkerStep::kSetGroups,    WorkerStep::kSetGid,        WorkerStep::kSetUid,
+      WorkerStep::kUserNamespace, WorkerStep::kMountView,    WorkerStep::kDropAmbient,
+      WorkerStep::kDropCaps,     WorkerStep::kVerifyIds,     WorkerStep::kVerifyCaps,
+      WorkerStep::kNoNewPrivs,   WorkerStep::kChdir,         WorkerStep::kSeccomp,
+      WorkerStep::kExec};
+  int expected = kWorkerStepFirst;
+  for (WorkerStep s : order) EXPECT_EQ(static_cast<int>(s), expected++);
+  EXPECT_FALSE(WorkerStepFromCode(expected).has_value());
+  EXPECT_FALSE(WorkerStepFromCode(0).has_value());
+  EXPECT_FALSE(WorkerStepFromCode(137).has_value());
+}
+
+TEST(RunSpec, EveryTruncationIsRefused) {
+  const std::string bytes = Bytes(Sample());
+  for (size_t n = 0; n < bytes.size(); ++n)
+    EXPECT_FALSE(DecodeRunSpec(std::string_view(bytes).substr(0, n)).has_value()) << n;
+}
+
+TEST(RunSpec, TrailingBytesAreRefused) {
+  EXPECT_FALSE(DecodeRunSpec(Bytes(Sample()) + '\0').has_value());
+  EXPECT_FALSE(DecodeRunSpec(Bytes(Sample()) + "x").has_value());
+}
+
+TEST(RunSpec, BadMagicVersionFlagsAndReservedAreRefused) {
+  const std::string good = Bytes(Sample());
+  for (size_t at : {size_t{0}, size_t{4}, size_t{8}, size_t{9}, size_t{10}, size_t{11}}) {
+    std::string bad = good;
+    bad[at] = static_cast<char>(bad[at] + 2);  // probe 2, flag 2/3, ...
+    EXPECT_FALSE(DecodeRunSpec(bad).has_value()) << "byte " << at;
+  }
+}
+
+TEST(RunSpec, OversizedInputIsRefused) {
+  RunSpec s = Sample();
+  std::string big = Bytes(Sample());
+  big.resize(kRunSpecMaxBytes + 1, 'a');
+  EXPECT_FALSE(DecodeRunSpec(big).has_value());
+}
+
+TEST(RunSpec, TooManyStringsAreRefused) {
+  RunSpec s = Sample();
+  s.args.assign(kRunSpecMaxStrings, "a");  // plus 4 envp entries: over the cap
+  EXPECT_FALSE(Roundtrip(s).has_value());
+  s.args.resize(kRunSpecMaxStrings - s.envp.size());
+  EXPECT_TRUE(Roundtrip(s).has_value());
+}
+
+TEST(RunSpec, CountsLargerThanTheInputAreRefusedWithoutAllocating) {
+  std::string bytes = Bytes(Sample());
+  // Hand-craft: argc = 200 with no strings behind it. Offset of argc: after the header
+  // (4+4+4+8+48 = 68) and the script path string (4 + length).
+  const size_t argc_at = 68 + 4 + Sample().script_path.size();
+  std::string bad = bytes.substr(0, argc_at);
+  bad += std::string("\xc8\x00\x00\x00", 4);
+  EXPECT_FALSE(DecodeRunSpec(bad).has_value());
+  // A string length past the end.
+  std::string bad2 = bytes.substr(0, argc_at);
+  bad2 += std::string("\x01\x00\x00\x00", 4) + std::string("\xff\xff\xff\x7f", 4) + "abc";
+  EXPECT_FALSE(DecodeRunSpec(bad2).has_value());
+}
+
+TEST(RunSpec, NulInAnyStringIsRefused) {
+  RunSpec a = Sample();
+  a.args.push_back(std::string("a\0b", 3));
+  EXPECT_FALSE(Roundtrip(a).has_value());
+  RunSpec e = Sample();
+  e.envp.push_back(std::string("A=b\0c", 5));
+  EXPECT_FALSE(Roundtrip(e).has_value());
+  RunSpec p = Sample();
+  p.script_path = std::string("/x\0y", 4);
+  EXPECT_FALSE(Roundtrip(p).has_value());
+}
+
+TEST(RunSpec, BadEnvEntriesAreRefused) {
+  for (const char* bad : {"NOEQUALS", "=value", "1ABC=x", "A B=x", "A-B=x", "Ä=x", "A.B=x"}) {
+    RunSpec s = Sample();
+    s.envp.push_back(bad);
+    EXPECT_FALSE(IsValidRunSpec(s)) << bad;
+    EXPECT_FALSE(Roundtrip(s).has_value()) << bad;
+  }
+  for (const char* good : {"_=x", "a1=", "LONG_NAME_9=with=equals"}) {
+    RunSpec s = Sample();
+    s.envp.push_back(good);
+    EXPECT_TRUE(Roundtrip(s).has_value()) << good;
+  }
+}
+
+TEST(RunSpec, DuplicateEnvNamesAreRefused) {
+  RunSpec s = Sample();
+  s.envp.push_back("PATH=/evil");
+  EXPECT_FALSE(Roundtrip(s).has_value());
+}
+
+// Seccomp on needs a program of whole 8-byte instructions within BPF_MAXINSNS; off
+// needs none (a program that would not be loaded means the broker meant otherwise).
+TEST(RunSpec, SeccompProgramSizeIsChecked) {
+  for (size_t bad : {size_t{0}, size_t{7}, size_t{9}, kRunSpecMaxBpfBytes + 8}) {
+    RunSpec s = Sample();
+    s.seccomp_bpf.assign(bad, '\x06');
+    EXPECT_FALSE(IsValidRunSpec(s)) << bad;
+    EXPECT_FALSE(Roundtrip(s).has_value()) << bad;
+  }
+  for (size_t good : {size_t{8}, kRunSpecMaxBpfBytes}) {
+    RunSpec s = Sample();
+    s.seccomp_bpf.assign(good, '\x06');
+    EXPECT_TRUE(Roundtrip(s).has_value()) << good;
+  }
+  RunSpec off = Sample();
+  off.seccomp = false;
+  EXPECT_FALSE(IsValidRunSpec(off)) << "seccomp off with a program";
+  off.seccomp_bpf.clear();
+  EXPECT_TRUE(IsValidRunSpec(off));
+}
+
+TEST(RunSpec, NamespacesNeedAnAbsoluteSkillPathAndNeverHideTheRoot) {
+  RunSpec s = Sample();
+  s.namespaces = true;
+  s.skill_dir_path = "/srv/skills/weather";
+  s.hidden_roots = {"/srv/skills", "/tmp/more"};
+  auto d = Roundtrip(s);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_TRUE(d->namespaces);
+  EXPECT_EQ(d->skill_dir_path, s.skill_dir_path);
+  EXPECT_EQ(d->hidden_roots, s.hidden_roots);
+  for (auto bad : {std::vector<std::string>{"/"}, std::vector<std::string>{"relative"},
+                   std::vector<std::string>{""}}) {
+    RunSpec b = s;
+    b.hidden_roots = bad;
+    EXPECT_FALSE(Roundtrip(b).has_value()) << bad[0];
+  }
+  RunSpec rel = s;
+  rel.skill_dir_path = "weather";
+  EXPECT_FALSE(Roundtrip(rel).has_value());
+  RunSpec many = s;
+  many.hidden_roots.assign(kRunSpecMaxHiddenRoots + 1, "/srv/x");
+  EXPECT_FALSE(Roundtrip(many).has_value());
+  RunSpec off = s;  // a view that would not be built: the broker meant something else
+  off.namespaces = false;
+  EXPECT_FALSE(IsValidRunSpec(off));
+}
+
+TEST(RunSpec, AScriptNeedsAnAbsolutePath) {
+  RunSpec rel = Sample();
+  rel.script_path = "scripts/main.js";
+  EXPECT_FALSE(Roundtrip(rel).has_value());
+  RunSpec empty = Sample();
+  empty.script_path.clear();
+  EXPECT_FALSE(Roundtrip(empty).has_value());
+}
+
+}  // namespace
+}  // namespace skillmcp
+
+// The fuzz corpus (tests/fuzz/corpus/run_spec) replayed as an ordinary test, with the
+// fuzz target's invariants: accepted means valid and canonical.
+#include <dirent.h>
+
+#include <fstream>
+#include <iterator>
+#include <set>
+
+#include "config.h"
+
+namespace skillmcp {
+namespace {
+
+TEST(RunSpecCorpus, ReplaysWithTheFuzzInvariants) {
+  const std::string dir = std::string(SKILL_MCP_SOURCE_ROOT) + "/tests/fuzz/corpus/run_spec";
+  DIR* d = opendir(dir.c_str());
+  ASSERT_NE(d, nullptr) << dir;
+  std::set<std::string> accepted;
+  int files = 0;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    ++files;
+    std::ifstream in(dir + "/" + e->d_name, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto spec = DecodeRunSpec(bytes);
+    if (!spec) continue;
+    accepted.insert(e->d_name);
+    EXPECT_TRUE(IsValidRunSpec(*spec)) << e->d_name;
+    EXPECT_EQ(EncodeRunSpec(*spec).value_or(""), bytes) << e->d_name;
+  }
+  closedir(d);
+  EXPECT_GE(files, 10);
+  EXPECT_EQ(accepted, (std::set<std::string>{"minimal", "node-script", "probe"}));
+}
+
+}  // namespace
+}  // namespace skillmcp
