@@ -60,6 +60,7 @@ void McpServer::Initialize(const RpcMessage& m, Reply reply) {
   for (const char* v : kProtocolVersions) {
     if (requested == v) protocol_ = v;
   }
+  session_.SetOmitNullErrorId(protocol_ >= std::string("2025-11-25"));
   OrderedJson result;
   result["protocolVersion"] = protocol_;
   result["capabilities"] = OrderedJson{{"tools", {{"listChanged", true}}},
