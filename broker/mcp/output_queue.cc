@@ -127,8 +127,8 @@ void OutputQueue::OnStallTimer() {
     ArmStallTimer();
     return;
   }
-  LOG_WARN("the client has read none of %zu queued byte(s) for %lld s; dropping it",
-           queued_, static_cast<long long>(kStalledClientGraceMs / 1000));
+  LOG_WARN("the client has read none of %zu queued byte(s) for %lld s; dropping it", queued_,
+           static_cast<long long>(kStalledClientGraceMs / 1000));
   if (events_.stalled) events_.stalled();
 }
 

@@ -56,7 +56,7 @@ class OutputQueue {
   std::deque<std::string> queue_;
   size_t head_offset_ = 0;  // bytes of queue_.front() already written
   size_t queued_ = 0;
-  bool watching_ = false;   // EPOLLOUT requested
+  bool watching_ = false;  // EPOLLOUT requested
   bool broken_ = false;
   int64_t last_progress_ms_ = 0;
   EventLoop::TimerId stall_timer_ = 0;

@@ -182,9 +182,10 @@ void Session::HandleLine(std::string_view line) {
       // among requests in flight; any answer to the duplicate would be a second answer
       // under the live id. It is dropped, said on stderr; the first keeps its one answer.
       if (in_flight_.count(key) != 0) {
-        LOG_WARN("dropped a request that reuses the id %s of one still in progress; the "
-                 "client must use a fresh id",
-                 key.substr(0, 80).c_str());
+        LOG_WARN(
+            "dropped a request that reuses the id %s of one still in progress; the "
+            "client must use a fresh id",
+            key.substr(0, 80).c_str());
         return;
       }
       auto state = std::make_shared<Reply::State>();

@@ -98,9 +98,9 @@ class Session {
   OutputQueue out_;
   LineReader reader_;
   bool closed_ = false;
-  bool input_watched_ = false;   // in_ is in the loop (pollable input)
-  bool input_paused_ = false;    // backpressure: too much output queued
-  std::string pending_input_;    // read, not yet framed, while paused
+  bool input_watched_ = false;         // in_ is in the loop (pollable input)
+  bool input_paused_ = false;          // backpressure: too much output queued
+  std::string pending_input_;          // read, not yet framed, while paused
   EventLoop::TimerId pump_timer_ = 0;  // input epoll refuses: the next chunk
   bool omit_null_error_id_ = false;
   std::map<std::string, RequestHandler> requests_;

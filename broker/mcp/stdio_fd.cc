@@ -13,7 +13,7 @@ void StdioFd::Open(int fd, bool for_write) {
   RestoreFlags();
   own_.reset();
   fd_ = fd;
-  struct stat st{};
+  struct stat st {};
   if (fstat(fd, &st) != 0 || S_ISREG(st.st_mode)) {
     kind_ = Kind::kPlain;
     return;
@@ -31,10 +31,9 @@ void StdioFd::Open(int fd, bool for_write) {
   int mode = (for_write ? O_WRONLY : O_RDONLY) | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
   own_.reset(open(path.c_str(), mode));
   if (own_.valid()) {
-    struct stat again{};
+    struct stat again {};
     // Why: only the same object will do (a /proc that resolves elsewhere is not used).
-    if (fstat(own_.get(), &again) == 0 && again.st_dev == st.st_dev &&
-        again.st_ino == st.st_ino) {
+    if (fstat(own_.get(), &again) == 0 && again.st_dev == st.st_dev && again.st_ino == st.st_ino) {
       fd_ = own_.get();
       return;
     }

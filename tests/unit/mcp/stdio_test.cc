@@ -113,7 +113,8 @@ TEST(StdioTest, ClientThatStopsReadingNeitherBlocksTheLoopNorGrowsTheQueue) {
 }
 
 TEST(StdioTest, RegularFileInputIsReadToItsEnd) {
-  std::string path = TempFile(Ping(1) + Ping(2) + "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}");
+  std::string path =
+      TempFile(Ping(1) + Ping(2) + "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}");
   int in = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   ASSERT_GE(in, 0);
   int out[2];
@@ -195,8 +196,9 @@ TEST(StdioTest, StdoutPipeFlagsAreLeftAlone) {
   {
     Session session(loop, in[0], out[1]);
     ASSERT_TRUE(session.Start());
-    struct stat st{};
-    if (stat("/proc/self/fd", &st) != 0) GTEST_SKIP() << "SKIP: no /proc; the fallback changes the flags";
+    struct stat st {};
+    if (stat("/proc/self/fd", &st) != 0)
+      GTEST_SKIP() << "SKIP: no /proc; the fallback changes the flags";
     EXPECT_EQ(fcntl(out[1], F_GETFL) & O_NONBLOCK, 0);
     EXPECT_EQ(fcntl(in[0], F_GETFL) & O_NONBLOCK, 0);
   }
