@@ -185,7 +185,7 @@ void Session::HandleLine(std::string_view line) {
         LOG_WARN(
             "dropped a request that reuses the id %s of one still in progress; the "
             "client must use a fresh id",
-            key.substr(0, 80).c_str());
+            m.id.dump(-1, ' ', /*ensure_ascii=*/true).substr(0, 80).c_str());
         return;
       }
       auto state = std::make_shared<Reply::State>();
