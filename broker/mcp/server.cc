@@ -60,7 +60,6 @@ void McpServer::Initialize(const RpcMessage& m, Reply reply) {
   for (const char* v : kProtocolVersions) {
     if (requested == v) protocol_ = v;
   }
-  session_.SetOmitNullErrorId(protocol_ >= std::string("2025-11-25"));
   OrderedJson result;
   result["protocolVersion"] = protocol_;
   result["capabilities"] = OrderedJson{{"tools", {{"listChanged", true}}},
@@ -75,6 +74,8 @@ void McpServer::Initialize(const RpcMessage& m, Reply reply) {
                       ? " skill_run runs a script a skill declares, only after the user "
                         "confirms the exact preview."
                       : "");
+  // Errors about messages with no usable id follow the negotiated revision (session.h).
+  session_.SetOmitNullErrorId(protocol_ >= std::string("2025-11-25"));
   reply.Result(std::move(result));
 }
 
