@@ -2,6 +2,7 @@
 // regular file or /dev/null (epoll refuses both), output to a file, a closed stdout.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -203,6 +204,35 @@ TEST(StdioTest, StdoutPipeFlagsAreLeftAlone) {
     EXPECT_EQ(fcntl(in[0], F_GETFL) & O_NONBLOCK, 0);
   }
   for (int fd : {in[0], in[1], out[0], out[1]}) close(fd);
+}
+
+// systemd Accept=yes: stdin and stdout are one connected socket. A client that stops
+// reading pauses the session without the socket's shared flags ever changing.
+TEST(StdioTest, OneSocketForBothWaysNeverBlocksAndKeepsItsFlags) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  int small = 4096;
+  setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+  setsockopt(sv[1], SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  int out = dup(sv[0]);  // as systemd passes it: fds 0 and 1, one description
+  EventLoop loop;
+  Session session(loop, sv[0], out);
+  Register(session);
+  ASSERT_TRUE(session.Start());
+  fcntl(sv[1], F_SETFL, O_NONBLOCK);  // the test's end only
+  std::string backlog;
+  int sent = 0;
+  for (int round = 0; round < 5000 && !session.reading_paused(); ++round) {
+    while (backlog.size() < 65536) backlog += Ping(sent++, 200);
+    ssize_t w = write(sv[1], backlog.data(), backlog.size());
+    if (w > 0) backlog.erase(0, static_cast<size_t>(w));
+    loop.RunOnce(1);
+  }
+  EXPECT_TRUE(session.reading_paused());
+  EXPECT_EQ(fcntl(sv[0], F_GETFL) & O_NONBLOCK, 0) << "MSG_DONTWAIT, not O_NONBLOCK";
+  close(out);
+  close(sv[0]);
+  close(sv[1]);
 }
 
 }  // namespace
