@@ -57,6 +57,7 @@ OutputQueue::Step OutputQueue::WriteSome() {
     if (errno == EAGAIN || errno == EWOULDBLOCK) return Step::kWouldBlock;
     return Step::kBroken;
   }
+  if (w == 0) return Step::kWouldBlock;  // no room and no error: wait, never spin
   size_t left = static_cast<size_t>(w);
   queued_ -= left;
   last_progress_ms_ = EventLoop::NowMs();
