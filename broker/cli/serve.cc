@@ -94,7 +94,7 @@ int RunServe() {
     return 1;
   }
   if (!session.Start()) {
-    LOG_ERROR_ERRNO("cannot watch stdin");
+    LOG_ERROR_ERRNO("cannot watch stdin or stdout");
     return 1;
   }
   LOG_INFO("skill-mcp %s serving %zu skill(s) from %s (%s); %zu problem(s)%s",
@@ -107,6 +107,8 @@ int RunServe() {
   loop.Run();
   // Why: no worker outlives its client; the group is killed and reaped before exit.
   supervisor.KillAndReapNow();
+  // What the client has not read yet still reaches a client that keeps reading.
+  session.DrainOutput(kExitDrainStallMs);
   return 0;
 }
 

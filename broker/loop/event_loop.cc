@@ -26,6 +26,13 @@ bool EventLoop::AddFd(int fd, uint32_t events, FdCallback callback) {
   return true;
 }
 
+bool EventLoop::ModifyFd(int fd, uint32_t events) {
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.fd = fd;
+  return epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, fd, &ev) == 0;
+}
+
 void EventLoop::RemoveFd(int fd) {
   if (fds_.erase(fd) > 0) epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
 }

@@ -28,6 +28,9 @@ class EventLoop {
   // Watches `fd` (level-triggered). Returns false and sets errno on failure.
   // A callback may add or remove any watch, including its own.
   bool AddFd(int fd, uint32_t events, FdCallback callback);
+  // Changes the events of a watched `fd` (0 keeps the watch but wakes for nothing).
+  bool ModifyFd(int fd, uint32_t events);
+  bool Watches(int fd) const { return fds_.count(fd) != 0; }
   void RemoveFd(int fd);
 
   // Calls `callback` once, `delay_ms` from now (monotonic clock).

@@ -75,6 +75,8 @@ void McpServer::Initialize(const RpcMessage& m, Reply reply) {
                       ? " skill_run runs a script a skill declares, only after the user "
                         "confirms the exact preview."
                       : "");
+  // Errors about messages with no usable id follow the negotiated revision (session.h).
+  session_.SetOmitNullErrorId(protocol_ >= std::string("2025-11-25"));
   reply.Result(std::move(result));
 }
 

@@ -26,11 +26,12 @@ void Reply::Error(int code, std::string_view message, std::optional<Json> data) 
 }
 
 Session::Session(EventLoop& loop, int in_fd, int out_fd)
-    : loop_(loop), in_fd_(in_fd), out_fd_(out_fd) {}
+    : loop_(loop), in_fd_(in_fd), out_(loop, out_fd) {}
 
 Session::~Session() {
   for (auto& [key, state] : in_flight_) state->session = nullptr;
-  if (!closed_) loop_.RemoveFd(in_fd_);
+  if (input_watched_) loop_.RemoveFd(in_.fd());
+  if (pump_timer_ != 0) loop_.CancelTimer(pump_timer_);
   for (auto& [key, out] : outgoing_) loop_.CancelTimer(out.timer);
 }
 
@@ -43,35 +44,122 @@ void Session::OnNotification(std::string method, NotificationHandler handler) {
 }
 
 bool Session::Start() {
-  return loop_.AddFd(in_fd_, EPOLLIN, [this](uint32_t) { OnReadable(); });
+  OutputQueue::Events events;
+  events.below_pause = [this] { ResumeInput(); };
+  // Why: a client that reads nothing for the grace, or closed stdout, is gone; it is
+  // dropped as on stdin EOF (its run killed), so memory and the loop stay its own.
+  events.stalled = [this] { Close(); };
+  events.broken = [this] { Close(); };
+  if (!out_.Start(std::move(events))) return false;
+  in_.Open(in_fd_, /*for_write=*/false);
+  if (in_.kind() != StdioFd::Kind::kPlain) {
+    if (loop_.AddFd(in_.fd(), EPOLLIN, [this](uint32_t) { OnReadable(); })) {
+      input_watched_ = true;
+      return true;
+    }
+    if (errno != EPERM) return false;
+    in_.MarkNotPollable();
+  }
+  SchedulePump();
+  return true;
+}
+
+// Input epoll refuses never makes a reader wait for a peer: one chunk per loop round,
+// so timers and output still run between chunks.
+void Session::SchedulePump() {
+  if (pump_timer_ != 0 || closed_ || input_paused_) return;
+  pump_timer_ = loop_.AddTimer(0, [this] {
+    pump_timer_ = 0;
+    OnReadable();
+    SchedulePump();
+  });
 }
 
 void Session::OnReadable() {
+  if (closed_ || input_paused_) return;
   char buf[65536];
-  ssize_t n = read(in_fd_, buf, sizeof buf);
-  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
-  auto on_line = [this](std::string_view line) { HandleLine(line); };
-  auto on_overflow = [this] {
-    Send(MakeError(nullptr, rpc::kInvalidRequest,
-                   "message is larger than the " + std::to_string(kMaxMessageBytes >> 20) +
-                       " MiB limit and was discarded; split the request or send smaller "
-                       "arguments"));
-  };
+  ssize_t n = in_.Read(buf, sizeof buf);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) return;
+  if (n < 0) LOG_WARN_ERRNO("could not read stdin; closing the session");
   if (n <= 0) {
-    reader_.Finish(on_line);
-    loop_.RemoveFd(in_fd_);
-    closed_ = true;
-    if (on_closed_) on_closed_();
+    reader_.Finish([this](std::string_view line) { HandleLine(line); });
+    Close();
     return;
   }
-  reader_.Feed(std::string_view(buf, static_cast<size_t>(n)), on_line, on_overflow);
+  Consume(std::string_view(buf, static_cast<size_t>(n)));
+}
+
+// Frames one line at a time, so a pause (too much output queued) takes effect between
+// two requests; what is left waits in pending_input_.
+void Session::Consume(std::string_view data) {
+  auto on_line = [this](std::string_view line) { HandleLine(line); };
+  auto on_overflow = [this] {
+    SendError(nullptr, rpc::kInvalidRequest,
+              "message is larger than the " + std::to_string(kMaxMessageBytes >> 20) +
+                  " MiB limit and was discarded; split the request or send smaller "
+                  "arguments");
+  };
+  while (!data.empty() && !closed_) {
+    if (input_paused_) {
+      pending_input_.append(data);
+      return;
+    }
+    size_t nl = data.find('\n');
+    size_t take = nl == std::string_view::npos ? data.size() : nl + 1;
+    reader_.Feed(data.substr(0, take), on_line, on_overflow);
+    data.remove_prefix(take);
+  }
+}
+
+// Why: past kOutputPauseBytes queued, reading stops, so a client that does not read
+// cannot make the broker hold more than that plus one answer (README "Wire decisions").
+void Session::PauseInput() {
+  if (input_paused_ || closed_) return;
+  input_paused_ = true;
+  if (input_watched_) loop_.RemoveFd(in_.fd());
+  input_watched_ = false;
+  if (pump_timer_ != 0) loop_.CancelTimer(pump_timer_);
+  pump_timer_ = 0;
+}
+
+void Session::ResumeInput() {
+  if (!input_paused_ || closed_) return;
+  input_paused_ = false;
+  std::string held = std::move(pending_input_);
+  pending_input_.clear();
+  Consume(held);
+  if (input_paused_ || closed_) return;
+  if (in_.kind() == StdioFd::Kind::kPlain) return SchedulePump();
+  if (loop_.AddFd(in_.fd(), EPOLLIN, [this](uint32_t) { OnReadable(); })) {
+    input_watched_ = true;
+    return;
+  }
+  LOG_ERROR_ERRNO("cannot watch stdin again; closing the session");
+  Close();
+}
+
+void Session::Close() {
+  if (closed_) return;
+  closed_ = true;
+  if (input_watched_) loop_.RemoveFd(in_.fd());
+  input_watched_ = false;
+  if (pump_timer_ != 0) loop_.CancelTimer(pump_timer_);
+  pump_timer_ = 0;
+  pending_input_.clear();
+  if (on_closed_) on_closed_();
+}
+
+void Session::SendError(const Json& id, int code, std::string_view message) {
+  OrderedJson m = MakeError(id, code, message);
+  if (id.is_null() && omit_null_error_id_) m.erase("id");
+  Send(m);
 }
 
 void Session::HandleLine(std::string_view line) {
   RpcMessage m = ParseRpcLine(line);
   switch (m.kind) {
     case RpcMessage::Kind::kInvalid:
-      Send(MakeError(m.id, m.error_code, m.error_message));
+      SendError(m.id, m.error_code, m.error_message);
       return;
     case RpcMessage::Kind::kResponse:
       HandleResponse(m);
@@ -90,11 +178,14 @@ void Session::HandleLine(std::string_view line) {
         return;
       }
       std::string key = m.id.dump();
-      // Why: cancellation and answers are matched by id; a second request under a live
-      // id would let one cancel or answer stand for the other.
+      // Why: cancellation and answers are matched by id, and JSON-RPC wants ids unique
+      // among requests in flight; any answer to the duplicate would be a second answer
+      // under the live id. It is dropped, said on stderr; the first keeps its one answer.
       if (in_flight_.count(key) != 0) {
-        Send(MakeError(m.id, rpc::kInvalidRequest,
-                       "a request with this id is still in progress; use a fresh id"));
+        LOG_WARN(
+            "dropped a request that reuses the id %s of one still in progress; the "
+            "client must use a fresh id",
+            m.id.dump(-1, ' ', /*ensure_ascii=*/true).substr(0, 80).c_str());
         return;
       }
       auto state = std::make_shared<Reply::State>();
@@ -173,22 +264,9 @@ void Session::WithdrawRequest(const Json& id, std::string_view reason) {
 }
 
 void Session::Send(const OrderedJson& message) {
-  std::string line = SerializeLine(message);
-  std::string_view rest(line);
-  while (!rest.empty()) {
-    ssize_t w = write(out_fd_, rest.data(), rest.size());
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN) {
-        // stdout is non-blocking only if the client made it so; wait briefly for room.
-        usleep(1000);
-        continue;
-      }
-      LOG_ERROR_ERRNO("could not write to stdout; the client is gone");
-      return;
-    }
-    rest.remove_prefix(static_cast<size_t>(w));
-  }
+  if (closed_) return;  // the client is gone: nothing more reaches it
+  out_.Push(SerializeLine(message));
+  if (out_.over_pause()) PauseInput();
 }
 
 }  // namespace skillmcp

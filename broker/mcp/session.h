@@ -13,6 +13,8 @@
 #include "broker/loop/event_loop.h"
 #include "broker/mcp/jsonrpc.h"
 #include "broker/mcp/line_reader.h"
+#include "broker/mcp/output_queue.h"
+#include "broker/mcp/stdio_fd.h"
 
 namespace skillmcp {
 
@@ -45,10 +47,19 @@ class Session {
 
   void OnRequest(std::string method, RequestHandler handler);
   void OnNotification(std::string method, NotificationHandler handler);
-  // Called once when input ends (client gone) or reading fails.
+  // Called once when the client is gone: input ended or failed, stdout was closed, or
+  // the client read nothing for kStalledClientGraceMs while output waited.
   void OnClosed(std::function<void()> handler) { on_closed_ = std::move(handler); }
 
-  bool Start();  // begins reading `in_fd`
+  // Begins reading `in_fd` and prepares `out_fd` (stdio_fd.h); false with errno set when
+  // either cannot be watched. Input epoll refuses (a file, /dev/null) is read in chunks
+  // between loop rounds until its end.
+  bool Start();
+
+  // JSON-RPC 2.0 answers a message whose id is unknown with "id": null; the 2025-11-25
+  // schema allows only a string or integer there and makes the id optional, so from that
+  // revision on such an error carries no "id" (README "Wire decisions").
+  void SetOmitNullErrorId(bool omit) { omit_null_error_id_ = omit; }
 
   // Sends a request to the client; `handler` gets its answer or a timeout after
   // `timeout_ms`. Returns the id used.
@@ -63,21 +74,39 @@ class Session {
   // Returns true when such a request was in flight.
   bool CancelInFlight(const Json& id);
 
+  // Queues one message; it is written as fast as the client reads (output_queue.h).
   void Send(const OrderedJson& message);
   size_t pending_outgoing() const { return outgoing_.size(); }
+  size_t queued_output_bytes() const { return out_.queued_bytes(); }
+  bool reading_paused() const { return input_paused_; }
+  // At exit: hands the queued output to the client, giving up after `stall_ms` without
+  // progress.
+  void DrainOutput(int stall_ms) { out_.DrainBlocking(stall_ms); }
 
  private:
   friend class Reply;
   void OnReadable();
+  void Consume(std::string_view data);
+  void SchedulePump();
+  void PauseInput();
+  void ResumeInput();
+  void Close();
+  void SendError(const Json& id, int code, std::string_view message);
   void HandleLine(std::string_view line);
   void HandleResponse(const RpcMessage& m);
   void Finish(const Json& id);
 
   EventLoop& loop_;
   int in_fd_;
-  int out_fd_;
+  StdioFd in_;
+  OutputQueue out_;
   LineReader reader_;
   bool closed_ = false;
+  bool input_watched_ = false;         // in_ is in the loop (pollable input)
+  bool input_paused_ = false;          // backpressure: too much output queued
+  std::string pending_input_;          // read, not yet framed, while paused
+  EventLoop::TimerId pump_timer_ = 0;  // input epoll refuses: the next chunk
+  bool omit_null_error_id_ = false;
   std::map<std::string, RequestHandler> requests_;
   std::map<std::string, NotificationHandler> notifications_;
   std::function<void()> on_closed_;

@@ -97,12 +97,38 @@ TEST_F(SessionTest, DeferredReplyIsSentOnceAndCancelSuppressesIt) {
   EXPECT_EQ(a[0]["result"]["n"], 1);
 }
 
-TEST_F(SessionTest, DuplicateInFlightIdIsRefused) {
+TEST_F(SessionTest, DuplicateInFlightIdIsDroppedSoTheIdGetsOneAnswer) {
   Send("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"later\"}\n"
-       "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"later\"}\n");
+       "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"later\"}\n"
+       "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\"}\n");
+  EXPECT_TRUE(Answers().empty()) << "nothing is said under the live id";
+  ASSERT_EQ(held_.size(), 1u) << "the duplicate never reaches a handler";
+  held_[0].Result(OrderedJson{{"n", 1}});
   auto a = Answers();
   ASSERT_EQ(a.size(), 1u);
-  EXPECT_EQ(a[0]["error"]["code"], -32600);
+  EXPECT_EQ(a[0]["id"], 5);
+  EXPECT_EQ(a[0]["result"]["n"], 1);
+  // Once answered, the id is free again.
+  Send("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\"}\n");
+  a = Answers();
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_TRUE(a[0]["result"].is_object());
+}
+
+TEST_F(SessionTest, UnknownIdIsOmittedFromErrorsWhenTheRevisionSaysSo) {
+  session_->SetOmitNullErrorId(true);
+  Send("not json\n[1]\n{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"ping\"}\n");
+  auto a = Answers();
+  ASSERT_EQ(a.size(), 3u);
+  for (const Json& m : a) {
+    EXPECT_FALSE(m.contains("id")) << m.dump();
+    EXPECT_TRUE(m["error"]["code"].is_number_integer());
+  }
+  // A known id is still echoed.
+  Send("{\"jsonrpc\":\"1.0\",\"id\":9,\"method\":\"ping\"}\n");
+  a = Answers();
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0]["id"], 9);
 }
 
 TEST_F(SessionTest, OutgoingRequestMatchesItsAnswerAndIgnoresStrangers) {

@@ -1,0 +1,65 @@
+// The server's outgoing messages: queued, and written only as fast as the client reads,
+// so a client that stops reading never stops the event loop (timeouts, kills, reaping,
+// signals). README "Wire decisions" states the numbers below.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string>
+
+#include "broker/loop/event_loop.h"
+#include "broker/mcp/stdio_fd.h"
+
+namespace skillmcp {
+
+// At this many queued bytes the session stops reading requests (backpressure); it reads
+// again once the queue is down to half.
+inline constexpr size_t kOutputPauseBytes = 4 * 1024 * 1024;
+// Output waiting and not one byte taken for this long: the client is dropped.
+inline constexpr int64_t kStalledClientGraceMs = 30'000;
+// At exit, queued output gets this long without progress to reach the client.
+inline constexpr int kExitDrainStallMs = 2'000;
+
+class OutputQueue {
+ public:
+  struct Events {
+    std::function<void()> below_pause;  // after a write, at most half kOutputPauseBytes queued
+    std::function<void()> stalled;      // kStalledClientGraceMs without progress
+    std::function<void()> broken;       // the client is gone (write error)
+  };
+
+  OutputQueue(EventLoop& loop, int fd);
+  ~OutputQueue();
+
+  // Chooses how to write (see stdio_fd.h); false (errno set) when it cannot be watched.
+  bool Start(Events events);
+  void Push(std::string line);
+  size_t queued_bytes() const { return queued_; }
+  bool over_pause() const { return queued_ >= kOutputPauseBytes; }
+  // Writes what is queued, waiting at most `stall_ms` each time no byte moves (exit).
+  void DrainBlocking(int stall_ms);
+
+ private:
+  enum class Step { kDone, kWouldBlock, kBroken };
+  Step WriteSome();
+  void Flush();
+  void Break(const char* why);  // nullptr: errno says why
+  void Watch(bool want);
+  void ArmStallTimer();
+  void OnStallTimer();
+
+  EventLoop& loop_;
+  int raw_fd_;
+  StdioFd out_;
+  Events events_;
+  std::deque<std::string> queue_;
+  size_t head_offset_ = 0;  // bytes of queue_.front() already written
+  size_t queued_ = 0;
+  bool watching_ = false;  // EPOLLOUT requested
+  bool broken_ = false;
+  int64_t last_progress_ms_ = 0;
+  EventLoop::TimerId stall_timer_ = 0;
+};
+
+}  // namespace skillmcp
