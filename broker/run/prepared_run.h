@@ -26,10 +26,23 @@ struct ScriptIdentity {
   std::string Binding() const;
 };
 
-// Reads the identity from an open regular file: fstat, then a sha256 of its bytes read
-// with pread from offset 0 (the descriptor's own offset is left alone). nullopt with
-// errno set when the file cannot be read, or changes size while it is read.
-std::optional<ScriptIdentity> ReadScriptIdentity(int fd);
+// The largest script entry point a run accepts. Why a cap: the whole file is copied into
+// the broker's memory (below) and a hosted broker has a hard data limit.
+inline constexpr uint64_t kMaxScriptBytes = 64ull << 20;
+
+// The script as it will run: a sealed in-memory copy of its bytes and their identity.
+struct SealedScript {
+  UniqueFd fd;  // memfd, sealed against every write, grow, shrink and further seal
+  ScriptIdentity identity;
+};
+
+// Copies an open regular file (pread from offset 0; its own offset is left alone) into a
+// sealed memfd, hashing the bytes copied. Why a copy: a descriptor pins the inode, not
+// its bytes; an in-place write after the preview must not change what runs, so the run
+// gets exactly the bytes the token binds. nullopt with errno set when the file cannot be
+// read, is not a regular file (EINVAL), is over kMaxScriptBytes (EFBIG), or changes size
+// while it is copied (EAGAIN).
+std::optional<SealedScript> SealScript(int fd);
 
 // Move-only: one descriptor, one run.
 struct PreparedRun {
@@ -43,8 +56,8 @@ struct PreparedRun {
   int skill_dir_fd = -1;         // Skill::dir (borrowed; O_PATH|O_DIRECTORY)
   std::string skill_dir_path;    // Skill::source: its real path (a namespaced run binds it)
   std::string script;            // declared relative path, string-checked
-  UniqueFd script_fd;            // the descriptor that was checked and hashed; it runs
-  ScriptIdentity identity;       // of script_fd, bound by the confirmation token
+  UniqueFd script_fd;            // SealScript's sealed copy of the checked file; it runs
+  ScriptIdentity identity;       // of those bytes, bound by the confirmation token
   std::string script_real_path;  // real absolute path (node's module identity)
   std::vector<std::string> args;
   std::vector<std::string> env_names;  // sorted; values come from the EnvStore at spawn

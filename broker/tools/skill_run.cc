@@ -103,20 +103,24 @@ std::optional<ToolResult> SkillRunTool::Prepare(const Json& args, Prepared* out)
   // that was checked, read back from its descriptor.
   std::optional<std::string> real = RealPathOfFd(opened.fd.get(), skill->source + "/" + script);
   if (!real) return Refusal("PATH_REFUSED", "script \"" + script + "\": cannot resolve its path");
-  // why: the token binds the bytes the user approved, read from the descriptor that
-  // will run, so a script changed after the preview is DRAFT_CHANGED, never run unseen.
-  std::optional<ScriptIdentity> identity = ReadScriptIdentity(opened.fd.get());
-  if (!identity) {
-    const std::string why = errno == EAGAIN ? "it changed while it was being read; call again"
-                                            : std::string("cannot be read: ") + std::strerror(errno);
+  // why: the token binds the bytes the user approved, and the run gets a sealed copy of
+  // exactly those bytes, so a script changed after the preview is DRAFT_CHANGED and an
+  // in-place write after the confirmation changes nothing that runs.
+  std::optional<SealedScript> sealed = SealScript(opened.fd.get());
+  if (!sealed) {
+    const std::string why =
+        errno == EAGAIN ? std::string("it changed while it was being read; call again")
+        : errno == EFBIG
+            ? "it is over the " + std::to_string(kMaxScriptBytes >> 20) + " MiB script limit"
+            : std::string("cannot be read: ") + std::strerror(errno);
     return Refusal("PATH_REFUSED", "script \"" + script + "\": " + why);
   }
   run.skill = skill->name;
   run.skill_dir_fd = skill->dir.get();
   run.skill_dir_path = skill->source;
   run.script = granted.script;
-  run.script_fd = std::move(opened.fd);
-  run.identity = *identity;
+  run.script_fd = std::move(sealed->fd);
+  run.identity = sealed->identity;
   run.script_real_path = std::move(*real);
   run.timeout_ms = granted.timeout_ms;
 
@@ -132,7 +136,7 @@ std::optional<ToolResult> SkillRunTool::Prepare(const Json& args, Prepared* out)
   w.env_names = env.names;
   w.env_not_set = env.not_set;
   w.env_warning = env.warning;
-  w.script_identity = identity->Binding();
+  w.script_identity = run.identity.Binding();
   return std::nullopt;
 }
 

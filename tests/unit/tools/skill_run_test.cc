@@ -179,9 +179,9 @@ TEST_F(SkillRunTest, TheRunGetsTheDescriptorThatWasChecked) {
   // Swapped after the check: the run still holds the checked file, not the new one.
   Write("scripts/new.js", "console.log('swapped')\n");
   ASSERT_EQ(rename((dir_ + "/scripts/new.js").c_str(), (dir_ + "/scripts/run.js").c_str()), 0);
-  struct stat held {};
-  ASSERT_EQ(fstat(run.script_fd.get(), &held), 0);
-  EXPECT_EQ(held.st_ino, before.st_ino);
+  // The run holds a sealed copy of the checked file's bytes; the identity names that file.
+  EXPECT_EQ(fcntl(run.script_fd.get(), F_GET_SEALS),
+            F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
   EXPECT_EQ(run.identity.ino, static_cast<uint64_t>(before.st_ino));
   EXPECT_EQ(run.identity.size, 17u);
   char buf[32] = {};
@@ -200,6 +200,40 @@ TEST_F(SkillRunTest, TheRunGetsTheDescriptorThatWasChecked) {
   EXPECT_EQ(got_->payload["skill"], "demo");
   EXPECT_EQ(got_->payload["exitCode"], 0);
   EXPECT_EQ(got_->payload["stdout"], "hi");
+}
+
+TEST_F(SkillRunTest, AnInPlaceWriteAfterTheConfirmationChangesNothingThatRuns) {
+  SkillRunTool tool = Tool();
+  Json args = Args("demo", "scripts/run.js");
+  args["confirmToken"] = Token(tool, args);
+  EXPECT_TRUE(Call(tool, args).is_null());
+  ASSERT_EQ(runner_.started.size(), 1u);
+  const PreparedRun& run = runner_.started[0];
+  // Same inode, same size, other bytes: what a writer racing the worker's start would do.
+  int fd = open((dir_ + "/scripts/run.js").c_str(), O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(pwrite(fd, "console.log('b')\n", 17, 0), 17);
+  close(fd);
+  char buf[32] = {};
+  ASSERT_EQ(pread(run.script_fd.get(), buf, sizeof buf, 0), 17);
+  EXPECT_EQ(std::string(buf), "console.log('a')\n");
+  // Nor can whoever holds the copy (the script gets it as fd 6) change it.
+  EXPECT_EQ(pwrite(run.script_fd.get(), "x", 1, 0), -1);
+  EXPECT_EQ(errno, EPERM);
+}
+
+TEST_F(SkillRunTest, AScriptOverTheSizeLimitIsRefusedBeforeTheGate) {
+  SkillRunTool tool = Tool();
+  int fd = open((dir_ + "/scripts/run.js").c_str(), O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, static_cast<off_t>(kMaxScriptBytes + 1)), 0);  // sparse
+  close(fd);
+  Call(tool, Args("demo", "scripts/run.js"));
+  ASSERT_TRUE(got_);
+  EXPECT_TRUE(got_->is_error);
+  EXPECT_EQ(got_->payload["error"], "PATH_REFUSED");
+  EXPECT_NE(got_->payload["message"].get<std::string>().find("MiB script limit"), std::string::npos);
+  EXPECT_TRUE(runner_.started.empty());
 }
 
 }  // namespace
