@@ -188,6 +188,12 @@ void SkillRunTool::Call(const Json& args, const Json& request_id, bool client_el
                         "another skill_run is still running (one at a time); your token is "
                         "still valid, call again when it has finished"));
   }
+  // Why check before spending: the argument checks come after the gate (docs/wire.md
+  // order), and a genuine token for arguments that can never run must not be spent, or
+  // a client could fill the host-wide spent record without running anything.
+  if (deps_.tokens->Check(*token, p->will_run, Now()) == TokenVerdict::kValid) {
+    if (auto err = CheckArgContent(p->run.args)) return done(*err);
+  }
   std::string detail;
   TokenVerdict v = deps_.tokens->CheckAndSpend(*token, p->will_run, Now(), &detail);
   if (v == TokenVerdict::kDraftChanged) {

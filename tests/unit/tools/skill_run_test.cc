@@ -236,5 +236,19 @@ TEST_F(SkillRunTest, AScriptOverTheSizeLimitIsRefusedBeforeTheGate) {
   EXPECT_TRUE(runner_.started.empty());
 }
 
+TEST_F(SkillRunTest, ArgumentsThatCanNeverRunDoNotSpendTheToken) {
+  SkillRunTool tool = Tool();
+  Json args = Args("demo", "scripts/run.js");
+  args["args"] = Json::array({std::string("a\0b", 3)});
+  args["confirmToken"] = Token(tool, args);
+  ASSERT_FALSE(args["confirmToken"].get<std::string>().empty());
+  for (int i = 0; i < 2; ++i) {
+    Json r = Call(tool, args);
+    EXPECT_EQ(r["error"], "INVALID_ARGUMENT") << r.dump();
+  }
+  EXPECT_EQ(tokens_->SpentCount(), 0u);
+  EXPECT_TRUE(runner_.started.empty());
+}
+
 }  // namespace
 }  // namespace skillmcp
