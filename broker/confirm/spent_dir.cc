@@ -165,8 +165,12 @@ SpentDir::State SpentDir::Record(const TokenNonce& nonce, int64_t expiry, int64_
                                  std::string* error) {
   MaybePrune(now);
   if (live_ >= kMaxSharedSpent) {
-    last_prune_ = 0;  // prune now, in case other brokers' records have lapsed
-    MaybePrune(now);
+    // Prune early, in case other brokers' records have lapsed; why at most every few
+    // seconds: while full, every refused spend would otherwise rescan the whole directory.
+    if (now - last_prune_ >= kFullPruneEverySeconds) {
+      last_prune_ = 0;
+      MaybePrune(now);
+    }
     if (live_ >= kMaxSharedSpent) return State::kFull;
   }
   const std::string name = RecordName(nonce, expiry);

@@ -30,6 +30,8 @@ inline constexpr std::string_view kSpentSubdir = "spent-tokens";
 inline constexpr int64_t kPruneGraceSeconds = 600;
 // How often (at most) the directory is scanned for expired records.
 inline constexpr int64_t kPruneEverySeconds = 60;
+// How often (at most) a full record is rescanned early.
+inline constexpr int64_t kFullPruneEverySeconds = 5;
 // Live records beyond which new spends are refused rather than growing the directory.
 inline constexpr size_t kMaxSharedSpent = 65536;
 

@@ -197,5 +197,32 @@ TEST_F(SpentDirTest, EnvironmentOrder) {
   EXPECT_NE(SpentDir::Open("relative/path", {}).error.find("absolute"), std::string::npos);
 }
 
+// A full record refuses new spends; records other brokers prune are noticed, but a full
+// record is rescanned at most every kFullPruneEverySeconds, not on every refused spend.
+TEST_F(SpentDirTest, AFullRecordRefusesAndIsRescannedOnlyNowAndThen) {
+  SpentDir::Opened opened = SpentDir::Open(base_, {});
+  ASSERT_NE(opened.dir, nullptr) << opened.error;
+  const std::string records = base_ + "/spent-tokens";
+  // kMaxSharedSpent live records, named as brokers name them (hex nonce, then expiry).
+  for (size_t i = 0; i < kMaxSharedSpent; ++i) {
+    char name[80];
+    snprintf(name, sizeof name, "%032zx-%lld", i, static_cast<long long>(kNow + kTtl));
+    FILE* f = fopen((records + "/" + name).c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fclose(f);
+  }
+  TokenNonce nonce{};
+  nonce.fill(0xab);
+  std::string error;
+  EXPECT_EQ(opened.dir->Record(nonce, kNow + kTtl, kNow, &error), SpentDir::State::kFull);
+  // Another broker prunes everything; within the throttle the count is not re-read ...
+  for (const auto& e : fs::directory_iterator(records)) fs::remove(e.path());
+  EXPECT_EQ(opened.dir->Record(nonce, kNow + kTtl, kNow + 1, &error), SpentDir::State::kFull);
+  // ... after it, it is, and the spend is recorded.
+  EXPECT_EQ(opened.dir->Record(nonce, kNow + kTtl, kNow + kFullPruneEverySeconds, &error),
+            SpentDir::State::kUnspent)
+      << error;
+}
+
 }  // namespace
 }  // namespace skillmcp
