@@ -7,9 +7,11 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "broker/mcp/session.h"
+#include "broker/mcp/stdio_fd.h"
 
 namespace skillmcp {
 namespace {
@@ -233,6 +235,30 @@ TEST(StdioTest, OneSocketForBothWaysNeverBlocksAndKeepsItsFlags) {
   close(out);
   close(sv[0]);
   close(sv[1]);
+}
+
+// A pty master (a terminal emulator's end) is a cloning device: a reopen through /proc
+// would give a new, unconnected pty. Output must reach the pty the client holds.
+TEST(StdioTest, APtyMasterIsNeverReopened) {
+  int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (master < 0) GTEST_SKIP() << "SKIP: no pty available: " << strerror(errno);
+  ASSERT_EQ(grantpt(master), 0);
+  ASSERT_EQ(unlockpt(master), 0);
+  int slave = open(ptsname(master), O_RDWR | O_NOCTTY | O_CLOEXEC);
+  ASSERT_GE(slave, 0);
+  {
+    StdioFd out;
+    out.Open(master, /*for_write=*/true);
+    EXPECT_EQ(out.fd(), master);  // not a copy of its own
+    char msg[] = "answer\n";
+    iovec iov{msg, sizeof msg - 1};
+    ASSERT_EQ(out.Write(&iov, 1), static_cast<ssize_t>(sizeof msg - 1));
+    char buf[32] = {};
+    ASSERT_GT(read(slave, buf, sizeof buf), 0);  // it reached the client's pty
+    EXPECT_EQ(std::string(buf).substr(0, 6), "answer");
+  }
+  close(slave);
+  close(master);
 }
 
 }  // namespace
