@@ -37,7 +37,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                      std::string(reinterpret_cast<const char*>(data), size) + "}";
   if (line.find('\n') != std::string::npos) return 0;  // one line; framing is jsonrpc's
   RpcMessage m = ParseRpcLine(line);
-  const bool response = m.kind == RpcMessage::Kind::kResponse;
+  // A repeated "id" key can point the answer elsewhere: only one to the prompt counts.
+  const bool response = m.kind == RpcMessage::Kind::kResponse && m.id == fuzz::kPromptId;
   const bool approves = response && Approves(Json::parse(line, nullptr, false));
 
   fuzz::Server server(fuzz::DefaultGate());
