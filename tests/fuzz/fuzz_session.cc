@@ -5,8 +5,9 @@
 // serve.cc wires them, the run side a recorder). After every message it checks:
 //   - every answer names a request still waiting for one, and none is answered twice;
 //   - a notification or an answer of the client's is never answered;
-//   - a run is dispatched only for a request carrying an unspent token the server issued
-//     for the same arguments, or one whose prompt the client accepted with approve: true;
+//   - a run is dispatched only for a request carrying an unspent, unexpired token the
+//     server issued for the same arguments, or one whose prompt the client accepted with
+//     approve: true (the clock moves forward on demand);
 //   - the server asks elicitation/create only while serving a skill_run;
 //   - at the end, the server still answers a ping (alive).
 #include <cstddef>
@@ -39,6 +40,7 @@ const char* const kArgs[] = {"[\"a\"]", "[]", "[\"b\",\"c\"]", "[\"x\\u0000\"]"}
 struct Token {
   std::string text;
   int args = 0;
+  int64_t issued_at = 0;  // skill_run's clock when it was issued
   bool used = false;
 };
 
@@ -64,6 +66,7 @@ class Model {
   void Cancel();
   void CutLine();
   void Other();
+  void Wait() { server_.Advance(8 * in_.Next()); }  // up to 34 minutes later
 
   Bytes in_;
   fuzz::Server server_{fuzz::DefaultGate()};
@@ -129,7 +132,8 @@ void Model::RecordTokens(const Json& result, const std::string& id_key) {
   if (!payload.is_object() || !payload.contains("confirmToken")) return;
   auto args = run_args_.find(id_key);
   if (args == run_args_.end()) __builtin_trap();  // a token only answers skill_run
-  tokens_.push_back(Token{payload["confirmToken"].get<std::string>(), args->second});
+  tokens_.push_back(
+      Token{payload["confirmToken"].get<std::string>(), args->second, server_.now()});
 }
 
 void Model::Initialize() {
@@ -157,7 +161,9 @@ void Model::CallRun() {
   if (waiting_[key] == 0) {
     run_args_[key] = args;
     run_token_[key] = used;
-    may_run_[key] = used && !tokens_[*used].used && tokens_[*used].args == args;
+    // Why: only an unspent, unexpired token issued for these very arguments runs.
+    may_run_[key] = used && !tokens_[*used].used && tokens_[*used].args == args &&
+                    server_.now() < tokens_[*used].issued_at + fuzz::DefaultGate().ttl_seconds;
   }
   serving_run_ = key;
   Request(id, "tools/call",
@@ -243,7 +249,7 @@ void Model::Other() {
 void Model::Run() {
   if (!server_.ok()) return;
   for (int steps = 0; !in_.empty() && steps < 64; ++steps) {
-    switch (in_.Next() % 7) {
+    switch (in_.Next() % 8) {
       case 0: Initialize(); break;
       case 1: CallRun(); break;
       case 2: CallRead(); break;
@@ -251,6 +257,7 @@ void Model::Run() {
       case 4: Cancel(); break;
       case 5: CutLine(); break;
       case 6: Other(); break;
+      case 7: Wait(); break;
     }
   }
   // Alive: a fresh request is still answered, exactly once.

@@ -97,14 +97,15 @@ Server::Server(GateConfig gate, int64_t now) : now_(now) {
   in_read_ = in[0];
   in_write_ = in[1];
   out_ = memfd_create("fuzz-out", MFD_CLOEXEC);
-  if (out_ < 0) return;
+  tokens_ = ConfirmTokens::CreateRandom();
+  if (out_ < 0 || tokens_ == nullptr) return;
   session_ = std::make_unique<Session>(loop_, in_read_, out_);
   supervisor_ = std::make_unique<RunSupervisor>(loop_, rig.launch, rig.env);
   SkillRunDeps deps;
   deps.view = rig.view();
   deps.is_set = [](std::string_view name) { return name == "FUZZ_GREETING"; };
   deps.gate = std::move(gate);
-  deps.tokens = rig.tokens.get();
+  deps.tokens = tokens_.get();
   deps.supervisor = supervisor_.get();
   Session* session = session_.get();
   deps.elicit = [session](OrderedJson params, int64_t timeout_ms,

@@ -59,6 +59,9 @@ class Server {
   void Close();
   // Every line written since the last call, parsed; a line that does not parse traps.
   std::vector<Json> TakeOutput();
+  // skill_run's clock (unix seconds), which the caller may move forward.
+  int64_t now() const { return now_; }
+  void Advance(int64_t seconds) { now_ += seconds; }
 
  private:
   void Drain();
@@ -66,6 +69,8 @@ class Server {
   int in_read_ = -1, in_write_ = -1, out_ = -1;
   size_t out_read_ = 0;
   int64_t now_;
+  // Its own key and spent set, so no input sees another one's spends.
+  std::unique_ptr<ConfirmTokens> tokens_;
   EventLoop loop_;
   std::unique_ptr<Session> session_;
   std::unique_ptr<RunSupervisor> supervisor_;
