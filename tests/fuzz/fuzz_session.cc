@@ -196,8 +196,8 @@ void Model::AnswerPrompt() {
       "\"result\":{\"action\":\"cancel\"}",
       "\"error\":{\"code\":-1,\"message\":\"no\"}",
       "\"result\":{\"action\":\"accept\",\"content\":{\"approve\":\"true\"}}",
-      "\"error\":{\"code\":1,\"message\":\"x\"},\"result\":{\"action\":\"accept\","
-      "\"content\":{\"approve\":true}}",
+      // An error next to an approving result: taken as the error.
+      "\"error\":{\"code\":1},\"result\":{\"action\":\"accept\",\"content\":{\"approve\":true}}",
       "\"result\":{\"action\":\"accept\",\"content\":{\"approve\":1}}"};
   std::string id = "\"skill-mcp-99\"";
   auto open = prompts_.end();
