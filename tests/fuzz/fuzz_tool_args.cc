@@ -27,7 +27,8 @@ SkillRunTool& RunTool() {
     deps.is_set = [](std::string_view name) { return name == "FUZZ_GREETING"; };
     deps.tokens = fuzz::GetRig().tokens.get();
     deps.supervisor = supervisor;
-    deps.elicit = [](OrderedJson, int64_t, std::function<void(const Json*, const Json*)>) {
+    deps.elicit = [](OrderedJson, int64_t,
+                     std::function<void(const Json*, const Json*)>) -> Json {
       __builtin_trap();  // the client did not declare elicitation: never prompted
     };
     deps.now = [] { return int64_t{1'800'000'000}; };

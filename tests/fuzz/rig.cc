@@ -33,6 +33,17 @@ void WriteFile(const std::filesystem::path& path, std::string_view text) {
   std::ofstream(path, std::ios::binary) << text;
 }
 
+// Wires skill_run's `withdraw` hook as serve.cc does, on a tree where SkillRunDeps has one
+// (templates, so this file builds with and without it).
+template <typename Deps, typename S>
+auto WireWithdraw(Deps& deps, S* session, int) -> decltype(deps.withdraw, void()) {
+  deps.withdraw = [session](const Json& id) {
+    session->WithdrawRequest(id, "the skill_run call this prompt was for was cancelled");
+  };
+}
+template <typename Deps, typename S>
+void WireWithdraw(Deps&, S*, long) {}
+
 std::string* g_root = nullptr;
 
 void RemoveRoot() {
@@ -108,11 +119,13 @@ Server::Server(GateConfig gate, int64_t now) : now_(now) {
   deps.tokens = tokens_.get();
   deps.supervisor = supervisor_.get();
   Session* session = session_.get();
+  // Returns the request's id, which newer trees use and older ones drop.
   deps.elicit = [session](OrderedJson params, int64_t timeout_ms,
                           std::function<void(const Json*, const Json*)> handler) {
-    session->SendRequest("elicitation/create", std::move(params), timeout_ms,
-                         std::move(handler));
+    return session->SendRequest("elicitation/create", std::move(params), timeout_ms,
+                                std::move(handler));
   };
+  WireWithdraw(deps, session, 0);
   int64_t* clock = &now_;
   deps.now = [clock] { return *clock; };
   run_tool_ = std::make_unique<SkillRunTool>(std::move(deps));
