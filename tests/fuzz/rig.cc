@@ -1,6 +1,7 @@
 #include "tests/fuzz/rig.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -70,6 +71,9 @@ std::string MakeSkillRoot() {
 
 Rig& GetRig() {
   static Rig* rig = [] {
+    // As the broker's process state (HardenProcess): a write to a closed pipe is an
+    // error return, never a signal that kills the process.
+    signal(SIGPIPE, SIG_IGN);
     Rig* r = new Rig();
     r->catalogue = ScanCatalogue({MakeSkillRoot()}, "fuzz");
     // Not hosted, no MCP_SKILL_RUN: the declaration grants its own scripts.
