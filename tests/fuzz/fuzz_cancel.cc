@@ -31,8 +31,8 @@ bool CancelsTwo(const RpcMessage& m) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > 30000) return 0;
-  std::string line = "{\"jsonrpc\":\"2.0\"," +
-                     std::string(reinterpret_cast<const char*>(data), size) + "}";
+  std::string line =
+      "{\"jsonrpc\":\"2.0\"," + std::string(reinterpret_cast<const char*>(data), size) + "}";
   if (line.find('\n') != std::string::npos) return 0;
   RpcMessage m = ParseRpcLine(line);
   if (m.kind != RpcMessage::Kind::kNotification) return 0;  // requests: fuzz_session

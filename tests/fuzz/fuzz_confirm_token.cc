@@ -80,12 +80,23 @@ void CheckIssued(std::string_view rest) {
   WillRun first = FromFields(fields, shape);
   WillRun second = first;
   switch (change % 6) {
-    case 0: break;
-    case 1: second.argv.push_back(fields.back()); break;
-    case 2: second.timeout_ms += 1; break;
-    case 3: second.env_warning = fields.front(); break;
-    case 4: second.env_not_set.clear(); break;
-    case 5: second = FromFields(fields, change); break;
+    case 0:
+      break;
+    case 1:
+      second.argv.push_back(fields.back());
+      break;
+    case 2:
+      second.timeout_ms += 1;
+      break;
+    case 3:
+      second.env_warning = fields.front();
+      break;
+    case 4:
+      second.env_not_set.clear();
+      break;
+    case 5:
+      second = FromFields(fields, change);
+      break;
   }
   std::unique_ptr<ConfirmTokens> tokens = ConfirmTokens::CreateRandom();
   if (!tokens) abort();

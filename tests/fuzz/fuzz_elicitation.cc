@@ -51,8 +51,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   std::vector<Json> answers = fuzz::AnswersTo(out, Json(2));
   if (answers.size() != (response ? 1u : 0u)) __builtin_trap();
-  const bool dispatched = response && answers[0].contains("result") &&
-                          fuzz::IsDispatched(answers[0]["result"]);
+  const bool dispatched =
+      response && answers[0].contains("result") && fuzz::IsDispatched(answers[0]["result"]);
   if (dispatched != approves) __builtin_trap();
   return 0;
 }

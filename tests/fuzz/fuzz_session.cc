@@ -50,9 +50,7 @@ class Model {
   void Run();
 
  private:
-  Json MakeId(uint8_t b) const {
-    return (b & 8) ? Json("r" + std::to_string(b & 7)) : Json(b & 7);
-  }
+  Json MakeId(uint8_t b) const { return (b & 8) ? Json("r" + std::to_string(b & 7)) : Json(b & 7); }
   void Send(const std::string& line, bool may_fail_parse = false);
   void Request(const Json& id, const std::string& method, const std::string& params);
   void Observe(const std::vector<Json>& out, bool may_fail_parse);
@@ -70,13 +68,13 @@ class Model {
 
   Bytes in_;
   fuzz::Server server_{fuzz::DefaultGate()};
-  std::map<std::string, int> waiting_;             // request id (dumped) -> answers owed
-  std::map<std::string, bool> may_run_;            // request id -> allowed to dispatch
-  std::map<std::string, int> run_args_;            // skill_run request id -> args variant
+  std::map<std::string, int> waiting_;                      // request id (dumped) -> answers owed
+  std::map<std::string, bool> may_run_;                     // request id -> allowed to dispatch
+  std::map<std::string, int> run_args_;                     // skill_run request id -> args variant
   std::map<std::string, std::optional<size_t>> run_token_;  // ... -> token used, if any
   std::vector<Token> tokens_;
-  std::map<std::string, std::string> prompts_;     // open prompt id -> request id
-  std::optional<std::string> serving_run_;         // the skill_run this message is
+  std::map<std::string, std::string> prompts_;  // open prompt id -> request id
+  std::optional<std::string> serving_run_;      // the skill_run this message is
 };
 
 void Model::Send(const std::string& line, bool may_fail_parse) {
@@ -132,8 +130,7 @@ void Model::RecordTokens(const Json& result, const std::string& id_key) {
   if (!payload.is_object() || !payload.contains("confirmToken")) return;
   auto args = run_args_.find(id_key);
   if (args == run_args_.end()) __builtin_trap();  // a token only answers skill_run
-  tokens_.push_back(
-      Token{payload["confirmToken"].get<std::string>(), args->second, server_.now()});
+  tokens_.push_back(Token{payload["confirmToken"].get<std::string>(), args->second, server_.now()});
 }
 
 void Model::Initialize() {
@@ -168,7 +165,8 @@ void Model::CallRun() {
   serving_run_ = key;
   Request(id, "tools/call",
           "{\"name\":\"skill_run\",\"arguments\":{\"name\":\"demo\",\"script\":"
-          "\"scripts/run.js\",\"args\":" + std::string(kArgs[args]) + token + "}}");
+          "\"scripts/run.js\",\"args\":" +
+              std::string(kArgs[args]) + token + "}}");
   serving_run_.reset();
 }
 
@@ -192,8 +190,7 @@ void Model::AnswerPrompt() {
   static const char* const kAnswers[] = {
       "\"result\":{\"action\":\"accept\",\"content\":{\"approve\":true}}",
       "\"result\":{\"action\":\"accept\",\"content\":{\"approve\":false}}",
-      "\"result\":{\"action\":\"decline\"}",
-      "\"result\":{\"action\":\"cancel\"}",
+      "\"result\":{\"action\":\"decline\"}", "\"result\":{\"action\":\"cancel\"}",
       "\"error\":{\"code\":-1,\"message\":\"no\"}",
       "\"result\":{\"action\":\"accept\",\"content\":{\"approve\":\"true\"}}",
       // An error next to an approving result: taken as the error.
@@ -236,13 +233,21 @@ void Model::CutLine() {
 void Model::Other() {
   const uint8_t b = in_.Next();
   switch ((b >> 4) & 3) {
-    case 0: Request(MakeId(b), "ping", "{}"); break;
-    case 1: Request(MakeId(b), "no/such/method", "{}"); break;
-    case 2:
-      Send("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":"
-           "{\"progressToken\":" + MakeId(b).dump() + ",\"progress\":1}}");
+    case 0:
+      Request(MakeId(b), "ping", "{}");
       break;
-    case 3: Send("{\"jsonrpc\":\"2.0\",\"id\":" + MakeId(b).dump() + ",\"result\":{}}"); break;
+    case 1:
+      Request(MakeId(b), "no/such/method", "{}");
+      break;
+    case 2:
+      Send(
+          "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":"
+          "{\"progressToken\":" +
+          MakeId(b).dump() + ",\"progress\":1}}");
+      break;
+    case 3:
+      Send("{\"jsonrpc\":\"2.0\",\"id\":" + MakeId(b).dump() + ",\"result\":{}}");
+      break;
   }
 }
 
@@ -250,14 +255,30 @@ void Model::Run() {
   if (!server_.ok()) return;
   for (int steps = 0; !in_.empty() && steps < 64; ++steps) {
     switch (in_.Next() % 8) {
-      case 0: Initialize(); break;
-      case 1: CallRun(); break;
-      case 2: CallRead(); break;
-      case 3: AnswerPrompt(); break;
-      case 4: Cancel(); break;
-      case 5: CutLine(); break;
-      case 6: Other(); break;
-      case 7: Wait(); break;
+      case 0:
+        Initialize();
+        break;
+      case 1:
+        CallRun();
+        break;
+      case 2:
+        CallRead();
+        break;
+      case 3:
+        AnswerPrompt();
+        break;
+      case 4:
+        Cancel();
+        break;
+      case 5:
+        CutLine();
+        break;
+      case 6:
+        Other();
+        break;
+      case 7:
+        Wait();
+        break;
     }
   }
   // Alive: a fresh request is still answered, exactly once.

@@ -27,8 +27,7 @@ SkillRunTool& RunTool() {
     deps.is_set = [](std::string_view name) { return name == "FUZZ_GREETING"; };
     deps.tokens = fuzz::GetRig().tokens.get();
     deps.supervisor = supervisor;
-    deps.elicit = [](OrderedJson, int64_t,
-                     std::function<void(const Json*, const Json*)>) -> Json {
+    deps.elicit = [](OrderedJson, int64_t, std::function<void(const Json*, const Json*)>) -> Json {
       __builtin_trap();  // the client did not declare elicitation: never prompted
     };
     deps.now = [] { return int64_t{1'800'000'000}; };
@@ -49,10 +48,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0 || size > 100000) return 0;
   static const char* const kTools[] = {"skill_load", "skill_file", "skill_run"};
   const char* tool = kTools[data[0] % 3];
-  std::string line = std::string("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
-                                 "\"params\":{\"name\":\"") +
-                     tool + "\",\"arguments\":" +
-                     std::string(reinterpret_cast<const char*>(data) + 1, size - 1) + "}}";
+  std::string line =
+      std::string(
+          "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+          "\"params\":{\"name\":\"") +
+      tool + "\",\"arguments\":" + std::string(reinterpret_cast<const char*>(data) + 1, size - 1) +
+      "}}";
   RpcMessage m = ParseRpcLine(line);
   if (m.kind != RpcMessage::Kind::kRequest || !m.params.is_object()) return 0;
   auto a = m.params.find("arguments");
@@ -61,8 +62,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const Json& args = *a;
   const fuzz::Rig& rig = fuzz::GetRig();
   switch (data[0] % 3) {
-    case 0: Emit(SkillLoad(rig.view(), args)); break;
-    case 1: Emit(SkillFile(rig.view(), args)); break;
+    case 0:
+      Emit(SkillLoad(rig.view(), args));
+      break;
+    case 1:
+      Emit(SkillFile(rig.view(), args));
+      break;
     case 2: {
       int answers = 0;
       RunTool().Call(args, m.id, /*client_elicits=*/false, [&answers](ToolResult r) {

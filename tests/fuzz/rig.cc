@@ -54,8 +54,8 @@ void RemoveRoot() {
 
 std::string MakeSkillRoot() {
   const char* tmp = getenv("TMPDIR");
-  std::string templ = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
-                      "/skill-mcp-fuzz-XXXXXX";
+  std::string templ =
+      std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/skill-mcp-fuzz-XXXXXX";
   if (mkdtemp(templ.data()) == nullptr) abort();
   g_root = new std::string(templ);
   atexit(RemoveRoot);
