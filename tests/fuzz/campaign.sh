@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs fuzz targets one after another (never in parallel: shared machines), each on a copy
+# of its corpus, and prints one line of figures per target from libFuzzer's final stats.
+#   tests/fuzz/campaign.sh BUILD_DIR SECONDS RUNS target...
+# RUNS caps the executions (0: no cap); SECONDS caps the time. Work files and logs go to
+# ${FUZZ_WORK:-/tmp/fuzz-work}/<target>/; crashes are left there as crash-*.
+set -uo pipefail
+src="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+build="$(realpath "$1")"; secs="$2"; runs="$3"; shift 3
+work="${FUZZ_WORK:-/tmp/fuzz-work}"
+for t in "$@"; do
+  dir="$work/$t"
+  mkdir -p "$dir/corpus"
+  cp -n "$src/corpus/$t"/* "$dir/corpus/" 2>/dev/null
+  dict=()
+  [ -f "$src/dict/$t.dict" ] && dict=(-dict="$src/dict/$t.dict")
+  limit=()
+  [ "$runs" != 0 ] && limit=(-runs="$runs")
+  start=$(date +%s)
+  (cd "$dir" && nice -n 10 "$build/tests/fuzz/fuzz-$t" -jobs=1 -workers=1 \
+      -max_total_time="$secs" "${limit[@]}" -print_final_stats=1 -timeout=10 \
+      -rss_limit_mb=2048 -artifact_prefix="$dir/" "${dict[@]}" corpus >/dev/null 2>&1)
+  took=$(( $(date +%s) - start ))
+  log="$dir/fuzz-0.log"
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
+  last=$(grep -E '^#[0-9]+' "$log" | tail -1)
+  cov=$(grep -o 'cov: [0-9]*' <<<"$last" | grep -o '[0-9]*')
+  ft=$(grep -o 'ft: [0-9]*' <<<"$last" | grep -o '[0-9]*')
+  crashes=$(ls "$dir" | grep -cE '^(crash|leak|timeout|oom)-')
+  echo "$t execs=${execs:-?} cov=${cov:-?} ft=${ft:-?} seconds=$took findings=$crashes"
+  mv "$log" "$dir/run-$(date +%H%M%S).log"
+done

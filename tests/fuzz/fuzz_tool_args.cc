@@ -1,0 +1,84 @@
+// libFuzzer entry point for the tool arguments a client sends in tools/call, after the JSON
+// is parsed: the first byte picks the tool, the rest is the `arguments` value. The line is
+// classified by the server's own ParseRpcLine (its size and nesting limits), then handed to
+// the same functions McpServer::CallTool calls: SkillLoad, SkillFile, or skill_run (gate in
+// token mode, run side a recorder). Every outcome is exactly one tool result that
+// serialises; no input makes skill_run dispatch without a token it issued.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "broker/mcp/jsonrpc.h"
+#include "broker/tools/read_tools.h"
+#include "tests/fuzz/rig.h"
+
+namespace {
+
+using namespace skillmcp;
+
+SkillRunTool& RunTool() {
+  static EventLoop* loop = new EventLoop();
+  static RunSupervisor* supervisor =
+      new RunSupervisor(*loop, fuzz::GetRig().launch, fuzz::GetRig().env);
+  static SkillRunTool* tool = [] {
+    SkillRunDeps deps;
+    deps.view = fuzz::GetRig().view();
+    deps.is_set = [](std::string_view name) { return name == "FUZZ_GREETING"; };
+    deps.tokens = fuzz::GetRig().tokens.get();
+    deps.supervisor = supervisor;
+    deps.elicit = [](OrderedJson, int64_t, std::function<void(const Json*, const Json*)>) -> Json {
+      __builtin_trap();  // the client did not declare elicitation: never prompted
+    };
+    deps.now = [] { return int64_t{1'800'000'000}; };
+    return new SkillRunTool(std::move(deps));
+  }();
+  return *tool;
+}
+
+void Emit(const ToolResult& result) {
+  // What the server writes: the MCP result inside a JSON-RPC answer, one line.
+  std::string line = SerializeLine(MakeResult(Json(1), ToMcpToolResult(result)));
+  if (line.empty() || line.back() != '\n') __builtin_trap();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0 || size > 100000) return 0;
+  static const char* const kTools[] = {"skill_load", "skill_file", "skill_run"};
+  const char* tool = kTools[data[0] % 3];
+  std::string line =
+      std::string(
+          "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+          "\"params\":{\"name\":\"") +
+      tool + "\",\"arguments\":" + std::string(reinterpret_cast<const char*>(data) + 1, size - 1) +
+      "}}";
+  RpcMessage m = ParseRpcLine(line);
+  if (m.kind != RpcMessage::Kind::kRequest || !m.params.is_object()) return 0;
+  auto a = m.params.find("arguments");
+  // McpServer::CallTool answers a non-object itself; only objects reach the tools.
+  if (a == m.params.end() || !a->is_object()) return 0;
+  const Json& args = *a;
+  const fuzz::Rig& rig = fuzz::GetRig();
+  switch (data[0] % 3) {
+    case 0:
+      Emit(SkillLoad(rig.view(), args));
+      break;
+    case 1:
+      Emit(SkillFile(rig.view(), args));
+      break;
+    case 2: {
+      int answers = 0;
+      RunTool().Call(args, m.id, /*client_elicits=*/false, [&answers](ToolResult r) {
+        ++answers;
+        Emit(r);
+        // Why: no client-made token is genuine, so nothing may reach the supervisor.
+        if (fuzz::IsDispatched(Json::parse(ToMcpToolResult(r).dump()))) __builtin_trap();
+      });
+      if (answers != 1) __builtin_trap();  // exactly one answer, synchronously
+      break;
+    }
+  }
+  return 0;
+}

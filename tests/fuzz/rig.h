@@ -1,0 +1,84 @@
+// What the session-level fuzz targets share: one small skill on disk (created once per
+// process under $TMPDIR and removed at exit), its catalogue and grants, a confirmation key,
+// and a server wired exactly as broker/cli/serve.cc wires it, except that the run side is a
+// recorder: the launch configuration refuses every start, so a dispatched run shows up as a
+// RUN_NOT_STARTED answer naming kRecorderRefusal and nothing is ever executed.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "broker/catalogue/skill.h"
+#include "broker/confirm/gate_config.h"
+#include "broker/confirm/tokens.h"
+#include "broker/grants/grants.h"
+#include "broker/harden/env_store.h"
+#include "broker/loop/event_loop.h"
+#include "broker/mcp/server.h"
+#include "broker/mcp/session.h"
+#include "broker/run/launch_config.h"
+#include "broker/run/supervisor.h"
+#include "broker/tools/skill_run.h"
+#include "broker/tools/tool.h"
+
+namespace skillmcp::fuzz {
+
+inline constexpr const char* kSkillName = "demo";
+inline constexpr const char* kScript = "scripts/run.js";
+inline constexpr const char* kRecorderRefusal = "fuzz recorder, nothing is executed";
+
+// Built on first use, never freed (the fuzzer exits with it).
+struct Rig {
+  Catalogue catalogue;
+  GrantDecision grants;
+  LaunchConfig launch;
+  EnvStore env;
+  std::unique_ptr<ConfirmTokens> tokens;
+  CatalogueView view() const { return CatalogueView{&catalogue, &grants}; }
+};
+Rig& GetRig();
+
+// True when a tools/call answer (the MCP result object) is the recorder's refusal, i.e.
+// skill_run got past the gate and asked the supervisor to start the script.
+bool IsDispatched(const Json& tool_result);
+
+// One server: loop, session over a pipe (client -> server) and a memfd (server -> client),
+// supervisor, skill_run and McpServer, all fresh, as in serve.cc.
+class Server {
+ public:
+  explicit Server(GateConfig gate, int64_t now = 1'800'000'000);
+  ~Server();
+  bool ok() const { return ok_; }
+  // Writes `lines` to the server's input and runs the loop until nothing is left to do.
+  // False when the input could not be written (then the caller skips the input).
+  bool Feed(std::string_view lines);
+  // Closes the input (client gone) and runs the loop until the session has closed.
+  void Close();
+  // Every line written since the last call, parsed; a line that does not parse traps.
+  std::vector<Json> TakeOutput();
+  // skill_run's clock (unix seconds), which the caller may move forward.
+  int64_t now() const { return now_; }
+  void Advance(int64_t seconds) { now_ += seconds; }
+
+ private:
+  void Drain();
+  bool ok_ = false;
+  int in_read_ = -1, in_write_ = -1, out_ = -1;
+  size_t out_read_ = 0;
+  int64_t now_;
+  // Its own key and spent set, so no input sees another one's spends.
+  std::unique_ptr<ConfirmTokens> tokens_;
+  EventLoop loop_;
+  std::unique_ptr<Session> session_;
+  std::unique_ptr<RunSupervisor> supervisor_;
+  std::unique_ptr<SkillRunTool> run_tool_;
+  std::unique_ptr<McpServer> server_;
+};
+
+// The gate as the default configuration has it, with elicitation on or off.
+GateConfig DefaultGate();
+
+}  // namespace skillmcp::fuzz
