@@ -72,7 +72,7 @@ class ReadToolsTest : public ::testing::Test {
   Json Call(const Json& args) {
     ToolResult r = SkillFile(view_, args);
     last_error_ = r.is_error;
-    return Json::parse(r.payload.dump());
+    return Json::parse(ToolResultText(r));
   }
   std::string root_, dir_;
   Catalogue catalogue_;
@@ -99,7 +99,8 @@ TEST_F(ReadToolsTest, TextAndBinaryEntriesInRequestOrder) {
 TEST_F(ReadToolsTest, EntryKeyOrderFollowsTheWire) {
   ToolResult r = SkillFile(view_, {{"name", "demo"}, {"paths", {"notes.txt"}}});
   std::vector<std::string> keys;
-  for (auto& [k, v] : r.payload["files"][0].items()) keys.push_back(k);
+  OrderedJson payload = OrderedJson::parse(ToolResultText(r));
+  for (auto& [k, v] : payload["files"][0].items()) keys.push_back(k);
   EXPECT_EQ(keys, (std::vector<std::string>{"path", "size", "mediaType", "encoding",
                                             "truncated", "content"}));
 }
