@@ -14,7 +14,7 @@ McpServer::McpServer(Session& session, CatalogueView view, std::string version,
 
 void McpServer::Register() {
   session_.OnRequest("initialize", [this](const RpcMessage& m, Reply r) { Initialize(m, r); });
-  session_.OnRequest("ping", [](const RpcMessage&, Reply r) { r.Result(OrderedJson::object()); });
+  session_.OnRequest("ping", [](const RpcMessage&, Reply r) { r.ResultJson("{}"); });
   // The lists are fixed while the process lives: serialised once (README.md "Performance").
   session_.OnRequest("tools/list", [this](const RpcMessage&, Reply r) {
     r.ResultJson(view_.cache->Get("tools/list", [this] {

@@ -319,6 +319,17 @@ TEST_F(ReadLineTest, TheCachedSkillListIsTheOraclesBytesEveryTime) {
   EXPECT_EQ(FastLine(first), OracleLine(payload, false));
 }
 
+// The catalogue is fixed after boot, so skill_list is serialised once and every copy of
+// the view answers from the same text.
+TEST_F(ReadLineTest, SkillListIsBuiltOncePerCatalogueView) {
+  CatalogueView copy = view_;
+  const std::string first = SkillList(view_).text;
+  catalogue_.problems.push_back(Problem{"/x", "declaration", "added after the first call"});
+  EXPECT_EQ(SkillList(copy).text, first);
+  CatalogueView fresh{&catalogue_, &grants_};
+  EXPECT_NE(SkillList(fresh).text, first);
+}
+
 TEST_F(ReadLineTest, APayloadToolResultIsWrappedExactly) {
   ToolResult r = Refusal("X", "a \"message\"\n\x02 caf\xc3\xa9 bad\xff");
   EXPECT_EQ(FastLine(r), OracleLine(r.payload, true));
