@@ -35,6 +35,8 @@ void McpServer::Register() {
   auto answer = [](Reply r, SurfaceAnswer a) {
     if (a.error_code != 0) {
       r.Error(a.error_code, a.error_message, std::move(a.error_data));
+    } else if (!a.result_json.empty()) {
+      r.ResultJson(std::move(a.result_json));
     } else {
       r.Result(std::move(a.result));
     }

@@ -18,6 +18,7 @@
 #include "broker/tools/json_writer.h"
 #include "broker/tools/media_type.h"
 #include "broker/tools/read_tools.h"
+#include "broker/tools/surfaces.h"
 #include "shared/base64.h"
 #include "shared/json_escape.h"
 
@@ -328,6 +329,35 @@ TEST_F(ReadLineTest, SkillListIsBuiltOncePerCatalogueView) {
   EXPECT_EQ(SkillList(copy).text, first);
   CatalogueView fresh{&catalogue_, &grants_};
   EXPECT_NE(SkillList(fresh).text, first);
+}
+
+// resources/read: {contents: [{uri, mimeType, text | blob}]}, the first MiB, text by the
+// same rule as skill_file.
+TEST_F(ReadLineTest, ResourcesReadIsTheOraclesBytes) {
+  std::string text;
+  for (int c = 1; c < 0x80; ++c) text += static_cast<char>(c);
+  Write("t.md", text + "caf\xc3\xa9");
+  Write("b.bin", "\xff\x00\x01");
+  std::string cut(kFileEntryCap - 1, 'a');
+  Write("cut.md", cut + "\xe2\x9c\x93");
+  for (const std::string p : {"t.md", "b.bin", "cut.md"}) {
+    const std::string uri = "skill://demo/" + p;
+    SurfaceAnswer a = ResourcesRead(view_, {{"uri", uri}});
+    ASSERT_EQ(a.error_code, 0) << a.error_message;
+    std::ifstream in(dir_ + "/" + p, std::ios::binary);
+    std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string first = all.substr(0, kFileEntryCap);
+    OrderedJson entry{{"uri", uri}, {"mimeType", MediaTypeForPath(p)}};
+    if (OracleText(first)) {
+      entry["text"] = first;
+    } else {
+      entry["blob"] = OracleBase64(first);
+    }
+    OrderedJson want{{"contents", OrderedJson::array({entry})}};
+    EXPECT_EQ(ResultLineHead(Json("r")) + a.result_json + std::string(kResultLineTail),
+              SerializeLine(MakeResult(Json("r"), want)))
+        << p;
+  }
 }
 
 TEST_F(ReadLineTest, APayloadToolResultIsWrappedExactly) {

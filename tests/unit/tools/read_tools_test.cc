@@ -222,9 +222,9 @@ TEST_F(ReadToolsTest, ResourcesUseTheSameContainment) {
   ASSERT_EQ(symlink("/etc/passwd", (dir_ + "/passwd").c_str()), 0);
   SurfaceAnswer ok = ResourcesRead(view_, {{"uri", "skill://demo/notes.txt"}});
   ASSERT_EQ(ok.error_code, 0);
-  EXPECT_EQ(ok.result["contents"][0]["text"], "hello");
+  EXPECT_EQ(SurfaceResult(ok)["contents"][0]["text"], "hello");
   SurfaceAnswer bin = ResourcesRead(view_, {{"uri", "skill://demo/bin.dat"}});
-  EXPECT_EQ(bin.result["contents"][0]["blob"], "AAEC");
+  EXPECT_EQ(SurfaceResult(bin)["contents"][0]["blob"], "AAEC");
   EXPECT_NE(ResourcesRead(view_, {{"uri", "skill://demo/../demo/notes.txt"}}).error_code, 0);
   EXPECT_NE(ResourcesRead(view_, {{"uri", "skill://demo/passwd"}}).error_code, 0);
   EXPECT_NE(ResourcesRead(view_, {{"uri", "file:///etc/passwd"}}).error_code, 0);
@@ -236,7 +236,7 @@ TEST_F(ReadToolsTest, ResourceOverOneMiBGivesItsFirstMiB) {
   Write("big.md", text);
   SurfaceAnswer a = ResourcesRead(view_, {{"uri", "skill://demo/big.md"}});
   ASSERT_EQ(a.error_code, 0) << a.error_message;
-  const auto& c = a.result["contents"][0];
+  const OrderedJson c = SurfaceResult(a)["contents"][0];
   EXPECT_EQ(c["mimeType"], "text/markdown");
   EXPECT_EQ(c["text"], text.substr(0, 1048576));
   // Cut inside a character: a blob, decided as skill_file decides.
@@ -245,8 +245,8 @@ TEST_F(ReadToolsTest, ResourceOverOneMiBGivesItsFirstMiB) {
   Write("cut.md", cut);
   SurfaceAnswer b = ResourcesRead(view_, {{"uri", "skill://demo/cut.md"}});
   ASSERT_EQ(b.error_code, 0) << b.error_message;
-  EXPECT_FALSE(b.result["contents"][0].contains("text"));
-  EXPECT_EQ(b.result["contents"][0]["blob"], Base64(cut.substr(0, 1048576)));
+  EXPECT_FALSE(SurfaceResult(b)["contents"][0].contains("text"));
+  EXPECT_EQ(SurfaceResult(b)["contents"][0]["blob"], Base64(cut.substr(0, 1048576)));
 }
 
 TEST_F(ReadToolsTest, EveryRefusedResourceCarriesItsUri) {
