@@ -1,6 +1,7 @@
 #include "shared/utf8.h"
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 namespace skillmcp {
@@ -72,6 +73,19 @@ std::string RepairUtf8(std::string_view bytes, bool cut) {
 bool IsValidUtf8(std::string_view s) {
   size_t i = 0;
   while (i < s.size()) {
+    // Runs of ASCII, the common case, are checked 16 bytes at a time.
+    while (i + 16 <= s.size()) {
+      uint64_t a, b;
+      std::memcpy(&a, s.data() + i, 8);
+      std::memcpy(&b, s.data() + i + 8, 8);
+      if (((a | b) & 0x8080808080808080ULL) != 0) break;
+      i += 16;
+    }
+    if (i >= s.size()) break;
+    if (static_cast<uint8_t>(s[i]) < 0x80) {
+      ++i;
+      continue;
+    }
     size_t n = SequenceLength(s, i);
     if (n == 0) return false;
     i += n;

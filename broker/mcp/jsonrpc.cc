@@ -114,6 +114,11 @@ OrderedJson MakeError(const Json& id, int code, std::string_view message,
   return m;
 }
 
+std::string ResultLineHead(const Json& id) {
+  return R"({"jsonrpc":"2.0","id":)" +
+         id.dump(-1, ' ', false, Json::error_handler_t::replace) + R"(,"result":)";
+}
+
 std::string SerializeLine(const OrderedJson& message) {
   std::string s = message.dump(-1, ' ', false, OrderedJson::error_handler_t::replace);
   s.push_back('\n');

@@ -48,4 +48,10 @@ OrderedJson MakeError(const Json& id, int code, std::string_view message,
 // Serialises one message as a single line; invalid UTF-8 in strings becomes U+FFFD.
 std::string SerializeLine(const OrderedJson& message);
 
+// A result line in three parts, so a multi-MiB `result` (already minified JSON text) is
+// written without being copied: ResultLineHead(id) + result + kResultLineTail is byte for
+// byte SerializeLine(MakeResult(id, <the parsed result>)).
+std::string ResultLineHead(const Json& id);
+inline constexpr std::string_view kResultLineTail = "}\n";
+
 }  // namespace skillmcp

@@ -43,6 +43,16 @@ void OutputQueue::Push(std::string line) {
   if (!watching_) Flush();  // otherwise EPOLLOUT will call Flush
 }
 
+void OutputQueue::Push(std::string head, std::string body, std::string tail) {
+  if (broken_) return;
+  for (std::string* p : {&head, &body, &tail}) {
+    if (p->empty()) continue;
+    queued_ += p->size();
+    queue_.push_back(std::move(*p));
+  }
+  if (!watching_) Flush();
+}
+
 OutputQueue::Step OutputQueue::WriteSome() {
   iovec iov[kMaxIov];
   int n = 0;

@@ -35,6 +35,9 @@ class OutputQueue {
   // Chooses how to write (see stdio_fd.h); false (errno set) when it cannot be watched.
   bool Start(Events events);
   void Push(std::string line);
+  // One line in three parts, queued together and written with one writev where the pipe
+  // takes it, so a multi-MiB body is never copied to join it to its head.
+  void Push(std::string head, std::string body, std::string tail);
   size_t queued_bytes() const { return queued_; }
   bool over_pause() const { return queued_ >= kOutputPauseBytes; }
   // Writes what is queued, waiting at most `stall_ms` each time no byte moves (exit).

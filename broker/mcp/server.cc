@@ -1,6 +1,7 @@
 #include "broker/mcp/server.h"
 
 #include "broker/confirm/gate_config.h"
+#include "broker/tools/json_writer.h"
 #include "broker/tools/read_tools.h"
 #include "broker/tools/surfaces.h"
 #include "broker/tools/tool_definitions.h"
@@ -13,21 +14,29 @@ McpServer::McpServer(Session& session, CatalogueView view, std::string version,
 
 void McpServer::Register() {
   session_.OnRequest("initialize", [this](const RpcMessage& m, Reply r) { Initialize(m, r); });
-  session_.OnRequest("ping", [](const RpcMessage&, Reply r) { r.Result(OrderedJson::object()); });
+  session_.OnRequest("ping", [](const RpcMessage&, Reply r) { r.ResultJson("{}"); });
+  // The lists are fixed while the process lives: serialised once (README.md "Performance").
   session_.OnRequest("tools/list", [this](const RpcMessage&, Reply r) {
-    r.Result(ToolDefinitions(run_ != nullptr));
+    r.ResultJson(view_.cache->Get("tools/list", [this] {
+      return DumpJson(ToolDefinitions(run_ != nullptr));
+    }));
   });
   session_.OnRequest("tools/call", [this](const RpcMessage& m, Reply r) { CallTool(m, r); });
-  session_.OnRequest("prompts/list",
-                     [this](const RpcMessage&, Reply r) { r.Result(PromptsList(view_)); });
-  session_.OnRequest("resources/list",
-                     [this](const RpcMessage&, Reply r) { r.Result(ResourcesList(view_)); });
+  session_.OnRequest("prompts/list", [this](const RpcMessage&, Reply r) {
+    r.ResultJson(view_.cache->Get("prompts/list", [this] { return DumpJson(PromptsList(view_)); }));
+  });
+  session_.OnRequest("resources/list", [this](const RpcMessage&, Reply r) {
+    r.ResultJson(
+        view_.cache->Get("resources/list", [this] { return DumpJson(ResourcesList(view_)); }));
+  });
   session_.OnRequest("resources/templates/list", [](const RpcMessage&, Reply r) {
     r.Result(OrderedJson{{"resourceTemplates", OrderedJson::array()}});
   });
   auto answer = [](Reply r, SurfaceAnswer a) {
     if (a.error_code != 0) {
       r.Error(a.error_code, a.error_message, std::move(a.error_data));
+    } else if (!a.result_json.empty()) {
+      r.ResultJson(std::move(a.result_json));
     } else {
       r.Result(std::move(a.result));
     }
@@ -95,7 +104,7 @@ void McpServer::CallTool(const RpcMessage& m, Reply reply) {
     }
     args = *a;
   }
-  auto done = [reply](ToolResult r) { reply.Result(ToMcpToolResult(r)); };
+  auto done = [reply](ToolResult r) { reply.ResultJson(ToolResultJson(r)); };
   if (name == "skill_list") return done(SkillList(view_));
   if (name == "skill_load") return done(SkillLoad(view_, args));
   if (name == "skill_file") return done(SkillFile(view_, args));

@@ -17,6 +17,18 @@ void Reply::Result(OrderedJson result) const {
   state_->session->Finish(state_->id);
 }
 
+void Reply::ResultJson(std::string result_json) const {
+  ResultJson(JsonParts{"", std::move(result_json), ""});
+}
+
+void Reply::ResultJson(JsonParts result) const {
+  if (state_->answered) return;
+  state_->answered = true;
+  if (state_->session == nullptr) return;
+  state_->session->SendResultJson(state_->id, std::move(result));
+  state_->session->Finish(state_->id);
+}
+
 void Reply::Error(int code, std::string_view message, std::optional<Json> data) const {
   if (state_->answered) return;
   state_->answered = true;
@@ -266,6 +278,13 @@ void Session::WithdrawRequest(const Json& id, std::string_view reason) {
 void Session::Send(const OrderedJson& message) {
   if (closed_) return;  // the client is gone: nothing more reaches it
   out_.Push(SerializeLine(message));
+  if (out_.over_pause()) PauseInput();
+}
+
+void Session::SendResultJson(const Json& id, JsonParts result) {
+  if (closed_) return;
+  out_.Push(ResultLineHead(id) + result.head, std::move(result.body),
+            result.tail + std::string(kResultLineTail));
   if (out_.over_pause()) PauseInput();
 }
 

@@ -15,6 +15,7 @@
 #include "broker/mcp/line_reader.h"
 #include "broker/mcp/output_queue.h"
 #include "broker/mcp/stdio_fd.h"
+#include "broker/tools/tool.h"
 
 namespace skillmcp {
 
@@ -23,6 +24,9 @@ namespace skillmcp {
 class Reply {
  public:
   void Result(OrderedJson result) const;
+  // The same, with the result already serialised as minified JSON text.
+  void ResultJson(std::string result_json) const;
+  void ResultJson(JsonParts result) const;
   void Error(int code, std::string_view message, std::optional<Json> data = std::nullopt) const;
 
  private:
@@ -76,6 +80,8 @@ class Session {
 
   // Queues one message; it is written as fast as the client reads (output_queue.h).
   void Send(const OrderedJson& message);
+  // Queues the answer to `id` whose result is already minified JSON text, uncopied.
+  void SendResultJson(const Json& id, JsonParts result);
   size_t pending_outgoing() const { return outgoing_.size(); }
   size_t queued_output_bytes() const { return out_.queued_bytes(); }
   bool reading_paused() const { return input_paused_; }

@@ -1,12 +1,12 @@
 #include "broker/tools/file_reader.h"
 
-#include <sodium.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
+#include "shared/base64.h"
 #include "shared/open_beneath.h"
 #include "shared/relpath.h"
 #include "shared/utf8.h"
@@ -77,11 +77,8 @@ std::optional<FileContent> ReadBounded(const OpenedFile& file, uint64_t cap) {
 }
 
 std::string Base64(std::string_view bytes) {
-  const int variant = sodium_base64_VARIANT_ORIGINAL;
-  std::string out(sodium_base64_ENCODED_LEN(bytes.size(), variant), '\0');
-  sodium_bin2base64(out.data(), out.size(), reinterpret_cast<const unsigned char*>(bytes.data()),
-                    bytes.size(), variant);
-  out.resize(strlen(out.c_str()));
+  std::string out;
+  AppendBase64(&out, bytes);
   return out;
 }
 

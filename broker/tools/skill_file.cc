@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "broker/tools/file_reader.h"
+#include "broker/tools/json_writer.h"
 #include "broker/tools/media_type.h"
 #include "broker/tools/read_tools.h"
 #include "broker/tools/tool_args.h"
@@ -11,11 +12,13 @@ namespace skillmcp {
 namespace {
 
 // The message names the path it is about, so it still reads right when quoted alone.
-OrderedJson ErrorEntry(const std::string& path, const std::string& error) {
-  OrderedJson e;
-  e["path"] = path;
-  e["error"] = "\"" + path + "\": " + error;
-  return e;
+void ErrorEntry(JsonWriter& w, const std::string& path, const std::string& error) {
+  w.BeginObject();
+  w.Key("path");
+  w.String(path);
+  w.Key("error");
+  w.String("\"" + path + "\": " + error);
+  w.EndObject();
 }
 
 // An empty path names no file at all: the request itself is malformed, so the whole
@@ -31,21 +34,33 @@ std::optional<ToolResult> RefuseEmptyPath(const std::vector<std::string>& paths)
   return std::nullopt;
 }
 
-OrderedJson ContentEntry(const std::string& path, const OpenedFile& file,
-                         const FileContent& content) {
-  OrderedJson e;
-  e["path"] = path;
-  e["size"] = file.size;
-  e["mediaType"] = MediaTypeForPath(path);
-  e["encoding"] = content.text ? "utf-8" : "base64";
-  e["truncated"] = content.truncated;
+// Written straight into the answer's buffer, escaped for both JSON layers in one pass
+// (the payload is JSON text inside the JSON-RPC line; README.md "Performance").
+void ContentEntry(JsonWriter& w, const std::string& path, const OpenedFile& file,
+                  const FileContent& content) {
+  w.BeginObject();
+  w.Key("path");
+  w.String(path);
+  w.Key("size");
+  w.Uint(file.size);
+  w.Key("mediaType");
+  w.String(MediaTypeForPath(path));
+  w.Key("encoding");
+  w.String(content.text ? "utf-8" : "base64");
+  w.Key("truncated");
+  w.Bool(content.truncated);
   if (content.truncated) {
-    e["truncationNote"] = "the file is " + std::to_string(file.size) +
-                          " bytes; only the first " + std::to_string(kFileEntryCap) +
-                          " bytes are returned";
+    w.Key("truncationNote");
+    w.String("the file is " + std::to_string(file.size) + " bytes; only the first " +
+             std::to_string(kFileEntryCap) + " bytes are returned");
   }
-  e["content"] = content.text ? content.bytes : Base64(content.bytes);
-  return e;
+  w.Key("content");
+  if (content.text) {
+    w.String(content.bytes);
+  } else {
+    w.Base64String(content.bytes);
+  }
+  w.EndObject();
 }
 
 }  // namespace
@@ -76,24 +91,32 @@ ToolResult SkillFile(const CatalogueView& view, const Json& args) {
                        " MiB), over the " + std::to_string(kFileCallBudget) +
                        "-byte budget of one call; request fewer paths per call");
   }
-  OrderedJson files = OrderedJson::array();
+  ToolResult result;
+  // Base64 of the whole budget plus room for escapes: one allocation in the common case.
+  result.text.reserve(static_cast<size_t>(budget / 3 * 4 + budget / 8 + 4096));
+  JsonWriter w(&result.text, 2);
+  w.BeginObject();
+  w.Key("skill");
+  w.String(s->name);
+  w.Key("files");
+  w.BeginArray();
   for (size_t i = 0; i < paths.size(); ++i) {
     const OpenedFile& f = opened[i];
     if (!f.fd) {
-      files.push_back(ErrorEntry(paths[i], f.error));
+      ErrorEntry(w, paths[i], f.error);
       continue;
     }
+    // One entry's bytes at a time (at most the 1 MiB cap), freed once written.
     std::optional<FileContent> content = ReadBounded(f, kFileEntryCap);
     if (!content) {
-      files.push_back(ErrorEntry(paths[i], "could not read the file"));
+      ErrorEntry(w, paths[i], "could not read the file");
       continue;
     }
-    files.push_back(ContentEntry(paths[i], f, *content));
+    ContentEntry(w, paths[i], f, *content);
   }
-  OrderedJson out;
-  out["skill"] = s->name;
-  out["files"] = std::move(files);
-  return ToolResult{std::move(out)};
+  w.EndArray();
+  w.EndObject();
+  return result;
 }
 
 }  // namespace skillmcp

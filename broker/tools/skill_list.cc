@@ -1,5 +1,7 @@
 #include "broker/grants/grant_json.h"
+#include "broker/tools/json_writer.h"
 #include "broker/tools/read_tools.h"
+#include "shared/json_escape.h"
 
 namespace skillmcp {
 namespace {
@@ -12,9 +14,7 @@ OrderedJson ProblemJson(const Problem& p) {
   return j;
 }
 
-}  // namespace
-
-ToolResult SkillList(const CatalogueView& view) {
+OrderedJson SkillListPayload(const CatalogueView& view) {
   const Catalogue& cat = *view.catalogue;
   OrderedJson out;
   out["roots"] = cat.roots;
@@ -40,7 +40,20 @@ ToolResult SkillList(const CatalogueView& view) {
   for (const Problem& p : cat.problems) problems.push_back(ProblemJson(p));
   for (const Problem& p : view.grants->problems) problems.push_back(ProblemJson(p));
   out["problems"] = std::move(problems);
-  return ToolResult{std::move(out)};
+  return out;
+}
+
+}  // namespace
+
+// Built once: the catalogue and the grants are fixed after boot (README.md "Performance").
+ToolResult SkillList(const CatalogueView& view) {
+  ToolResult r;
+  r.text = view.cache->Get("skill_list", [&view] {
+    std::string text;
+    AppendJsonEscaped(&text, DumpJson(SkillListPayload(view)), 1);
+    return text;
+  });
+  return r;
 }
 
 }  // namespace skillmcp

@@ -2,6 +2,7 @@
 
 #include "broker/mcp/jsonrpc.h"
 #include "broker/tools/file_reader.h"
+#include "broker/tools/json_writer.h"
 #include "broker/tools/media_type.h"
 
 namespace skillmcp {
@@ -36,6 +37,10 @@ SurfaceAnswer FailUri(const std::string& uri, std::string message) {
 }
 
 }  // namespace
+
+OrderedJson SurfaceResult(const SurfaceAnswer& answer) {
+  return answer.result_json.empty() ? answer.result : OrderedJson::parse(answer.result_json);
+}
 
 OrderedJson PromptsList(const CatalogueView& view) {
   OrderedJson prompts = OrderedJson::array();
@@ -105,14 +110,28 @@ SurfaceAnswer ResourcesRead(const CatalogueView& view, const Json& params) {
   // and gives the real size); the cap bounds the server's heap either way.
   std::optional<FileContent> content = ReadBounded(file, kFileEntryCap);
   if (!content) return FailUri(uri, "\"" + uri + "\": could not read the file");
-  OrderedJson entry{{"uri", uri}, {"mimeType", MediaTypeForPath(path)}};
-  if (content->text) {
-    entry["text"] = content->bytes;
-  } else {
-    entry["blob"] = Base64(content->bytes);
-  }
+  // {contents: [{uri, mimeType, text | blob}]}, written once into the answer's buffer.
   SurfaceAnswer a;
-  a.result = OrderedJson{{"contents", OrderedJson::array({entry})}};
+  a.result_json.reserve(content->bytes.size() / 3 * 4 + uri.size() + 256);
+  JsonWriter w(&a.result_json, 1);
+  w.BeginObject();
+  w.Key("contents");
+  w.BeginArray();
+  w.BeginObject();
+  w.Key("uri");
+  w.String(uri);
+  w.Key("mimeType");
+  w.String(MediaTypeForPath(path));
+  if (content->text) {
+    w.Key("text");
+    w.String(content->bytes);
+  } else {
+    w.Key("blob");
+    w.Base64String(content->bytes);
+  }
+  w.EndObject();
+  w.EndArray();
+  w.EndObject();
   return a;
 }
 

@@ -15,10 +15,16 @@ inline constexpr const char* kResourceScheme = "skill://";
 // A result, or a JSON-RPC error (code, message, optional data) for the caller to send.
 struct SurfaceAnswer {
   OrderedJson result;
+  // When not empty: the result as minified JSON text, and `result` is unused (the bulk
+  // answer of resources/read is written straight into it; README.md "Performance").
+  std::string result_json;
   int error_code = 0;  // 0: success
   std::string error_message;
   std::optional<Json> error_data;  // resources: {uri}
 };
+
+// The result of an answer as JSON, whichever form it was built in.
+OrderedJson SurfaceResult(const SurfaceAnswer& answer);
 
 OrderedJson PromptsList(const CatalogueView& view);
 SurfaceAnswer PromptsGet(const CatalogueView& view, const Json& params);

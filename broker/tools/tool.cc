@@ -1,16 +1,39 @@
 #include "broker/tools/tool.h"
 
 #include "broker/confirm/shown_text.h"
+#include "broker/tools/json_writer.h"
+#include "shared/json_escape.h"
 
 namespace skillmcp {
+
+std::string ToolResultText(const ToolResult& result) {
+  if (!result.text.empty()) {
+    return Json::parse("\"" + result.text + "\"").get<std::string>();
+  }
+  std::string text = result.payload.dump(result.indented ? 2 : -1, ' ', false,
+                                         OrderedJson::error_handler_t::replace);
+  // Same values for a parser; bidi, zero-width and separator characters made visible.
+  return result.show_hidden ? EscapeHiddenInJson(text) : text;
+}
+
+JsonParts ToolResultJson(ToolResult result) {
+  JsonParts out;
+  out.head = R"({"content":[{"type":"text","text":")";
+  if (!result.text.empty()) {
+    out.body = std::move(result.text);
+  } else {
+    // The text is nlohmann's own output (replace handler) or its hidden-character
+    // rewrite, so it is valid UTF-8 and one escaping pass gives the dump's bytes.
+    AppendJsonEscaped(&out.body, ToolResultText(result), 1);
+  }
+  out.tail = result.is_error ? R"("}],"isError":true})" : R"("}]})";
+  return out;
+}
 
 OrderedJson ToMcpToolResult(const ToolResult& result) {
   OrderedJson block;
   block["type"] = "text";
-  std::string text = result.payload.dump(result.indented ? 2 : -1, ' ', false,
-                                         OrderedJson::error_handler_t::replace);
-  // Same values for a parser; bidi, zero-width and separator characters made visible.
-  block["text"] = result.show_hidden ? EscapeHiddenInJson(text) : std::move(text);
+  block["text"] = ToolResultText(result);
   OrderedJson out;
   out["content"] = OrderedJson::array({block});
   if (result.is_error) out["isError"] = true;

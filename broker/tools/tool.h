@@ -2,6 +2,8 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -17,6 +19,10 @@ using OrderedJson = nlohmann::ordered_json;
 
 struct ToolResult {
   OrderedJson payload;
+  // When not empty: the payload already serialised and escaped as the inside of a JSON
+  // string (JsonWriter, levels 2), and `payload` is unused. The bulk answers take this
+  // form so their bytes are written once (README.md "Performance").
+  std::string text;
   bool is_error = false;
   bool indented = false;  // confirmation payloads are 2-space indented (docs/wire.md)
   bool show_hidden = false;  // invisible characters written as JSON \uXXXX escapes
@@ -26,6 +32,31 @@ using ToolDone = std::function<void(ToolResult)>;
 
 // {content: [{type: "text", text: <payload JSON>}], isError?: true}
 OrderedJson ToMcpToolResult(const ToolResult& result);
+// Minified JSON text in three parts, head + body + tail, so a multi-MiB body is queued for
+// writing as it is, never copied to join the parts.
+struct JsonParts {
+  std::string head, body, tail;
+};
+// The same object as minified JSON text, byte for byte what dumping ToMcpToolResult gives;
+// the body is the result's text, moved.
+JsonParts ToolResultJson(ToolResult result);
+// The payload's JSON text (the "text" of the content block), for tests and logs.
+std::string ToolResultText(const ToolResult& result);
+
+// Answers that do not change while the process lives (the catalogue is scanned once at
+// boot), kept as serialised JSON and built on first use.
+class AnswerCache {
+ public:
+  template <typename Build>
+  const std::string& Get(const std::string& key, Build build) {
+    auto it = answers_.find(key);
+    if (it == answers_.end()) it = answers_.emplace(key, build()).first;
+    return it->second;
+  }
+
+ private:
+  std::map<std::string, std::string> answers_;
+};
 
 // An isError result naming the argument at fault.
 ToolResult ArgumentError(std::string_view argument, std::string_view message);
@@ -36,6 +67,8 @@ ToolResult Refusal(std::string_view error, std::string_view message);
 struct CatalogueView {
   const Catalogue* catalogue = nullptr;
   const GrantDecision* grants = nullptr;
+  // Shared by the copies of one view: it lives as long as the catalogue it describes.
+  std::shared_ptr<AnswerCache> cache = std::make_shared<AnswerCache>();
 
   const Skill* FindSkill(std::string_view name) const;
 };

@@ -72,7 +72,7 @@ class ReadToolsTest : public ::testing::Test {
   Json Call(const Json& args) {
     ToolResult r = SkillFile(view_, args);
     last_error_ = r.is_error;
-    return Json::parse(r.payload.dump());
+    return Json::parse(ToolResultText(r));
   }
   std::string root_, dir_;
   Catalogue catalogue_;
@@ -99,7 +99,8 @@ TEST_F(ReadToolsTest, TextAndBinaryEntriesInRequestOrder) {
 TEST_F(ReadToolsTest, EntryKeyOrderFollowsTheWire) {
   ToolResult r = SkillFile(view_, {{"name", "demo"}, {"paths", {"notes.txt"}}});
   std::vector<std::string> keys;
-  for (auto& [k, v] : r.payload["files"][0].items()) keys.push_back(k);
+  OrderedJson payload = OrderedJson::parse(ToolResultText(r));
+  for (auto& [k, v] : payload["files"][0].items()) keys.push_back(k);
   EXPECT_EQ(keys, (std::vector<std::string>{"path", "size", "mediaType", "encoding",
                                             "truncated", "content"}));
 }
@@ -221,9 +222,9 @@ TEST_F(ReadToolsTest, ResourcesUseTheSameContainment) {
   ASSERT_EQ(symlink("/etc/passwd", (dir_ + "/passwd").c_str()), 0);
   SurfaceAnswer ok = ResourcesRead(view_, {{"uri", "skill://demo/notes.txt"}});
   ASSERT_EQ(ok.error_code, 0);
-  EXPECT_EQ(ok.result["contents"][0]["text"], "hello");
+  EXPECT_EQ(SurfaceResult(ok)["contents"][0]["text"], "hello");
   SurfaceAnswer bin = ResourcesRead(view_, {{"uri", "skill://demo/bin.dat"}});
-  EXPECT_EQ(bin.result["contents"][0]["blob"], "AAEC");
+  EXPECT_EQ(SurfaceResult(bin)["contents"][0]["blob"], "AAEC");
   EXPECT_NE(ResourcesRead(view_, {{"uri", "skill://demo/../demo/notes.txt"}}).error_code, 0);
   EXPECT_NE(ResourcesRead(view_, {{"uri", "skill://demo/passwd"}}).error_code, 0);
   EXPECT_NE(ResourcesRead(view_, {{"uri", "file:///etc/passwd"}}).error_code, 0);
@@ -235,7 +236,7 @@ TEST_F(ReadToolsTest, ResourceOverOneMiBGivesItsFirstMiB) {
   Write("big.md", text);
   SurfaceAnswer a = ResourcesRead(view_, {{"uri", "skill://demo/big.md"}});
   ASSERT_EQ(a.error_code, 0) << a.error_message;
-  const auto& c = a.result["contents"][0];
+  const OrderedJson c = SurfaceResult(a)["contents"][0];
   EXPECT_EQ(c["mimeType"], "text/markdown");
   EXPECT_EQ(c["text"], text.substr(0, 1048576));
   // Cut inside a character: a blob, decided as skill_file decides.
@@ -244,8 +245,8 @@ TEST_F(ReadToolsTest, ResourceOverOneMiBGivesItsFirstMiB) {
   Write("cut.md", cut);
   SurfaceAnswer b = ResourcesRead(view_, {{"uri", "skill://demo/cut.md"}});
   ASSERT_EQ(b.error_code, 0) << b.error_message;
-  EXPECT_FALSE(b.result["contents"][0].contains("text"));
-  EXPECT_EQ(b.result["contents"][0]["blob"], Base64(cut.substr(0, 1048576)));
+  EXPECT_FALSE(SurfaceResult(b)["contents"][0].contains("text"));
+  EXPECT_EQ(SurfaceResult(b)["contents"][0]["blob"], Base64(cut.substr(0, 1048576)));
 }
 
 TEST_F(ReadToolsTest, EveryRefusedResourceCarriesItsUri) {
