@@ -4,12 +4,13 @@
 // and verified against its sha256 digest and size (README.md, "Skills over MCP").
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { freshDir, removeDir, skillMd } from './fixtures.mjs';
-import { callJson, connect, McpError, problemsOf, REPO } from './lib.mjs';
+import { BIN, callJson, connect, McpError, problemsOf, REPO, serverEnv } from './lib.mjs';
 
 const EXT = 'io.modelcontextprotocol/skills';
 const sha = (bytes) => `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
@@ -55,6 +56,28 @@ async function verifyEntry(client, entry, dir) {
     const served = await readBytes(client, r.uri);
     assert.equal(served.length, r.size, `${r.uri}: size as resources/read serves it`);
     assert.equal(sha(served), r.digest, `${r.uri}: digest as resources/read serves it`);
+  }
+}
+
+/** Nested folders, binary files, a renamed skill and one breaking the name rule. */
+function buildFixture(root) {
+  const files = {
+    'nested-kit/SKILL.md': skillMd(
+      'name: nested-kit\ndescription: Nested folders and binary files.\nlicense: MIT\nmetadata:\n  version: "2.1"',
+      '\nPick a template from `templates/`.\n',
+    ),
+    'nested-kit/templates/invoice.md': '# Invoice\n',
+    'nested-kit/templates/regional/eu/invoice.md': '# EU invoice\n',
+    'nested-kit/assets/logo.png': Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d]),
+    'nested-kit/assets/random.bin': Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 7919) % 256)),
+    'renamed/SKILL.md': skillMd('name: something-else\ndescription: Frontmatter disagrees.', '\nbody\n'),
+    'renamed/notes.txt': 'still served by the tools\n',
+    'Bad_Name/SKILL.md': skillMd('name: Bad_Name\ndescription: Breaks the name rule.', '\nbody\n'),
+  };
+  for (const [rel, content] of Object.entries(files)) {
+    const path = join(root, rel);
+    mkdirSync(join(path, '..'), { recursive: true });
+    writeFileSync(path, content);
   }
 }
 
@@ -113,24 +136,7 @@ describe('a fixture with nested folders, binary files and a renamed skill', () =
   before(async () => {
     base = freshDir('skill-mcp-ext-');
     root = join(base, 'root');
-    const files = {
-      'nested-kit/SKILL.md': skillMd(
-        'name: nested-kit\ndescription: Nested folders and binary files.\nlicense: MIT\nmetadata:\n  version: "2.1"',
-        '\nPick a template from `templates/`.\n',
-      ),
-      'nested-kit/templates/invoice.md': '# Invoice\n',
-      'nested-kit/templates/regional/eu/invoice.md': '# EU invoice\n',
-      'nested-kit/assets/logo.png': Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d]),
-      'nested-kit/assets/random.bin': Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 7919) % 256)),
-      'renamed/SKILL.md': skillMd('name: something-else\ndescription: Frontmatter disagrees.', '\nbody\n'),
-      'renamed/notes.txt': 'still served by the tools\n',
-      'Bad_Name/SKILL.md': skillMd('name: Bad_Name\ndescription: Breaks the name rule.', '\nbody\n'),
-    };
-    for (const [rel, content] of Object.entries(files)) {
-      const path = join(root, rel);
-      mkdirSync(join(path, '..'), { recursive: true });
-      writeFileSync(path, content);
-    }
+    buildFixture(root);
     conn = await connect({ env: { SKILLS_DIR: root } });
   });
   after(async () => {
@@ -253,4 +259,61 @@ describe('a file changed under a running server', () => {
       await fresh.close();
     }
   });
+});
+
+// The MCP Inspector v2 CLI's own SEP-2640 checks (`--verify`): conformance of each entry
+// and every file's digest and size as resources/read serves it. The Inspector needs node
+// >= 22.19, which the CI image may not have: point SKILL_MCP_INSPECTOR at its
+// `mcp-inspector` script and SKILL_MCP_INSPECTOR_NODE at such a node (README.md, "Skills
+// over MCP"), else these cases SKIP saying so.
+describe('the MCP Inspector CLI verifies the entries (--verify)', () => {
+  const inspector = process.env.SKILL_MCP_INSPECTOR;
+  const node = process.env.SKILL_MCP_INSPECTOR_NODE;
+  let skip = false;
+  if (!inspector || !node || !existsSync(inspector) || !existsSync(node)) {
+    skip = 'SKILL_MCP_INSPECTOR and SKILL_MCP_INSPECTOR_NODE (node >= 22.19) are not set to existing files';
+  } else {
+    const [major, minor] = execFileSync(node, ['--version']).toString().slice(1).split('.').map(Number);
+    if (major < 22 || (major === 22 && minor < 19)) skip = `${node} is older than node 22.19`;
+  }
+  let base;
+  let root;
+  before(() => {
+    base = freshDir('skill-mcp-ext-insp-');
+    root = join(base, 'root');
+    buildFixture(root);
+  });
+  after(() => removeDir(base));
+
+  /** Runs the Inspector CLI against the built server; returns {status, reports, output}. */
+  function verify(skillsDir, ...methodArgs) {
+    const r = spawnSync(node, [inspector, '--cli', '-e', `SKILLS_DIR=${skillsDir}`, ...methodArgs, '--verify', BIN], {
+      env: { ...serverEnv(), PATH: `${dirname(node)}:${process.env.PATH}`, HOME: base },
+      encoding: 'utf8',
+      timeout: 120000,
+    });
+    const reports = r.stdout
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l));
+    return { status: r.status, reports, output: `${r.stdout}\n${r.stderr}` };
+  }
+
+  const cases = [
+    ['the example, skills/list', () => [join(REPO, 'skills'), '--method', 'skills/list'], ['skill://example/SKILL.md']],
+    ['the example, skills/get', () => [join(REPO, 'skills'), '--method', 'skills/get', '--uri', 'skill://example/SKILL.md'], ['skill://example/SKILL.md']],
+    ['the fixture, skills/list', () => [root, '--method', 'skills/list'], ['skill://nested-kit/SKILL.md']],
+    ['the fixture, skills/get', () => [root, '--method', 'skills/get', '--uri', 'skill://nested-kit/SKILL.md'], ['skill://nested-kit/SKILL.md']],
+  ];
+  for (const [what, args, uris] of cases) {
+    test(`${what}: exit 0, every file verified`, { skip }, () => {
+      const { status, reports, output } = verify(...args());
+      assert.equal(status, 0, output);
+      assert.deepEqual(reports.map((r) => r.uri), uris, output);
+      for (const r of reports) {
+        assert.equal(r.outcome, 'verified', output);
+        assert.ok(r.files.length > 0 && r.files.every((f) => f.status === 'verified'), output);
+      }
+    });
+  }
 });
