@@ -1,9 +1,8 @@
 #include "broker/catalogue/skills_ext_check.h"
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "broker/catalogue/manifest.h"
 #include "broker/catalogue/reasons.h"
@@ -16,15 +15,17 @@ std::optional<std::string> NameFault(const Skill& s, const nlohmann::json& fm) {
   auto name = fm.find("name");
   if (name == fm.end() || !name->is_string()) {
     return "the frontmatter has no string `name`, and the extension needs the URI's last "
-           "segment '" + s.name + "' to equal it";
+           "segment '" +
+           s.name + "' to equal it";
   }
   const std::string& n = name->get_ref<const std::string&>();
   if (n != s.name) {
-    return "the frontmatter name '" + DisplaySafe(n) + "' differs from the directory name '" + s.name +
-           "', and the extension needs the URI's last segment to equal it";
+    return "the frontmatter name '" + DisplaySafe(n) + "' differs from the directory name '" +
+           s.name + "', and the extension needs the URI's last segment to equal it";
   }
   if (!IsAgentSkillsName(n)) {
-    return "the name '" + DisplaySafe(n) + "' breaks the Agent Skills name rule (1 to 64 of a-z, 0-9 "
+    return "the name '" + DisplaySafe(n) +
+           "' breaks the Agent Skills name rule (1 to 64 of a-z, 0-9 "
            "and '-', no '-' at either end, no '--')";
   }
   return std::nullopt;
@@ -58,7 +59,8 @@ std::optional<Problem> SkillsExtExclusion(const Skill& s, const std::string& at)
   if (!fm.is_object()) {
     return Problem{at, reason::kSkillsExtFrontmatter,
                    "the frontmatter cannot be rendered as JSON (it must parse strictly as a "
-                   "whole and hold no .inf or .nan)" + tail};
+                   "whole and hold no .inf or .nan)" +
+                       tail};
   }
   if (auto fault = NameFault(s, fm)) {
     return Problem{at, reason::kSkillsExtName, *fault + tail};

@@ -3,11 +3,11 @@
 // the YAML 1.2 core schema (yaml_strict.h), so `description: yes` stays the string "yes".
 #pragma once
 
-#include <optional>
-#include <string_view>
+#include <yaml-cpp/yaml.h>
 
 #include <nlohmann/json.hpp>
-#include <yaml-cpp/yaml.h>
+#include <optional>
+#include <string_view>
 
 namespace skillmcp {
 

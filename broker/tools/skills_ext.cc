@@ -148,8 +148,9 @@ SurfaceAnswer SkillsExtension::Get(const Json& params) {
     return a;
   }
   return Fail(kInvalidParams,
-              "No skill is served at " + uri + "; skills/list shows the skills served here, "
-              "and skill_list's problems say why a skill is left out",
+              "No skill is served at " + uri +
+                  "; skills/list shows the skills served here, "
+                  "and skill_list's problems say why a skill is left out",
               uri);
 }
 
@@ -170,10 +171,10 @@ SurfaceAnswer SkillsExtension::ReadDirectory(const Json& params) const {
   bool is_file = false;
   std::optional<std::vector<Child>> children = ChildrenOf(*s, dir, &is_file);
   if (!children) {
-    return Fail(kInvalidParams,
-                is_file ? uri + " is a file, not a directory resource; resources/read reads it"
-                        : missing,
-                uri);
+    return Fail(
+        kInvalidParams,
+        is_file ? uri + " is a file, not a directory resource; resources/read reads it" : missing,
+        uri);
   }
   std::optional<size_t> start = ParseCursor(params, kDirCursor, children->size());
   if (!start) {

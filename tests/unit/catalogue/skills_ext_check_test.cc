@@ -38,9 +38,8 @@ TEST(FrontmatterJson, KeepsOrderAndCoreSchemaTypes) {
       "name: x\ndescription: yes\ncount: 0x1F\nratio: 1.5\nflag: true\nnone: ~\n"
       "metadata:\n  version: \"2.1\"\n  tags: [a, 2]\n");
   ASSERT_TRUE(text);
-  EXPECT_EQ(*text,
-            R"({"name":"x","description":"yes","count":31,"ratio":1.5,"flag":true,)"
-            R"("none":null,"metadata":{"version":"2.1","tags":["a",2]}})");
+  EXPECT_EQ(*text, R"({"name":"x","description":"yes","count":31,"ratio":1.5,"flag":true,)"
+                   R"("none":null,"metadata":{"version":"2.1","tags":["a",2]}})");
 }
 
 TEST(FrontmatterJson, RefusesWhatJsonCannotCarry) {
@@ -135,8 +134,7 @@ TEST(SkillsExtCheck, OverSixteenMibInAllIsLeftOut) {
   for (int i = 0; i < 17; ++i) t.Write("heavy/" + std::to_string(i), std::string(1 << 20, 'h'));
   Catalogue cat = Scan(t.root());
   ASSERT_TRUE(HasProblem(cat, reason::kSkillsExtLimit, t.Path("heavy"))) << DumpProblems(cat);
-  EXPECT_NE(ProblemsWith(cat, reason::kSkillsExtLimit)[0].detail.find("16 MiB"),
-            std::string::npos);
+  EXPECT_NE(ProblemsWith(cat, reason::kSkillsExtLimit)[0].detail.find("16 MiB"), std::string::npos);
 }
 
 }  // namespace

@@ -163,9 +163,10 @@ TEST_F(SkillsExtTest, DirectoryReadListsDirectChildren) {
   EXPECT_EQ(root.result["resultType"], "complete");
   // Manifest order: collated, SKILL.md before templates/.
   OrderedJson want_root = OrderedJson::array(
-      {OrderedJson{{"uri", "skill://demo/SKILL.md"}, {"name", "SKILL.md"},
-                   {"mimeType", "text/markdown"}},
-       OrderedJson{{"uri", "skill://demo/templates"}, {"name", "templates"},
+      {OrderedJson{
+           {"uri", "skill://demo/SKILL.md"}, {"name", "SKILL.md"}, {"mimeType", "text/markdown"}},
+       OrderedJson{{"uri", "skill://demo/templates"},
+                   {"name", "templates"},
                    {"mimeType", "inode/directory"}}});
   EXPECT_EQ(root.result["resources"], want_root);
   SurfaceAnswer t = ext.ReadDirectory(Json{{"uri", "skill://demo/templates"}});
@@ -174,14 +175,12 @@ TEST_F(SkillsExtTest, DirectoryReadListsDirectChildren) {
   for (const auto& r : t.result["resources"]) {
     kids.insert({r["name"].get<std::string>(), r["mimeType"].get<std::string>()});
   }
-  EXPECT_EQ(kids, (std::set<std::pair<std::string, std::string>>{
-                      {"invoice.md", "text/markdown"},
-                      {"logo.png", "image/png"},
-                      {"regional", "inode/directory"}}));
+  EXPECT_EQ(kids, (std::set<std::pair<std::string, std::string>>{{"invoice.md", "text/markdown"},
+                                                                 {"logo.png", "image/png"},
+                                                                 {"regional", "inode/directory"}}));
   EXPECT_EQ(ext.ReadDirectory(Json{{"uri", "skill://bad-name"}}).error_code, 0);
-  for (const char* uri : {"skill://demo/templates/", "skill://demo/SKILL.md",
-                          "skill://demo/nope", "skill://demo/templ", "skill://none",
-                          "skill://demo/", "other://demo"}) {
+  for (const char* uri : {"skill://demo/templates/", "skill://demo/SKILL.md", "skill://demo/nope",
+                          "skill://demo/templ", "skill://none", "skill://demo/", "other://demo"}) {
     SurfaceAnswer bad = ext.ReadDirectory(Json{{"uri", uri}});
     EXPECT_EQ(bad.error_code, rpc::kInvalidParams) << uri;
   }
@@ -208,9 +207,9 @@ TEST_F(SkillsExtTest, DirectoryReadPaginates) {
   }
   EXPECT_EQ(pages, 2);
   EXPECT_EQ(seen.size(), n);
-  EXPECT_EQ(ext.ReadDirectory(Json{{"uri", "skill://demo/many"}, {"cursor", "skills-page:1"}})
-                .error_code,
-            rpc::kInvalidParams);
+  EXPECT_EQ(
+      ext.ReadDirectory(Json{{"uri", "skill://demo/many"}, {"cursor", "skills-page:1"}}).error_code,
+      rpc::kInvalidParams);
 }
 
 TEST(SkillsExtCapability, DeclaresDirectoryRead) {
