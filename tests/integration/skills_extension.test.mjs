@@ -249,6 +249,23 @@ describe('a file changed under a running server', () => {
     assert.deepEqual(resources.map((r) => r.name).sort(), ['SKILL.md', 'notes.txt']);
   });
 
+  test('SKILL.md changed: the held entry and skill_load keep what they took, resources/read serves the new bytes', async () => {
+    const md = (await rpc(conn.client, 'skills/get', { uri: 'skill://kit/SKILL.md' })).skill.resources.find(
+      (r) => r.uri === 'skill://kit/SKILL.md',
+    );
+    const old = readFileSync(join(dir, 'SKILL.md'));
+    assert.equal(md.digest, sha(old));
+    writeFileSync(join(dir, 'SKILL.md'), skillMd('name: kit\ndescription: Changed.', '\nnew body\n'));
+    const again = (await rpc(conn.client, 'skills/list')).skills[0];
+    assert.deepEqual(again.frontmatter, { name: 'kit', description: 'Changes under us.' });
+    assert.deepEqual(again.resources.find((r) => r.uri === 'skill://kit/SKILL.md'), md);
+    const served = await readBytes(conn.client, 'skill://kit/SKILL.md');
+    assert.notEqual(sha(served), md.digest);
+    const { json } = await callJson(conn.client, 'skill_load', { name: 'kit' });
+    assert.equal(json.body, '\nbody\n');
+    writeFileSync(join(dir, 'SKILL.md'), old);
+  });
+
   test('a change before the first skills/list or skills/get is in the entry', async () => {
     const fresh = await connect({ env: { SKILLS_DIR: base } });
     try {
