@@ -7,6 +7,8 @@
 #include "broker/catalogue/fsutil.h"
 #include "broker/catalogue/manifest.h"
 #include "broker/catalogue/reasons.h"
+#include "broker/catalogue/skills_ext_check.h"
+#include "broker/catalogue/yaml_json.h"
 #include "shared/open_beneath.h"
 
 namespace skillmcp {
@@ -101,6 +103,7 @@ std::optional<Skill> LoadSkill(Candidate candidate, std::vector<Problem>* proble
   skill.body_truncated = parsed.body_truncated;
   skill.declaration_present = parsed.declaration_present;
   skill.declaration_ok = parsed.declaration.ok;
+  skill.frontmatter_json = FrontmatterJsonText(SplitSkillMd(*text).frontmatter).value_or("");
   if (parsed.declaration.ok) {
     skill.runs = PresentRuns(c, std::move(parsed.declaration.runs), problems);
     skill.declared_egress = std::move(parsed.declaration.egress);
@@ -111,6 +114,11 @@ std::optional<Skill> LoadSkill(Candidate candidate, std::vector<Problem>* proble
   skill.bytes = manifest.bytes;
   for (auto& p : manifest.problems) problems->push_back(std::move(p));
   skill.dir = std::move(candidate.dir);
+  // Checked here, once the skill is certain to be served (duplicates and the skill limit
+  // were settled before loading), so only a served skill is reported.
+  std::optional<Problem> excluded = SkillsExtExclusion(skill, at);
+  skill.skills_ext_listed = !excluded;
+  if (excluded) problems->push_back(std::move(*excluded));
   return skill;
 }
 

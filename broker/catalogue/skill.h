@@ -56,6 +56,10 @@ struct Skill {
   bool declaration_ok = false;               // ...and was accepted (runs below are usable)
   std::vector<DeclaredRun> runs;             // empty when the block was refused
   std::vector<std::string> declared_egress;  // `egress:` proposal, verbatim
+  std::string frontmatter_json;              // the frontmatter rendered as JSON (skills
+                                             // extension); empty when it cannot be
+  bool skills_ext_listed = false;            // meets the skills extension's naming rule
+                                             // and limits (skills_ext_check.h)
 };
 
 struct Catalogue {

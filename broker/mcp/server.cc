@@ -10,7 +10,7 @@ namespace skillmcp {
 
 McpServer::McpServer(Session& session, CatalogueView view, std::string version,
                      RunToolHandler* run)
-    : session_(session), view_(view), version_(std::move(version)), run_(run) {}
+    : session_(session), view_(view), version_(std::move(version)), run_(run), skills_ext_(view) {}
 
 void McpServer::Register() {
   session_.OnRequest("initialize", [this](const RpcMessage& m, Reply r) { Initialize(m, r); });
@@ -47,6 +47,16 @@ void McpServer::Register() {
   session_.OnRequest("resources/read", [this, answer](const RpcMessage& m, Reply r) {
     answer(r, ResourcesRead(view_, m.params.is_object() ? m.params : Json::object()));
   });
+  // The Skills over MCP extension (broker/tools/skills_ext.h).
+  session_.OnRequest("skills/list", [this, answer](const RpcMessage& m, Reply r) {
+    answer(r, skills_ext_.List(m.params.is_object() ? m.params : Json::object()));
+  });
+  session_.OnRequest("skills/get", [this, answer](const RpcMessage& m, Reply r) {
+    answer(r, skills_ext_.Get(m.params.is_object() ? m.params : Json::object()));
+  });
+  session_.OnRequest("resources/directory/read", [this, answer](const RpcMessage& m, Reply r) {
+    answer(r, skills_ext_.ReadDirectory(m.params.is_object() ? m.params : Json::object()));
+  });
   session_.OnNotification("notifications/initialized", [](const RpcMessage&) {});
   session_.OnNotification("notifications/cancelled", [this](const RpcMessage& m) {
     if (!m.params.is_object() || !m.params.contains("requestId")) return;
@@ -74,7 +84,9 @@ void McpServer::Initialize(const RpcMessage& m, Reply reply) {
   result["protocolVersion"] = protocol_;
   result["capabilities"] = OrderedJson{{"tools", {{"listChanged", true}}},
                                        {"prompts", {{"listChanged", true}}},
-                                       {"resources", {{"listChanged", true}}}};
+                                       {"resources", {{"listChanged", true}}},
+                                       {"extensions",
+                                        {{kSkillsExtensionId, SkillsExtension::Capability()}}}};
   result["serverInfo"] = OrderedJson{{"name", kServerName}, {"version", version_}};
   result["instructions"] =
       "Agent Skills server. Call skill_list to see the skills and any problems, skill_load "

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "broker/mcp/session.h"
+#include "broker/tools/skills_ext.h"
 #include "broker/tools/tool.h"
 
 namespace skillmcp {
@@ -27,6 +28,7 @@ class McpServer {
   CatalogueView view_;
   std::string version_;
   RunToolHandler* run_;
+  SkillsExtension skills_ext_;  // skills/list, skills/get, resources/directory/read
   bool client_elicits_ = false;
   std::string protocol_;
 };

@@ -126,13 +126,15 @@ describe('a public skills repository layout (skills/<name>, template/, spec/)', 
     assert.ok(mismatch[0].detail.includes('template-skill'), mismatch[0].detail);
   });
 
-  test('problems: exactly the name-mismatch and spec/ without SKILL.md, at the directories', () => {
+  test('problems: exactly the name-mismatch (and its skills-ext-name) and spec/ without SKILL.md, at the directories', () => {
     const got = list.problems.map((p) => [p.reason, p.path]).sort();
     assert.deepEqual(
       got,
       [
         ['name-mismatch', join(tree.root, 'template')],
         ['no-skill-md', join(tree.root, 'spec')],
+        // The skills extension cannot list it (skills_extension.test.mjs); the tools serve it.
+        ['skills-ext-name', join(tree.root, 'template')],
       ],
       show(),
     );
