@@ -18,15 +18,13 @@ namespace {
 using namespace skillmcp;
 
 SkillRunTool& RunTool() {
-  static EventLoop* loop = new EventLoop();
-  static RunSupervisor* supervisor =
-      new RunSupervisor(*loop, fuzz::GetRig().launch, fuzz::GetRig().env);
+  static fuzz::RecorderRunner* runner = new fuzz::RecorderRunner();
   static SkillRunTool* tool = [] {
     SkillRunDeps deps;
     deps.view = fuzz::GetRig().view();
     deps.is_set = [](std::string_view name) { return name == "FUZZ_GREETING"; };
     deps.tokens = fuzz::GetRig().tokens.get();
-    deps.supervisor = supervisor;
+    deps.runner = runner;
     deps.elicit = [](OrderedJson, int64_t, std::function<void(const Json*, const Json*)>) -> Json {
       __builtin_trap();  // the client did not declare elicitation: never prompted
     };

@@ -78,8 +78,6 @@ Rig& GetRig() {
     r->catalogue = ScanCatalogue({MakeSkillRoot()}, "fuzz");
     // Not hosted, no MCP_SKILL_RUN: the declaration grants its own scripts.
     r->grants = DecideGrants(r->catalogue, std::nullopt, false);
-    // The recorder: a configuration that refuses every start (no worker, no node).
-    r->launch.refusal = kRecorderRefusal;
     r->tokens = ConfirmTokens::CreateFromSecret("fuzz confirmation secret");
     if (r->catalogue.skills.size() != 1 || r->tokens == nullptr) {
       fprintf(stderr, "fuzz rig: the demo skill did not load\n");
@@ -115,13 +113,13 @@ Server::Server(GateConfig gate, int64_t now) : now_(now) {
   tokens_ = ConfirmTokens::CreateRandom();
   if (out_ < 0 || tokens_ == nullptr) return;
   session_ = std::make_unique<Session>(loop_, in_read_, out_);
-  supervisor_ = std::make_unique<RunSupervisor>(loop_, rig.launch, rig.env);
+  runner_ = std::make_unique<RecorderRunner>();
   SkillRunDeps deps;
   deps.view = rig.view();
   deps.is_set = [](std::string_view name) { return name == "FUZZ_GREETING"; };
   deps.gate = std::move(gate);
   deps.tokens = tokens_.get();
-  deps.supervisor = supervisor_.get();
+  deps.runner = runner_.get();
   Session* session = session_.get();
   // Returns the request's id, which newer trees use and older ones drop.
   deps.elicit = [session](OrderedJson params, int64_t timeout_ms,
@@ -142,7 +140,7 @@ Server::Server(GateConfig gate, int64_t now) : now_(now) {
 Server::~Server() {
   server_.reset();
   run_tool_.reset();
-  supervisor_.reset();
+  runner_.reset();
   session_.reset();
   if (in_write_ >= 0) close(in_write_);
   if (in_read_ >= 0) close(in_read_);

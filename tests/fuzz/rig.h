@@ -1,8 +1,8 @@
 // What the session-level fuzz targets share: one small skill on disk (created once per
 // process under $TMPDIR and removed at exit), its catalogue and grants, a confirmation key,
 // and a server wired exactly as broker/cli/serve.cc wires it, except that the run side is a
-// recorder: the launch configuration refuses every start, so a dispatched run shows up as a
-// RUN_NOT_STARTED answer naming kRecorderRefusal and nothing is ever executed.
+// recorder: a Runner (broker/run/runner.h) that refuses every start, so a dispatched run
+// shows up as a RUN_NOT_STARTED answer naming kRecorderRefusal and nothing is ever executed.
 #pragma once
 
 #include <cstdint>
@@ -15,12 +15,10 @@
 #include "broker/confirm/gate_config.h"
 #include "broker/confirm/tokens.h"
 #include "broker/grants/grants.h"
-#include "broker/harden/env_store.h"
 #include "broker/loop/event_loop.h"
 #include "broker/mcp/server.h"
 #include "broker/mcp/session.h"
-#include "broker/run/launch_config.h"
-#include "broker/run/supervisor.h"
+#include "broker/run/runner.h"
 #include "broker/tools/skill_run.h"
 #include "broker/tools/tool.h"
 
@@ -34,8 +32,6 @@ inline constexpr const char* kRecorderRefusal = "fuzz recorder, nothing is execu
 struct Rig {
   Catalogue catalogue;
   GrantDecision grants;
-  LaunchConfig launch;
-  EnvStore env;
   std::unique_ptr<ConfirmTokens> tokens;
   CatalogueView view() const { return CatalogueView{&catalogue, &grants}; }
 };
@@ -44,6 +40,18 @@ Rig& GetRig();
 // True when a tools/call answer (the MCP result object) is the recorder's refusal, i.e.
 // skill_run got past the gate and asked the supervisor to start the script.
 bool IsDispatched(const Json& tool_result);
+
+// The run side: counts the runs skill_run hands over and refuses each, so nothing runs.
+class RecorderRunner : public Runner {
+ public:
+  bool Busy() const override { return false; }
+  std::optional<StartRefusal> Start(PreparedRun, Done) override {
+    ++started;
+    return StartRefusal{StartProblem::kUnavailable, kRecorderRefusal, 0};
+  }
+  void Cancel() override {}
+  size_t started = 0;
+};
 
 // One server: loop, session over a pipe (client -> server) and a memfd (server -> client),
 // supervisor, skill_run and McpServer, all fresh, as in serve.cc.
@@ -73,7 +81,7 @@ class Server {
   std::unique_ptr<ConfirmTokens> tokens_;
   EventLoop loop_;
   std::unique_ptr<Session> session_;
-  std::unique_ptr<RunSupervisor> supervisor_;
+  std::unique_ptr<RecorderRunner> runner_;
   std::unique_ptr<SkillRunTool> run_tool_;
   std::unique_ptr<McpServer> server_;
 };
