@@ -59,7 +59,7 @@ async function waitFor(pred, ms, what) {
     if (pred()) return;
     await sleep(50);
   }
-  assert.fail(`timed out waiting for ${what}`);
+  assert.fail(`timed out waiting for ${typeof what === 'function' ? what() : what}`);
 }
 
 // Starts a confirmed run (two steps, mode auto) without waiting for its answer and
@@ -109,16 +109,27 @@ describe('a running script and the broker', () => {
       assert.equal(after.id, 'ping-2');
       assert.ok(!raw.lines.some((l) => JSON.parse(l).id === 'run-1'), 'no answer to a cancelled call');
 
-      // The busy refusal spent nothing: the same token now runs the script.
+      // The busy refusal spent nothing: the same token now runs the script. The cancelled
+      // run still settles (its drain) after its group died, and a cancelled call gets no
+      // answer to tell the client when: a client retries while it hears RUN_IN_PROGRESS.
       const marker = join(markers, 'cancel');
-      raw.send({ jsonrpc: '2.0', id: 'run-3', method: 'tools/call',
-                 params: { name: 'skill_run', arguments: { ...args, confirmToken: token } } });
+      let runId = 'run-3';
+      for (let attempt = 0; ; ++attempt) {
+        runId = `run-3-${attempt}`;
+        raw.send({ jsonrpc: '2.0', id: runId, method: 'tools/call',
+                   params: { name: 'skill_run', arguments: { ...args, confirmToken: token } } });
+        await sleep(100);
+        const answer = raw.lines.map((l) => JSON.parse(l)).find((m) => m.id === runId);
+        if (!answer || !/RUN_IN_PROGRESS/.test(answer.result?.content?.[0]?.text ?? '')) break;
+        assert.ok(attempt < 50, 'the cancelled run never settled');
+      }
       await waitFor(() => {
         const text = readFileSync(marker, 'utf8');
         return text.endsWith('\n') && text.split(' ')[0] !== String(pids[0]);
-      }, 15000, 'the script to start again with the token the busy refusal left unspent');
+      }, 15000, () => 'the script to start again with the token the busy refusal left unspent; ' +
+         `${runId} answered: ${raw.lines.find((l) => JSON.parse(l).id === runId) ?? 'nothing yet'}`);
       const again = readFileSync(marker, 'utf8').trim().split(' ').map(Number);
-      raw.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'run-3' } });
+      raw.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: runId } });
       await waitFor(() => again.every((p) => !alive(p)), 5000, 'the second script group to die');
     } finally {
       raw.kill();
