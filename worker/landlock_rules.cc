@@ -77,8 +77,9 @@ LandlockPlan BuildLandlockPlan(const RunSpec& spec) {
   // why: the scratch directory is the run's TMPDIR; tools unpack and run helpers there.
   if (!spec.scratch_dir_path.empty())
     Add(plan, spec.scratch_dir_path, kReadWrite | kExecute, true);
-  // A namespaced run's /tmp is its own private tmpfs (worker/namespaces.h).
-  if (spec.namespaces) Add(plan, "/tmp", kReadWrite | kExecute, true);
+  // why no rule for a namespaced run's private /tmp: the view binds the skill directory
+  // (and the scratch directory) beneath it when they live under /tmp, and a rule grants
+  // everything beneath its directory, mounts included: the skill would become writable.
   if (!spec.data_dir_path.empty()) Add(plan, spec.data_dir_path, kReadWrite, false);
   return plan;
 }

@@ -35,7 +35,7 @@ uint64_t FileOnlyAccess(uint64_t access);
 
 // The ruleset for `spec` (spec.landlock_abi > 0): the system read and execute, the
 // devices, /proc and the CPU list, the skill (fd 7) and the module directories read-only,
-// the scratch directory, MCP_DATA_DIR and a namespaced run's private /tmp read-write.
+// the scratch directory and MCP_DATA_DIR read-write.
 LandlockPlan BuildLandlockPlan(const RunSpec& spec);
 
 }  // namespace skillmcp::worker

@@ -251,6 +251,20 @@ for (const [label, asUser] of modes) {
       assert.equal(seen.https, 'function');
     });
 
+    test('with SKILL_MCP_NAMESPACES=on as well: TMPDIR is bound into the view', async (t) => {
+      const { abi, why } = landlockHere();
+      if (!abi) return t.skip(`no Landlock here: ${why}`);
+      const seen = await run({ SKILL_MCP_NAMESPACES: 'on' }, { asUser });
+      assert.equal(seen.tmpMode, '700');
+      assert.equal(seen.tmpOwned, true);
+      assert.equal(existsSync(seen.tmpdir), false, 'removed after the run');
+      assert.equal(seen.varTmp, 'EACCES', '/var/tmp, which the view does not hide');
+      assert.notEqual(seen.secret, 'read');
+      assert.equal(seen.ownBundle, 'EACCES');
+      assert.equal(seen.https, 'function');
+      assert.equal(seen.tcp, 'connected');
+    });
+
     test('control: with SKILL_MCP_LANDLOCK=off the same script reaches all of it', async () => {
       const seen = await run({ SKILL_MCP_LANDLOCK: 'off' }, { asUser });
       assert.equal(seen.home, 'read');
