@@ -92,6 +92,11 @@ std::string ResolveLandlock(const EnvStore& env, LaunchConfig& c) {
     c.landlock_problem =
         "this kernel has Landlock but did not enable it at boot (add landlock to the lsm= "
         "boot parameter)";
+  } else if (abi == -EPERM) {
+    c.landlock_problem =
+        "a system call filter refuses Landlock to the broker (under systemd, allow "
+        "landlock_create_ruleset, landlock_add_rule and landlock_restrict_self in "
+        "SystemCallFilter=)";
   } else {
     c.landlock_problem = std::string("the Landlock probe failed (") + std::strerror(-abi) + ")";
   }

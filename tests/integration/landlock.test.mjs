@@ -154,10 +154,10 @@ function launcher(asUser) {
     : { command: BIN, args: [] };
 }
 
-async function run(env, { asUser = false, script = 'scripts/probe.js', args } = {}) {
+async function run(env, { asUser = false, script = 'scripts/probe.js', args, command } = {}) {
   const conn = await connect({
     env: { SKILLS_DIR: root, MCP_CONFIRM_MODE: 'auto', SKILL_MCP_LANDLOCK: 'auto', ...env },
-    ...launcher(asUser),
+    ...(command ? { command, args: [BIN] } : launcher(asUser)),
   });
   try {
     const call = { name: 'probe', script, args: args ?? [JSON.stringify({ ...paths, port })] };
@@ -299,6 +299,22 @@ describe('doctor', () => {
     assert.equal(refused.status, 1, refused.stdout);
     assert.match(refused.stdout, /network-off: off {2}<< required by this configuration/);
     assert.match(refused.stdout, /SKILL_MCP_NETWORK=off needs Landlock ABI 4/);
+  });
+
+  test('Landlock refused to the broker: runs go on without it, off with the reason', async () => {
+    const denied = process.env.SKILL_MCP_TEST_LANDLOCK_DENIED;
+    assert.ok(denied, 'SKILL_MCP_TEST_LANDLOCK_DENIED names the wrapper (meson sets it)');
+    const env = serverEnv({ SKILLS_DIR: root, SKILL_MCP_LANDLOCK: 'auto' });
+    const r = spawnSync(denied, [BIN, 'doctor'], { env, encoding: 'utf8' });
+    assert.match(r.stdout, /landlock: off\n\s+a system call filter refuses Landlock to the broker/);
+    assert.doesNotMatch(r.stdout, /landlock: off {2}<< required/);
+    const seen = await run({}, { command: denied });
+    assert.equal(seen.secret, 'read', 'no allowlist, as the doctor said');
+    assert.equal(existsSync(seen.tmpdir), false, 'the scratch directory all the same');
+    const demanded = spawnSync(denied, [BIN, 'doctor'],
+                               { env: { ...env, SKILL_MCP_LANDLOCK: 'on' }, encoding: 'utf8' });
+    assert.equal(demanded.status, 1, demanded.stdout);
+    assert.match(demanded.stdout, /landlock: off {2}<< required by this configuration/);
   });
 
   test('a bad value stops the boot', () => {
