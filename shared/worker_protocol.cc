@@ -6,8 +6,13 @@
 
 #include <set>
 
+#include "shared/landlock_abi.h"
+
 namespace skillmcp {
 namespace {
+
+static_assert(kRunSpecMaxLandlockAbi == landlock::kKnownAbi,
+              "the protocol carries exactly the ABIs the worker knows the rights of");
 
 constexpr char kMagic[4] = {'S', 'M', 'R', 'S'};
 constexpr char kReportMagic[4] = {'S', 'M', 'W', 'R'};
