@@ -66,7 +66,8 @@ export function serverEnv(extra = {}) {
 /**
  * Connect an SDK client to a fresh server process.
  * options: env (object for serverEnv), capabilities (client capabilities),
- * onElicit (handler for elicitation/create; implies the elicitation capability).
+ * onElicit (handler for elicitation/create; implies the elicitation capability),
+ * command and args (start the server through a wrapper such as setpriv; default BIN).
  */
 export async function connect({ env = {}, capabilities = {}, onElicit, command = BIN, args = [] } = {}) {
   const caps = { ...capabilities };
