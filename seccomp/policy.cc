@@ -35,6 +35,12 @@ constexpr SyscallRule kKernelSurface[] = {
 
 constexpr SyscallRule kKeyring[] = {{"add_key"}, {"keyctl"}, {"request_key"}};
 
+constexpr SyscallRule kLandlock[] = {
+    {"landlock_add_rule"},
+    {"landlock_create_ruleset"},
+    {"landlock_restrict_self"},
+};
+
 constexpr SyscallRule kMachine[] = {
     {"acct"},     {"ioperm"},      {"iopl"},   {"kexec_file_load"}, {"kexec_load"},
     {"quotactl"}, {"quotactl_fd"}, {"reboot"}, {"setdomainname"},   {"sethostname"},
@@ -94,6 +100,11 @@ constexpr SyscallGroup kGroups[] = {
      "the kernel keyring is shared per uid and session and may hold other programs' "
      "secrets; EPERM, callers treat it as no keyring",
      Action::kErrnoEperm, kKeyring},
+    {"@landlock",
+     "the worker installed the run's Landlock domain before this filter; a script gains "
+     "nothing from more domains but kernel surface; ENOSYS, as on a kernel without "
+     "Landlock, which callers handle",
+     Action::kErrnoEnosys, kLandlock},
     {"@machine",
      "whole-machine controls (reboot, kexec, swap, accounting, quotas, port I/O, host "
      "and domain names, the kernel log); EPERM as without the capability",

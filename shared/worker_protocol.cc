@@ -6,8 +6,13 @@
 
 #include <set>
 
+#include "shared/landlock_abi.h"
+
 namespace skillmcp {
 namespace {
+
+static_assert(kRunSpecMaxLandlockAbi == landlock::kKnownAbi,
+              "the protocol carries exactly the ABIs the worker knows the rights of");
 
 constexpr char kMagic[4] = {'S', 'M', 'R', 'S'};
 constexpr char kReportMagic[4] = {'S', 'M', 'W', 'R'};
@@ -123,6 +128,24 @@ bool IsEnvEntry(std::string_view entry, std::string_view& name) {
   return IsEnvName(name);
 }
 
+bool IsAbsoluteOrEmpty(std::string_view s) { return s.empty() || IsAbsolutePath(s); }
+
+// The Landlock fields (worker/landlock.h).
+bool IsValidLandlockPart(const RunSpec& spec) {
+  if (spec.landlock_abi > kRunSpecMaxLandlockAbi) return false;
+  // why: refusing TCP needs ABI 4; a spec asking it of less would run with TCP allowed.
+  if (spec.network_off && spec.landlock_abi < 4) return false;
+  if (!IsAbsoluteOrEmpty(spec.scratch_dir_path) || !IsAbsoluteOrEmpty(spec.data_dir_path) ||
+      !IsAbsoluteOrEmpty(spec.node_dir_path))
+    return false;
+  if (spec.read_dirs.size() > kRunSpecMaxReadDirs) return false;
+  for (const auto& dir : spec.read_dirs)
+    if (!IsAbsolutePath(dir)) return false;
+  if (spec.landlock_abi == 0)  // rules that would not be applied: the broker meant something else
+    return spec.data_dir_path.empty() && spec.node_dir_path.empty() && spec.read_dirs.empty();
+  return true;
+}
+
 }  // namespace
 
 bool IsValidRunSpec(const RunSpec& spec) {
@@ -151,10 +174,12 @@ bool IsValidRunSpec(const RunSpec& spec) {
   } else if (!spec.skill_dir_path.empty() || !spec.hidden_roots.empty()) {
     return false;
   }
+  if (!IsValidLandlockPart(spec)) return false;
   if (spec.probe) {
     // A probe runs nothing: a script, arguments, variables or a filter would be a
     // broker that meant a run.
-    return spec.script_path.empty() && spec.args.empty() && spec.envp.empty() && !spec.seccomp;
+    return spec.script_path.empty() && spec.args.empty() && spec.envp.empty() && !spec.seccomp &&
+           spec.landlock_abi == 0 && spec.scratch_dir_path.empty();
   }
   // The bootstrap names the module by this path; a relative one would resolve against
   // the cwd and give the script a wrong __filename and require() base.
@@ -185,6 +210,12 @@ std::optional<std::string> EncodeRunSpec(const RunSpec& spec) {
   PutString(out, spec.seccomp_bpf);
   PutString(out, spec.skill_dir_path);
   PutStrings(out, spec.hidden_roots);
+  PutU32(out, spec.landlock_abi);
+  PutU8(out, spec.network_off ? 1 : 0);
+  PutString(out, spec.scratch_dir_path);
+  PutString(out, spec.data_dir_path);
+  PutString(out, spec.node_dir_path);
+  PutStrings(out, spec.read_dirs);
   if (out.size() > kRunSpecMaxBytes) return std::nullopt;
   return out;
 }
@@ -209,6 +240,11 @@ std::optional<RunSpec> DecodeRunSpec(std::string_view bytes) {
   if (!r.String(spec.seccomp_bpf) || !r.String(spec.skill_dir_path)) return std::nullopt;
   size_t root_budget = kRunSpecMaxHiddenRoots;
   if (!r.Strings(spec.hidden_roots, root_budget)) return std::nullopt;
+  size_t read_budget = kRunSpecMaxReadDirs;
+  if (!r.U32(spec.landlock_abi) || !r.Bool(spec.network_off) || !r.String(spec.scratch_dir_path) ||
+      !r.String(spec.data_dir_path) || !r.String(spec.node_dir_path) ||
+      !r.Strings(spec.read_dirs, read_budget))
+    return std::nullopt;
   if (!r.AtEnd()) return std::nullopt;  // trailing bytes: not what the broker meant
   if (!IsValidRunSpec(spec)) return std::nullopt;
   return spec;
@@ -254,6 +290,8 @@ const char* DescribeWorkerStep(WorkerStep step) {
       return "verify that no capability is left";
     case WorkerStep::kNoNewPrivs:
       return "set no_new_privs";
+    case WorkerStep::kLandlock:
+      return "restrict itself to the run's filesystem allowlist (Landlock)";
     case WorkerStep::kChdir:
       return "enter the skill directory";
     case WorkerStep::kSeccomp:

@@ -36,7 +36,7 @@ inline constexpr int kWorkerFdCount = 8;  // 0..7
 
 // One version for every message of the protocol (run description and report): a broker
 // and a worker from different builds refuse each other instead of misreading.
-inline constexpr uint32_t kWorkerProtocolVersion = 4;
+inline constexpr uint32_t kWorkerProtocolVersion = 5;
 
 // Why: the worker reads its spec before any limit is applied; a bounded read cannot be
 // made to exhaust its memory, whatever arrives on fd 3.
@@ -81,6 +81,15 @@ struct RunSpec {
   bool seccomp = true;       // load seccomp_bpf as the last step before exec
   std::string seccomp_bpf;   // the compiled policy (seccomp/policy.h): struct sock_filter
                              // records; required when seccomp, empty otherwise
+  // The filesystem allowlist (worker/landlock.h). 0 is off; else the kernel's ABI as the
+  // broker probed it, at most landlock::kKnownAbi (shared/landlock_abi.h). The paths
+  // are absolute (empty: none); without Landlock only scratch_dir_path may be set.
+  uint32_t landlock_abi = 0;
+  bool network_off = false;           // refuse TCP connect and bind (needs ABI 4+)
+  std::string scratch_dir_path;       // the run's TMPDIR (read-write), made by the broker
+  std::string data_dir_path;          // MCP_DATA_DIR (read-write), when set
+  std::string node_dir_path;          // where the pinned node lives (read and execute)
+  std::vector<std::string> read_dirs; // node_modules beside the skills roots (read)
 };
 
 // A classic BPF program: struct sock_filter records, at most BPF_MAXINSNS (the
@@ -94,12 +103,15 @@ inline bool IsPlausibleBpf(std::string_view bpf) {
   return !bpf.empty() && bpf.size() % kBpfInsnBytes == 0 && bpf.size() <= kRunSpecMaxBpfBytes;
 }
 inline constexpr size_t kRunSpecMaxHiddenRoots = 64;
+inline constexpr size_t kRunSpecMaxReadDirs = 64;
+inline constexpr uint32_t kRunSpecMaxLandlockAbi = 7;  // == landlock::kKnownAbi
 
 // The wire format (little-endian, no padding; see shared/worker_protocol.cc):
 //   "SMRS" u32 version | u8 probe u8 switch_ids u8 seccomp u8 namespaces | u32 uid
 //   u32 gid | u64 nproc,address_space,data,cpu_seconds,fsize,nofile | str script_path |
 //   u32 argc, argc x str | u32 envc, envc x str | str seccomp_bpf | str skill_dir_path |
-//   u32 rootc, rootc x str
+//   u32 rootc, rootc x str | u32 landlock_abi u8 network_off | str scratch_dir_path |
+//   str data_dir_path | str node_dir_path | u32 readc, readc x str
 //                                                           (str = u32 length + bytes)
 // nullopt when the spec is not one DecodeRunSpec would accept (IsValidRunSpec, or
 // longer than kRunSpecMaxBytes): the encoder never truncates or sends what is refused.
@@ -111,7 +123,10 @@ std::optional<std::string> EncodeRunSpec(const RunSpec& spec);
 // script_path (a probe: no script_path, args or envp, no seccomp); with seccomp, seccomp_bpf is 1 to
 // kRunSpecMaxBpfBytes / 8 whole 8-byte instructions, without it empty; with namespaces
 // an absolute skill_dir_path and at most kRunSpecMaxHiddenRoots absolute hidden_roots
-// other than "/", without them both empty. Brokers can check a spec before forking.
+// other than "/", without them both empty; landlock_abi at most kRunSpecMaxLandlockAbi,
+// network_off only with ABI 4+, every Landlock path absolute or empty, at most
+// kRunSpecMaxReadDirs read_dirs, and without Landlock no data, node or read dirs; a probe
+// carries neither Landlock nor a scratch directory. Brokers can check a spec before forking.
 bool IsValidRunSpec(const RunSpec& spec);
 
 // A portable variable name, [A-Za-z_][A-Za-z0-9_]*: the one rule for the run spec,
@@ -148,9 +163,10 @@ enum class WorkerStep : int32_t {
   kVerifyIds = 216,      // getres[ug]id all equal the target; regaining root fails
   kVerifyCaps = 217,     // re-read every set: all empty (bounding where droppable)
   kNoNewPrivs = 218,     // prctl(PR_SET_NO_NEW_PRIVS, 1)
-  kChdir = 219,          // fchdir(7) into the skill directory, close 7
-  kSeccomp = 220,        // install the seccomp policy (seccomp/)
-  kExec = 221,           // execveat(5, "", argv, envp, AT_EMPTY_PATH)
+  kLandlock = 219,       // with landlock_abi: the filesystem allowlist (worker/landlock.h)
+  kChdir = 220,          // fchdir(7) into the skill directory, close 7
+  kSeccomp = 221,        // install the seccomp policy (seccomp/)
+  kExec = 222,           // execveat(5, "", argv, envp, AT_EMPTY_PATH)
 };
 
 inline constexpr int32_t kWorkerStepFirst = 200;

@@ -15,6 +15,7 @@
 #include "worker/exec.h"
 #include "worker/fds.h"
 #include "worker/identity.h"
+#include "worker/landlock.h"
 #include "worker/limits.h"
 #include "worker/namespaces.h"
 #include "worker/report.h"
@@ -76,6 +77,9 @@ void Run() {
   // 11. no_new_privs: exec never grants privileges again (setuid bits, file caps), and
   //     an unprivileged process may install a seccomp filter.
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) FailAndExit({WorkerStep::kNoNewPrivs, errno});
+  // 11b. The filesystem allowlist (worker/landlock.h): after no_new_privs, which the
+  //      kernel requires, and after the run's mounts; fd 7 is still open for its rule.
+  Check(ApplyLandlock(spec, kWorkerSkillDirFd));
   // 12. The skill directory becomes the cwd; its descriptor does not reach the script.
   //     In the run's view, by its bound path: fd 7 belongs to the host's mount
   //     namespace, where ".." would lead back to the hidden skills.

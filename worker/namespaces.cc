@@ -97,7 +97,20 @@ StepResult EnterRunView(const RunSpec& spec) {
   // why: a directory swapped since the broker's check is refused, never bound.
   if (!SameDirectory(checked, reopened)) return MountFailed(ESTALE);
 
+  // The broker's scratch directory (the run's TMPDIR) is opened before /tmp is covered,
+  // and bound back at its path in the view, so TMPDIR names the same directory there.
+  UniqueFd scratch;
+  if (!spec.scratch_dir_path.empty()) {
+    scratch.reset(open(spec.scratch_dir_path.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!scratch.valid()) return MountFailed(errno);
+  }
   if (StepResult r = MountPrivateTmp()) return r;
+  if (scratch.valid()) {
+    if (int e = MakeParents(spec.scratch_dir_path); e != 0) return MountFailed(e);
+    const std::string from = "/proc/self/fd/" + std::to_string(scratch.get());
+    if (mount(from.c_str(), spec.scratch_dir_path.c_str(), nullptr, MS_BIND, nullptr) != 0)
+      return MountFailed(errno);
+  }
   std::vector<const std::string*> covered;
   for (const std::string& root : spec.hidden_roots) {
     struct stat st {};

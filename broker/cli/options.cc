@@ -34,6 +34,9 @@ Running scripts (skill_run):
   SKILL_MCP_SECCOMP          on (default) | off: the worker's syscall filter
   SKILL_MCP_NAMESPACES       off (default) | on: each run in its own user and mount
                              namespace (private /tmp, the other skills hidden)
+  SKILL_MCP_LANDLOCK         auto (default) | on | off: the per-run filesystem allowlist
+  SKILL_MCP_NETWORK          on (default) | off: off refuses a run's TCP (Landlock ABI 4+)
+  TMPDIR                     where each run's private scratch TMPDIR is made (default /tmp)
   SKILL_MCP_LIMIT_*          per-run limits: NPROC, AS_MB, DATA_MB, CPU_SECONDS, FSIZE_MB,
                              NOFILE (positive integers)
 

@@ -17,7 +17,9 @@ ScriptEnv ComputeScriptEnv(const std::vector<std::string>& granted_env, const Is
   ScriptEnv env;
   // Why an allowlist: the script never sees the server's own environment, only these.
   for (std::string_view name : kAmbientVariables) {
-    if (is_set(name)) env.names.emplace_back(name);
+    // Why TMPDIR always: every run gets its own scratch directory as TMPDIR
+    // (broker/run/scratch_dir.h), whatever the server's own value.
+    if (is_set(name) || name == "TMPDIR") env.names.emplace_back(name);
   }
   if (is_set("MCP_DATA_DIR")) env.names.emplace_back("MCP_DATA_DIR");
   for (std::string_view name : kProxyVariables) {

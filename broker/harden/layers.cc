@@ -127,6 +127,33 @@ std::vector<Layer> ComputeLayers(const IsolationFacts& f) {
                            "(SKILL_MCP_NAMESPACES is off)",
                      "set SKILL_MCP_NAMESPACES=on where unprivileged user namespaces are allowed"));
 
+  const WorkerLayerFacts& w = f.worker;
+  const bool landlock_on = w.landlock_abi > 0;
+  std::string landlock_reason =
+      landlock_on ? "Landlock ABI " + std::to_string(w.landlock_abi) +
+                        ": each run reads and executes only the system and node, reads its own "
+                        "skill and the node_modules beside the skills roots, writes only its "
+                        "scratch TMPDIR and MCP_DATA_DIR" +
+                        (w.landlock_abi >= 6 ? "; its signals and abstract unix sockets stay "
+                                               "within the run"
+                                             : "; signals are not scoped (ABI 6 needed)")
+                  : w.landlock_problem;
+  out.push_back(Make("landlock", landlock_on, w.landlock_demanded, landlock_reason,
+                     "a kernel with Landlock enabled (5.13 or later, landlock in the lsm= boot "
+                     "parameter), and SKILL_MCP_LANDLOCK unset or auto"));
+
+  const bool net_on = w.network_off && w.landlock_abi >= 4;
+  out.push_back(Make(
+      "network-off", net_on, w.network_off,
+      net_on ? "SKILL_MCP_NETWORK=off: every TCP connect and bind of a run is refused"
+      : w.network_off
+          ? "SKILL_MCP_NETWORK=off needs Landlock ABI 4 or later (" +
+                (landlock_on ? "this kernel has ABI " + std::to_string(w.landlock_abi)
+                             : w.landlock_problem) +
+                "): no script runs"
+          : "runs may open TCP connections (SKILL_MCP_NETWORK is not off)",
+      "set SKILL_MCP_NETWORK=off (needs Landlock ABI 4, Linux 6.7 or later)"));
+
   out.push_back(Make(
       "runs", f.worker.runs_possible, false,
       f.worker.runs_possible ? "the worker and the pinned node are open" : f.worker.runs_reason,

@@ -26,6 +26,10 @@ struct WorkerLayerFacts {
   bool seccomp_configured = true;
   bool namespaces_configured = false;  // SKILL_MCP_NAMESPACES=on
   std::string namespaces_problem;      // why that cannot work here (the boot probe)
+  uint32_t landlock_abi = 0;        // 0: the filesystem allowlist is off
+  bool landlock_demanded = false;   // SKILL_MCP_LANDLOCK=on
+  std::string landlock_problem;     // why it is off
+  bool network_off = false;         // SKILL_MCP_NETWORK=off
   bool limits_configured = false;
   std::string limits_text;  // e.g. "nproc 64, as 4096 MiB, cpu 300 s, fsize 64 MiB, nofile 256"
   bool runs_possible = false;

@@ -16,7 +16,9 @@
 #include "config.h"
 #include "seccomp/compile.h"
 #include "seccomp/policy.h"
+#include "shared/landlock_abi.h"
 #include "shared/run_limits_default.h"
+#include "shared/log.h"
 #include "shared/small_file.h"
 
 namespace skillmcp {
@@ -66,6 +68,53 @@ constexpr LimitOption kLimitOptions[] = {
     {"SKILL_MCP_LIMIT_FSIZE_MB", &RunLimits::fsize, kMiB},
     {"SKILL_MCP_LIMIT_NOFILE", &RunLimits::nofile, 1},
 };
+
+// SKILL_MCP_LANDLOCK and SKILL_MCP_NETWORK; "" or the boot error.
+std::string ResolveLandlock(const EnvStore& env, LaunchConfig& c) {
+  std::string mode = env.GetConfig("SKILL_MCP_LANDLOCK").value_or("auto");
+  if (mode != "auto" && mode != "on" && mode != "off")
+    return "SKILL_MCP_LANDLOCK=\"" + mode + "\" is none of auto, on, off";
+  std::string net = env.GetConfig("SKILL_MCP_NETWORK").value_or("on");
+  if (net != "on" && net != "off") return "SKILL_MCP_NETWORK=\"" + net + "\" is neither on nor off";
+  c.network_off = net == "off";
+  c.landlock_demanded = mode == "on";
+  if (mode == "off") {
+    c.landlock_problem = "turned off by SKILL_MCP_LANDLOCK=off";
+    return "";
+  }
+  // Probed once, here; every run uses this ABI (a newer kernel at the newest we know).
+  const int abi = landlock::ProbeAbi();
+  if (abi > 0) {
+    c.landlock_abi = std::min<uint32_t>(static_cast<uint32_t>(abi), landlock::kKnownAbi);
+  } else if (abi == -ENOSYS) {
+    c.landlock_problem = "this kernel has no Landlock (built without CONFIG_SECURITY_LANDLOCK)";
+  } else if (abi == -EOPNOTSUPP) {
+    c.landlock_problem =
+        "this kernel has Landlock but did not enable it at boot (add landlock to the lsm= "
+        "boot parameter)";
+  } else if (abi == -EPERM) {
+    c.landlock_problem =
+        "a system call filter refuses Landlock to the broker (under systemd, allow "
+        "landlock_create_ruleset, landlock_add_rule and landlock_restrict_self in "
+        "SystemCallFilter=)";
+  } else {
+    c.landlock_problem = std::string("the Landlock probe failed (") + std::strerror(-abi) + ")";
+  }
+  return "";
+}
+
+// Why runs are refused for the Landlock options, or "".
+std::string LandlockRefusal(const LaunchConfig& c) {
+  // why: the operator asked for it; fail closed rather than run without it.
+  if (c.landlock_demanded && c.landlock_abi == 0)
+    return "SKILL_MCP_LANDLOCK=on, but " + c.landlock_problem;
+  if (c.network_off && c.landlock_abi < 4)
+    return "SKILL_MCP_NETWORK=off needs Landlock ABI 4 or later to refuse TCP, and " +
+           (c.landlock_abi == 0 ? c.landlock_problem
+                                : "this kernel has ABI " + std::to_string(c.landlock_abi)) +
+           "; set SKILL_MCP_NETWORK=on or run on a newer kernel";
+  return "";
+}
 
 std::string MiB(uint64_t bytes) { return std::to_string(bytes / kMiB) + " MiB"; }
 
@@ -137,6 +186,13 @@ LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState
     }
   }
 
+  if (std::string e = ResolveLandlock(env, c); !e.empty()) {
+    result.error = e;
+    return result;
+  }
+  std::optional<std::string> tmpdir = env.GetConfig("TMPDIR");
+  c.scratch_base = tmpdir && !tmpdir->empty() && (*tmpdir)[0] == '/' ? *tmpdir : "/tmp";
+
   c.switch_ids = privileges.worker_switch;
   if (c.switch_ids) {
     c.uid = privileges.run_as.uid;
@@ -185,6 +241,8 @@ LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState
     }
   }
   if (!node_why.empty()) why_not += (why_not.empty() ? "" : "; ") + node_why;
+  if (node_why.empty()) c.node_dir = NodeInstallDir(c.node_path);
+  if (std::string e = LandlockRefusal(c); !e.empty()) why_not += (why_not.empty() ? "" : "; ") + e;
   if (c.seccomp) {
     // why: fail closed; with seccomp configured on, no run starts without the filter.
     if (int rc = seccomp::CompileWorkerPolicy(&c.seccomp_bpf); rc < 0)
@@ -213,6 +271,28 @@ LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState
   return result;
 }
 
+std::string NodeInstallDir(const std::string& node_path) {
+  const size_t slash = node_path.rfind('/');
+  if (slash == std::string::npos || slash == 0) return "/";
+  std::string dir = node_path.substr(0, slash);
+  // why: a node installed under a prefix (/opt/node/bin/node) reads its own lib/ and
+  // share/ beside bin/; the prefix, not the whole parent tree, is allowed.
+  if (dir.size() > 4 && dir.compare(dir.size() - 4, 4, "/bin") == 0) dir.resize(dir.size() - 4);
+  return dir;
+}
+
+std::vector<std::string> ModuleDirs(const std::vector<std::string>& real_roots) {
+  std::set<std::string> dirs;
+  for (const std::string& root : real_roots) {
+    if (root.empty() || root[0] != '/') continue;
+    const std::string trimmed = root == "/" ? "" : root;
+    dirs.insert(trimmed + "/node_modules");
+    const size_t slash = trimmed.rfind('/');
+    if (slash != std::string::npos) dirs.insert(trimmed.substr(0, slash) + "/node_modules");
+  }
+  return std::vector<std::string>(dirs.begin(), dirs.end());
+}
+
 std::vector<std::string> HiddenRoots(const std::vector<std::string>& roots,
                                      const std::vector<std::string>& skill_dirs) {
   std::set<std::string> all;
@@ -234,6 +314,17 @@ std::vector<std::string> HiddenRoots(const std::vector<std::string>& roots,
 void SetHiddenRoots(LaunchConfig& c, const std::vector<std::string>& roots,
                     const std::vector<std::string>& skill_dirs) {
   c.hidden_roots = HiddenRoots(roots, skill_dirs);
+  std::vector<std::string> real_roots;
+  for (const std::string& r : roots)
+    if (std::string real = RealPath(r); !real.empty()) real_roots.push_back(real);
+  c.module_dirs = ModuleDirs(real_roots);
+  // why: more than the run description carries would drop some silently; keep none and
+  // say so, rather than pick (the runs still start: fewer reads, never more).
+  if (c.module_dirs.size() > kRunSpecMaxReadDirs) {
+    LOG_WARN("%zu node_modules directories beside the skills roots: more than %zu, so runs "
+             "may read none of them", c.module_dirs.size(), kRunSpecMaxReadDirs);
+    c.module_dirs.clear();
+  }
   // why: a view that cannot hide every skills directory is not built at all (fail closed).
   if (c.namespaces && c.hidden_roots.size() > kRunSpecMaxHiddenRoots &&
       c.namespaces_problem.empty()) {
@@ -255,6 +346,10 @@ WorkerLayerFacts LayerFacts(const LaunchConfig& c) {
   f.limits_text = "nproc " + std::to_string(l.nproc) + ", as " + MiB(l.address_space) + ", data " +
                   MiB(l.data) + ", cpu " + std::to_string(l.cpu_seconds) + " s, fsize " +
                   MiB(l.fsize) + ", nofile " + std::to_string(l.nofile) + ", core 0";
+  f.landlock_abi = c.landlock_abi;
+  f.landlock_demanded = c.landlock_demanded;
+  f.landlock_problem = c.landlock_problem;
+  f.network_off = c.network_off;
   f.runs_possible = c.ready();
   f.runs_reason = c.refusal;
   return f;

@@ -30,6 +30,16 @@ struct LaunchConfig {
   bool namespaces = false;  // each run in its own user + mount namespace (worker/namespaces.h)
   std::string namespaces_problem;  // the boot probe failed: why (runs are then refused)
   std::vector<std::string> hidden_roots;  // what those runs do not see (SetHiddenRoots)
+  // The filesystem allowlist (worker/landlock.h): the ABI every run uses (0: off) and,
+  // when off, why. SKILL_MCP_LANDLOCK=off|auto|on (auto by default: on where the kernel
+  // has it); SKILL_MCP_NETWORK=off refuses TCP connect and bind (Landlock ABI 4+).
+  uint32_t landlock_abi = 0;
+  bool landlock_demanded = false;  // SKILL_MCP_LANDLOCK=on
+  std::string landlock_problem;
+  bool network_off = false;
+  std::string node_dir;                  // read and execute for runs (node's install prefix)
+  std::vector<std::string> module_dirs;  // node_modules beside the skills roots (SetHiddenRoots)
+  std::string scratch_base;              // where each run's scratch directory is made
   std::string refusal;  // non-empty: why runs are refused (node, worker, seccomp, namespaces)
 
   bool ready() const { return refusal.empty() && worker.valid() && node.valid(); }
@@ -42,6 +52,8 @@ struct LaunchConfigResult {
 
 // Options: SKILL_MCP_WORKER, SKILL_MCP_NODE, SKILL_MCP_SECCOMP (on|off),
 // SKILL_MCP_NAMESPACES (off|on; on probes the host once and refuses runs if it cannot),
+// SKILL_MCP_LANDLOCK (auto|on|off), SKILL_MCP_NETWORK (on|off), TMPDIR (the base of
+// the runs' scratch directories; /tmp when unset or relative),
 // SKILL_MCP_LIMIT_{NPROC,AS_MB,DATA_MB,CPU_SECONDS,FSIZE_MB,NOFILE} (strict positive
 // integers). The run-as identity comes from what DropPrivileges resolved.
 LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState& privileges);
@@ -59,6 +71,16 @@ std::string SearchPath(std::string_view path_value, std::string_view name);
 // first. More than kRunSpecMaxHiddenRoots refuses runs (a view could not be built).
 void SetHiddenRoots(LaunchConfig& config, const std::vector<std::string>& roots,
                     const std::vector<std::string>& skill_dirs);
+
+// Pure: the node_modules directories a run may read, for the skills roots' real paths:
+// <root>/node_modules and <parent of root>/node_modules, each once, "/node_modules"
+// included only when a root lies directly under "/".
+std::vector<std::string> ModuleDirs(const std::vector<std::string>& real_roots);
+
+// Pure: the directory node is installed under, for the absolute real path of the binary:
+// the parent of its bin/ directory ("/opt/node" for "/opt/node/bin/node"), else the
+// binary's own directory.
+std::string NodeInstallDir(const std::string& node_path);
 
 // The list SetHiddenRoots keeps (resolves the roots with realpath; no other effect).
 std::vector<std::string> HiddenRoots(const std::vector<std::string>& roots,

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <utility>
 
+#include "broker/run/scratch_dir.h"
 #include "broker/run/spawn.h"
 #include "shared/log.h"
 #include "shared/worker_protocol.h"
@@ -38,11 +39,14 @@ void Wipe(std::string& s) {
 
 // The run description for one prepared run; the values of the variables are wiped
 // again by the caller once encoded.
-RunSpec BuildSpec(const PreparedRun& run, const LaunchConfig& config, const EnvStore& env) {
+RunSpec BuildSpec(const PreparedRun& run, const LaunchConfig& config, const EnvStore& env,
+                  const std::string& scratch) {
   RunSpec spec;
   spec.script_path = run.script_real_path;
   spec.args = run.args;
   for (const std::string& name : run.env_names) {
+    // why: TMPDIR is always the run's own scratch directory, never a shared one.
+    if (name == "TMPDIR") continue;
     // why: an unset (or blank/placeholder) name is absent from the block, never empty.
     env.WithValue(name,
                   [&](std::string_view v) { spec.envp.push_back(name + "=" + std::string(v)); });
@@ -58,7 +62,25 @@ RunSpec BuildSpec(const PreparedRun& run, const LaunchConfig& config, const EnvS
     spec.skill_dir_path = run.skill_dir_path;
     spec.hidden_roots = config.hidden_roots;
   }
+  spec.scratch_dir_path = scratch;
+  spec.envp.push_back("TMPDIR=" + scratch);
+  if (config.landlock_abi > 0) {
+    spec.landlock_abi = config.landlock_abi;
+    spec.network_off = config.network_off;
+    spec.node_dir_path = config.node_dir;
+    spec.read_dirs = config.module_dirs;
+    env.WithValue("MCP_DATA_DIR", [&](std::string_view v) {
+      if (!v.empty() && v[0] == '/') spec.data_dir_path = std::string(v);
+    });
+  }
   return spec;
+}
+
+void RemoveScratch(std::unique_ptr<ScratchDir>& scratch) {
+  if (scratch && !scratch->Remove())
+    LOG_WARN("the run's scratch directory %s could not be removed entirely",
+             scratch->path().c_str());
+  scratch.reset();
 }
 
 StartRefusal SystemRefusal(std::string what, int err) {
@@ -68,6 +90,7 @@ StartRefusal SystemRefusal(std::string what, int err) {
 }  // namespace
 
 struct RunSupervisor::Run {
+  std::unique_ptr<ScratchDir> scratch;  // removed (with its tree) when the run is dropped
   PreparedRun prepared;  // holds the script descriptor until the run settles
   Done done;
   pid_t pid = -1;
@@ -108,7 +131,14 @@ std::optional<StartRefusal> RunSupervisor::Start(PreparedRun prepared, Done on_d
   // nothing runs (there is no path to fall back to).
   if (!prepared.script_fd.valid()) return SystemRefusal("the checked script descriptor", EBADF);
 
-  RunSpec spec = BuildSpec(prepared, config_, env_);
+  // why: each run gets its own TMPDIR, owned by its uid, that no other run shares.
+  std::unique_ptr<ScratchDir> scratch =
+      ScratchDir::Create(config_.scratch_base, config_.switch_ids, config_.uid, config_.gid);
+  if (!scratch)
+    return SystemRefusal("could not make the run's scratch directory in " + config_.scratch_base +
+                             (config_.switch_ids ? " as uid " + std::to_string(config_.uid) : ""),
+                         errno);
+  RunSpec spec = BuildSpec(prepared, config_, env_, scratch->path());
   std::optional<std::string> encoded = EncodeRunSpec(spec);
   for (std::string& e : spec.envp) Wipe(e);  // why: values leave plain memory at once
   if (!encoded) return StartRefusal{StartProblem::kBadDescription};
@@ -138,6 +168,7 @@ std::optional<StartRefusal> RunSupervisor::Start(PreparedRun prepared, Done on_d
   run->spec_w = std::move(s.spec);
   run->spec_bytes = std::move(*encoded);
   run->prepared = std::move(prepared);
+  run->scratch = std::move(scratch);
   run->done = std::move(on_done);
   for (const UniqueFd* fd : {&run->out_r, &run->err_r, &run->report_r, &run->spec_w})
     SetNonBlocking(fd->get());
@@ -323,6 +354,7 @@ void RunSupervisor::Settle() {
   // What the run left behind (orphans re-parented to us) dies with it, before the
   // result is out and before the next run can start.
   reaper_.Sweep();
+  RemoveScratch(r.scratch);
 
   RunResult result = Result(r);
   Done done = std::move(r.done);
@@ -371,13 +403,16 @@ void RunSupervisor::Teardown() {
 }
 
 void RunSupervisor::KillAndReapNow() {
+  std::unique_ptr<ScratchDir> scratch;
   if (run_) {
     SignalGroup(SIGKILL);
+    scratch = std::move(run_->scratch);  // removed once nothing of the run can write there
     Teardown();  // the leader is now one more child for the sweep below
   }
   if (!reaper_.SweepAndWait(kShutdownReapMs))
     LOG_WARN("%zu process(es) a run started did not die within %lld ms of SIGKILL",
              reaper_.left(), static_cast<long long>(kShutdownReapMs));
+  RemoveScratch(scratch);
 }
 
 }  // namespace skillmcp

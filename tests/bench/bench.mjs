@@ -4,7 +4,8 @@
 //   2. peak RSS of the broker after listing a 32-skill tree (VmHWM)
 //   3. a confirmed skill_run of a one-line node script, end to end, against bare
 //      `node script.js`, interleaved, medians; the difference is the run overhead
-//      (also with SKILL_MCP_NAMESPACES=on, and with /bin/true pinned as interpreter).
+//      (also with SKILL_MCP_NAMESPACES=on, with SKILL_MCP_LANDLOCK=off, and with /bin/true
+//      pinned as interpreter).
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -137,6 +138,10 @@ try {
   const shell = await runOverhead(root, { SKILL_MCP_NODE: '/bin/true' });
   // The same run in its own user and mount namespace (private /tmp, other skills hidden).
   const ns = await runOverhead(root, { SKILL_MCP_NAMESPACES: 'on' });
+  // What the Landlock allowlist and the scratch TMPDIR cost (on by default where the
+  // kernel has Landlock): node and /bin/true runs without the allowlist.
+  const noLandlock = await runOverhead(root, { SKILL_MCP_LANDLOCK: 'off' });
+  const shellNoLandlock = await runOverhead(root, { SKILL_MCP_NODE: '/bin/true', SKILL_MCP_LANDLOCK: 'off' });
   console.log(`cold start to initialize answer (32 skills, median of ${N}): ${fmt(start)} ms`);
   console.log(`  spawning /bin/true the same way: ${fmt(base)} ms; the broker's own share: ${fmt(start - base)} ms`);
   console.log(`peak RSS after skill_list (${rss.skills} skills): ${(rss.hwmKiB / 1024).toFixed(1)} MiB ` +
@@ -147,6 +152,9 @@ try {
   console.log(`run overhead: ${fmt(ov.run - ov.bare)} ms (ratio ${(ov.run / ov.bare).toFixed(2)}x bare node)`);
   console.log(`with SKILL_MCP_NAMESPACES=on: ${fmt(ns.run)} ms against ${fmt(ns.bare)} ms bare ` +
               `(overhead ${fmt(ns.run - ns.bare)} ms)`);
+  console.log(`with SKILL_MCP_LANDLOCK=off: ${fmt(noLandlock.run)} ms against ${fmt(noLandlock.bare)} ms ` +
+              `bare (overhead ${fmt(noLandlock.run - noLandlock.bare)} ms); /bin/true runs ` +
+              `${fmt(shellNoLandlock.run)} ms without the allowlist, ${fmt(shell.run)} ms with it`);
   console.log(`the same run with /bin/true as interpreter: ${fmt(shell.run)} ms ` +
               `(spawning /bin/true directly: ${fmt(base)} ms; broker + worker share: ` +
               `${fmt(shell.run - base)} ms)`);

@@ -51,6 +51,9 @@ export function serverEnv(extra = {}) {
     PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
     HOME: process.env.HOME ?? '/root',
     LANG: 'C.UTF-8',
+    // The run tests' scripts write their markers into the test's own temp tree, which
+    // the Landlock allowlist refuses (docs/isolation.md); landlock.test.mjs turns it on.
+    SKILL_MCP_LANDLOCK: 'off',
   };
   if (process.env.SKILL_MCP_WORKER) env.SKILL_MCP_WORKER = process.env.SKILL_MCP_WORKER;
   for (const [key, value] of Object.entries(extra)) {
@@ -63,16 +66,17 @@ export function serverEnv(extra = {}) {
 /**
  * Connect an SDK client to a fresh server process.
  * options: env (object for serverEnv), capabilities (client capabilities),
- * onElicit (handler for elicitation/create; implies the elicitation capability).
+ * onElicit (handler for elicitation/create; implies the elicitation capability),
+ * command and args (start the server through a wrapper such as setpriv; default BIN).
  */
-export async function connect({ env = {}, capabilities = {}, onElicit } = {}) {
+export async function connect({ env = {}, capabilities = {}, onElicit, command = BIN, args = [] } = {}) {
   const caps = { ...capabilities };
   if (onElicit && !caps.elicitation) caps.elicitation = {};
   const client = new Client({ name: 'skill-mcp-integration', version: '0.0.1' }, { capabilities: caps });
   if (onElicit) client.setRequestHandler(ElicitRequestSchema, onElicit);
   const transport = new StdioClientTransport({
-    command: BIN,
-    args: [],
+    command,
+    args,
     env: serverEnv(env),
     stderr: 'pipe',
   });

@@ -96,6 +96,10 @@ const Call kCalls[] = {
     {"kexec_file_load", [] { return S(SYS_kexec_file_load, -1, -1, 0, 0, 0xffff0000L); }},
     {"kexec_load", [] { return S(SYS_kexec_load, 0, 0, 0, 0xffff0000L); }},
     {"keyctl", [] { return S(SYS_keyctl, -1, 0, 0, 0, 0); }},
+    // The version query succeeds wherever the kernel has Landlock; the others answer EBADF.
+    {"landlock_add_rule", [] { return S(SYS_landlock_add_rule, -1, 1, B(), 0); }},
+    {"landlock_create_ruleset", [] { return S(SYS_landlock_create_ruleset, 0, 0, 1); }},
+    {"landlock_restrict_self", [] { return S(SYS_landlock_restrict_self, -1, 0); }},
     {"mount", [] { return S(SYS_mount, B(), B(), B(), 0, 0); }},
     {"mount_setattr", [] { return S(SYS_mount_setattr, -1, B(), 0, B(), 0); }},
     {"move_mount", [] { return S(SYS_move_mount, -1, B(), -1, B(), 0); }},

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "tests/unit/grants/fake_env.h"
@@ -30,25 +31,26 @@ TEST(ScriptEnv, UnsetAmbientIsAbsent) {
   env.vars["HOME"] = "   ";      // blank: unset
   env.vars["LANG"] = "${LANG}";  // placeholder: unset
   ScriptEnv result = ComputeScriptEnv({}, env.is_set(), GrantSource::kSkillRun);
-  EXPECT_EQ(result.names, (Names{"PATH"}));
+  EXPECT_EQ(result.names, (Names{"PATH", "TMPDIR"}));  // TMPDIR: the run's scratch, always
   EXPECT_TRUE(result.not_set.empty());  // ambient names are never "not set" noise
 }
 
 TEST(ScriptEnv, DataDirOnlyWhenSet) {
   FakeEnv env;
-  EXPECT_TRUE(ComputeScriptEnv({}, env.is_set(), GrantSource::kSkillRun).names.empty());
+  EXPECT_EQ(ComputeScriptEnv({}, env.is_set(), GrantSource::kSkillRun).names, Names{"TMPDIR"});
   env.vars["MCP_DATA_DIR"] = "/data";
   EXPECT_EQ(ComputeScriptEnv({}, env.is_set(), GrantSource::kSkillRun).names,
-            (Names{"MCP_DATA_DIR"}));
+            (Names{"MCP_DATA_DIR", "TMPDIR"}));
 }
 
 TEST(ScriptEnv, EachProxyVariablePassesWhenSet) {
   for (std::string_view name : kProxyVariables) {
     FakeEnv env;
-    EXPECT_TRUE(ComputeScriptEnv({}, env.is_set(), GrantSource::kSkillRun).names.empty());
+    EXPECT_EQ(ComputeScriptEnv({}, env.is_set(), GrantSource::kSkillRun).names, Names{"TMPDIR"});
     env.vars[std::string(name)] = "http://127.0.0.1:3128";
-    EXPECT_EQ(ComputeScriptEnv({}, env.is_set(), GrantSource::kSkillRun).names,
-              (Names{std::string(name)}))
+    Names expected{std::string(name), "TMPDIR"};
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(ComputeScriptEnv({}, env.is_set(), GrantSource::kSkillRun).names, expected)
         << name;
   }
   EXPECT_EQ(kProxyVariables.size(), 7u);
@@ -61,7 +63,7 @@ TEST(ScriptEnv, GrantedSetPassUnsetAreReported) {
   env.vars["EMPTY_ONE"] = "";
   ScriptEnv result =
       ComputeScriptEnv({"MISSING", "API_KEY", "EMPTY_ONE"}, env.is_set(), GrantSource::kSkillRun);
-  EXPECT_EQ(result.names, (Names{"API_KEY", "PATH"}));
+  EXPECT_EQ(result.names, (Names{"API_KEY", "PATH", "TMPDIR"}));
   EXPECT_EQ(result.not_set, (Names{"EMPTY_ONE", "MISSING"}));
 }
 
@@ -73,8 +75,8 @@ TEST(ScriptEnv, SortedByBytesWithoutRepeats) {
   }
   ScriptEnv result =
       ComputeScriptEnv({"a_lower", "Zed", "PATH", "Zed"}, env.is_set(), GrantSource::kSkillRun);
-  EXPECT_EQ(result.names, (Names{"HTTP_PROXY", "MCP_DATA_DIR", "NO_PROXY", "PATH", "Zed", "a_lower",
-                                 "http_proxy"}));
+  EXPECT_EQ(result.names, (Names{"HTTP_PROXY", "MCP_DATA_DIR", "NO_PROXY", "PATH", "TMPDIR", "Zed",
+                                 "a_lower", "http_proxy"}));
 }
 
 TEST(ScriptEnv, WarningOnlyInStandaloneDeclarationMode) {

@@ -63,6 +63,38 @@ TEST(Layers, RunNamespacesAreDemandedOnceAskedFor) {
             0);
 }
 
+// Landlock: on with its ABI; off with the reason, demanded only with SKILL_MCP_LANDLOCK=on.
+// The network option needs ABI 4 and is demanded once asked for.
+TEST(Layers, LandlockAndTheNetworkOption) {
+  EXPECT_EQ(InChild([] {
+              IsolationFacts f = GoodFacts();
+              f.worker.landlock_problem = "this kernel has no Landlock";
+              auto off = ComputeLayers(f);
+              const Layer* l = Find(off, "landlock");
+              if (!l || l->on || l->demanded || l->reason != "this kernel has no Landlock") return 1;
+              if (DoctorExitCode(off) != 0 || Find(off, "network-off")->on) return 2;
+              f.worker.landlock_demanded = true;
+              if (DoctorExitCode(ComputeLayers(f)) != 1) return 3;
+              f.worker.landlock_abi = 3;
+              auto on = ComputeLayers(f);
+              l = Find(on, "landlock");
+              if (!l->on || l->reason.rfind("Landlock ABI 3:", 0) != 0) return 4;
+              if (l->reason.find("signals are not scoped") == std::string::npos) return 5;
+              f.worker.network_off = true;
+              auto net = ComputeLayers(f);
+              l = Find(net, "network-off");
+              if (l->on || !l->demanded || DoctorExitCode(net) != 1) return 6;
+              if (l->reason.find("this kernel has ABI 3") == std::string::npos) return 7;
+              f.worker.landlock_abi = 6;
+              auto six = ComputeLayers(f);
+              if (!Find(six, "network-off")->on || DoctorExitCode(six) != 0) return 8;
+              return Find(six, "landlock")->reason.find("stay within the run") != std::string::npos
+                         ? 0
+                         : 9;
+            }),
+            0);
+}
+
 TEST(Layers, DumpableIsReadFromTheKernelNotAssumed) {
   EXPECT_EQ(InChild([] {
               IsolationFacts f = GoodFacts();

@@ -57,6 +57,12 @@ void ExpectSame(const RunSpec& a, const RunSpec& b) {
   EXPECT_EQ(a.limits.cpu_seconds, b.limits.cpu_seconds);
   EXPECT_EQ(a.limits.fsize, b.limits.fsize);
   EXPECT_EQ(a.limits.nofile, b.limits.nofile);
+  EXPECT_EQ(a.landlock_abi, b.landlock_abi);
+  EXPECT_EQ(a.network_off, b.network_off);
+  EXPECT_EQ(a.scratch_dir_path, b.scratch_dir_path);
+  EXPECT_EQ(a.data_dir_path, b.data_dir_path);
+  EXPECT_EQ(a.node_dir_path, b.node_dir_path);
+  EXPECT_EQ(a.read_dirs, b.read_dirs);
 }
 
 TEST(RunSpec, Roundtrip) {
@@ -125,6 +131,64 @@ TEST(RunSpec, TheEncoderRefusesInsteadOfTruncating) {
   EXPECT_FALSE(EncodeRunSpec(s).has_value()) << "a NUL in an argument";
 }
 
+RunSpec LandlockSample() {
+  RunSpec s = Sample();
+  s.landlock_abi = 6;
+  s.network_off = true;
+  s.scratch_dir_path = "/tmp/skill-mcp-run.Ab12Cd";
+  s.data_dir_path = "/srv/data";
+  s.node_dir_path = "/opt/node";
+  s.read_dirs = {"/srv/node_modules", "/srv/skills/node_modules"};
+  return s;
+}
+
+TEST(RunSpec, RoundtripLandlock) {
+  const RunSpec s = LandlockSample();
+  auto d = Roundtrip(s);
+  ASSERT_TRUE(d.has_value());
+  ExpectSame(s, *d);
+}
+
+TEST(RunSpec, LandlockFieldsAreChecked) {
+  for (auto change : {
+           +[](RunSpec& x) { x.landlock_abi = kRunSpecMaxLandlockAbi + 1; },
+           +[](RunSpec& x) { x.landlock_abi = 3; },  // network_off needs ABI 4
+           +[](RunSpec& x) { x.scratch_dir_path = "tmp/x"; },
+           +[](RunSpec& x) { x.data_dir_path = "data"; },
+           +[](RunSpec& x) { x.node_dir_path = std::string("/opt\0x", 7); },
+           +[](RunSpec& x) { x.read_dirs = {"node_modules"}; },
+           +[](RunSpec& x) { x.read_dirs = {""}; },
+           +[](RunSpec& x) { x.read_dirs.assign(kRunSpecMaxReadDirs + 1, "/m"); },
+           // Landlock off: no rules that would not be applied.
+           +[](RunSpec& x) { x.landlock_abi = 0; },
+       }) {
+    RunSpec bad = LandlockSample();
+    change(bad);
+    EXPECT_FALSE(IsValidRunSpec(bad));
+    EXPECT_FALSE(EncodeRunSpec(bad).has_value());
+  }
+  RunSpec off = Sample();
+  off.scratch_dir_path = "/tmp/skill-mcp-run.x";  // a TMPDIR without Landlock is fine
+  EXPECT_TRUE(Roundtrip(off).has_value());
+  off.network_off = true;  // TCP cannot be refused without Landlock: refused
+  EXPECT_FALSE(EncodeRunSpec(off).has_value());
+  RunSpec probe;
+  probe.probe = true;
+  probe.seccomp = false;
+  probe.scratch_dir_path = "/tmp/x";
+  EXPECT_FALSE(EncodeRunSpec(probe).has_value()) << "a probe has no scratch directory";
+}
+
+TEST(RunSpec, TheDecoderRefusesAPatchedLandlockPart) {
+  std::string bytes = Bytes(LandlockSample());
+  std::string rel = bytes;
+  rel[rel.find("/srv/data")] = 's';
+  EXPECT_FALSE(DecodeRunSpec(rel).has_value());
+  std::string flag = bytes;
+  flag[flag.find("/tmp/skill-mcp-run") - 5] = 2;  // network_off neither 0 nor 1
+  EXPECT_FALSE(DecodeRunSpec(flag).has_value());
+}
+
 // ---- the worker report (fd 4) --------------------------------------------------------
 
 std::string Frame(WorkerStep step, int32_t err) {
@@ -179,7 +243,7 @@ TEST(WorkerSteps, CodesFollowTheOrderOfExecution) {
       WorkerStep::kSetGroups,    WorkerStep::kSetGid,        WorkerStep::kSetUid,
       WorkerStep::kUserNamespace, WorkerStep::kMountView,    WorkerStep::kDropAmbient,
       WorkerStep::kDropCaps,     WorkerStep::kVerifyIds,     WorkerStep::kVerifyCaps,
-      WorkerStep::kNoNewPrivs,   WorkerStep::kChdir,         WorkerStep::kSeccomp,
+      WorkerStep::kNoNewPrivs,   WorkerStep::kLandlock,      WorkerStep::kChdir,         WorkerStep::kSeccomp,
       WorkerStep::kExec};
   int expected = kWorkerStepFirst;
   for (WorkerStep s : order) EXPECT_EQ(static_cast<int>(s), expected++);
@@ -361,7 +425,7 @@ TEST(RunSpecCorpus, ReplaysWithTheFuzzInvariants) {
   }
   closedir(d);
   EXPECT_GE(files, 10);
-  EXPECT_EQ(accepted, (std::set<std::string>{"minimal", "node-script", "probe"}));
+  EXPECT_EQ(accepted, (std::set<std::string>{"landlock", "minimal", "node-script", "probe"}));
 }
 
 }  // namespace

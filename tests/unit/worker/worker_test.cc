@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "shared/run_limits_default.h"
-#include "shared/worker_protocol.h"
+#include "shared/landlock_abi.h"
 #include "shared/worker_protocol.h"
 #include "tests/probe/syscall_table.h"
 #include "tests/unit/worker/launcher.h"
@@ -365,6 +365,16 @@ TEST_F(WorkerTest, SkillDirTheRunAsUidCannotEnterFailsChdir) {
   Launch l = LaunchFor(ProbeSpec({"status"}));
   l.dir_path = closed.path();
   ExpectStep(RunWorker(l), WorkerStep::kChdir, EACCES);
+}
+
+TEST_F(WorkerTest, AMissingScratchDirectoryFailsTheLandlockStep) {
+  const int abi = landlock::ProbeAbi();
+  if (abi <= 0) GTEST_SKIP() << "this kernel has no Landlock";
+  RunSpec spec = ProbeSpec({"status"});
+  spec.landlock_abi = std::min<uint32_t>(static_cast<uint32_t>(abi), landlock::kKnownAbi);
+  spec.node_dir_path = "/usr";
+  spec.scratch_dir_path = dir_.Sub("no-such-scratch");
+  ExpectStep(RunWorker(LaunchFor(spec)), WorkerStep::kLandlock, ENOENT);
 }
 
 TEST_F(WorkerTest, NonExecutableInterpreterFailsExec) {

@@ -1,0 +1,242 @@
+// The run's Landlock ruleset: the pure plan per ABI (worker/landlock_rules.h), then the
+// real thing (worker/landlock.h) applied in a forked child on this kernel, which then
+// tries what a script would. A kernel without Landlock skips the second part.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <functional>
+#include <string>
+
+#include "shared/landlock_abi.h"
+#include "worker/landlock.h"
+#include "worker/landlock_rules.h"
+
+namespace skillmcp::worker {
+namespace {
+
+using namespace skillmcp::landlock;
+
+const LandlockPathRule* Find(const LandlockPlan& plan, const std::string& path) {
+  for (const LandlockPathRule& r : plan.rules)
+    if (r.path == path && !r.from_skill_fd) return &r;
+  return nullptr;
+}
+
+RunSpec Spec(uint32_t abi) {
+  RunSpec s;
+  s.script_path = "/srv/skills/demo/main.js";
+  s.landlock_abi = abi;
+  s.scratch_dir_path = "/tmp/skill-mcp-run.abc";
+  s.node_dir_path = "/opt/node";
+  s.read_dirs = {"/srv/node_modules"};
+  return s;
+}
+
+TEST(LandlockPlan, OffIsEmpty) {
+  LandlockPlan plan = BuildLandlockPlan(Spec(0));
+  EXPECT_EQ(plan.abi, 0u);
+  EXPECT_TRUE(plan.rules.empty());
+}
+
+TEST(LandlockPlan, EachAbiHandlesOnlyTheRightsItKnows) {
+  EXPECT_EQ(HandledFsAccess(1), (1ULL << 13) - 1);
+  EXPECT_EQ(HandledFsAccess(2), (1ULL << 14) - 1);
+  EXPECT_EQ(HandledFsAccess(3), (1ULL << 15) - 1);
+  EXPECT_EQ(HandledFsAccess(4), (1ULL << 15) - 1);  // ABI 4 added network rights only
+  EXPECT_EQ(HandledFsAccess(5), (1ULL << 16) - 1);
+  EXPECT_EQ(HandledFsAccess(7), (1ULL << 16) - 1);
+  for (uint32_t abi = 1; abi <= kKnownAbi; ++abi) {
+    RunSpec s = Spec(abi);
+    s.network_off = abi >= 4;
+    LandlockPlan plan = BuildLandlockPlan(s);
+    EXPECT_EQ(plan.handled_net, abi >= 4 ? (kNetBindTcp | kNetConnectTcp) : 0u) << abi;
+    EXPECT_EQ(plan.scoped, abi >= 6 ? (kScopeSignal | kScopeAbstractUnixSocket) : 0u) << abi;
+    EXPECT_EQ(plan.attr_size, abi >= 6 ? 24u : abi >= 4 ? 16u : 8u) << abi;
+    for (const LandlockPathRule& r : plan.rules)
+      EXPECT_EQ(r.access & ~plan.handled_fs, 0u) << abi << " " << r.path;
+  }
+  // A kernel newer than this code is used at the newest ABI it knows.
+  EXPECT_EQ(BuildLandlockPlan(Spec(kKnownAbi + 5)).abi, kKnownAbi);
+}
+
+TEST(LandlockPlan, NetworkIsHandledOnlyWhenTheOperatorSaidOff) {
+  EXPECT_EQ(BuildLandlockPlan(Spec(7)).handled_net, 0u);
+}
+
+TEST(LandlockPlan, TheAllowlist) {
+  LandlockPlan plan = BuildLandlockPlan(Spec(7));
+  const uint64_t read = kReadFile | kReadDir;
+  for (const char* sys : {"/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc", "/opt/node"}) {
+    const LandlockPathRule* r = Find(plan, sys);
+    ASSERT_NE(r, nullptr) << sys;
+    EXPECT_EQ(r->access, read | kExecute) << sys;
+  }
+  for (const char* ro : {"/proc", "/sys/devices/system/cpu", "/srv/node_modules"}) {
+    const LandlockPathRule* r = Find(plan, ro);
+    ASSERT_NE(r, nullptr) << ro;
+    EXPECT_EQ(r->access, read) << ro;
+  }
+  for (const char* dev : {"/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"}) {
+    const LandlockPathRule* r = Find(plan, dev);
+    ASSERT_NE(r, nullptr) << dev;
+    EXPECT_EQ(r->access, kReadFile | kWriteFile | kTruncate) << dev;
+  }
+  const LandlockPathRule* scratch = Find(plan, "/tmp/skill-mcp-run.abc");
+  ASSERT_NE(scratch, nullptr);
+  EXPECT_TRUE(scratch->required);
+  EXPECT_EQ(scratch->access & (kWriteFile | kMakeReg | kMakeDir | kRemoveFile | kExecute),
+            kWriteFile | kMakeReg | kMakeDir | kRemoveFile | kExecute);
+  EXPECT_EQ(scratch->access & (kMakeChar | kMakeBlock | kIoctlDev), 0u);
+  int skill_rules = 0;
+  for (const LandlockPathRule& r : plan.rules) {
+    if (!r.from_skill_fd) continue;
+    ++skill_rules;
+    EXPECT_EQ(r.access, read) << "the skill is read-only";
+    EXPECT_TRUE(r.required);
+  }
+  EXPECT_EQ(skill_rules, 1);
+  // Nothing else: no /tmp, /var/tmp, /dev/shm, /home, /root, /run, /dev as a whole.
+  for (const char* never : {"/tmp", "/var/tmp", "/dev/shm", "/home", "/root", "/run", "/dev",
+                            "/var", "/", "/sys"})
+    EXPECT_EQ(Find(plan, never), nullptr) << never;
+  EXPECT_EQ(plan.rules.size(), 8u + 1 + 2 + 4 + 1 + 1 + 1);
+}
+
+TEST(LandlockPlan, DataDirAndNoRuleForANamespacedRunsTmp) {
+  RunSpec s = Spec(3);
+  s.data_dir_path = "/srv/data";
+  s.namespaces = true;
+  LandlockPlan plan = BuildLandlockPlan(s);
+  const LandlockPathRule* data = Find(plan, "/srv/data");
+  ASSERT_NE(data, nullptr);
+  EXPECT_NE(data->access & kWriteFile, 0u);
+  EXPECT_EQ(data->access & kExecute, 0u);
+  EXPECT_EQ(data->access & kIoctlDev, 0u);
+  EXPECT_EQ(data->access & (1ULL << 15), 0u) << "ABI 3 knows no IOCTL_DEV";
+  // A rule covers whatever is mounted beneath it: the view binds the skill under /tmp.
+  EXPECT_EQ(Find(plan, "/tmp"), nullptr) << "no rule for the private /tmp of a namespaced run";
+}
+
+TEST(LandlockPlan, FileRulesKeepOnlyFileRights) {
+  EXPECT_EQ(FileOnlyAccess(HandledFsAccess(7)),
+            kExecute | kWriteFile | kReadFile | kTruncate | kIoctlDev);
+}
+
+// ---- on this kernel ----------------------------------------------------------------
+
+int KernelAbi() { return ProbeAbi(); }
+
+struct Tree {
+  std::string root, skill, scratch, other;
+  Tree() {
+    char tmpl[] = "/tmp/landlock-test.XXXXXX";
+    root = mkdtemp(tmpl);
+    skill = root + "/skill";
+    scratch = root + "/scratch";
+    other = root + "/other";
+    mkdir(skill.c_str(), 0755);
+    mkdir(scratch.c_str(), 0700);
+    mkdir(other.c_str(), 0755);
+    Write(skill + "/main.js", "x");
+    Write(other + "/secret", "s");
+  }
+  ~Tree() { (void)!std::system(("rm -rf '" + root + "'").c_str()); }
+  static void Write(const std::string& p, const char* text) {
+    int fd = open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      (void)!write(fd, text, strlen(text));
+      close(fd);
+    }
+  }
+};
+
+// Runs `body` in a child restricted to `spec`'s ruleset; the child's exit code is what
+// `body` returns (0..125), 126 when ApplyLandlock failed.
+int InChild(const RunSpec& spec, const std::string& skill, const std::function<int()>& body) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    int dir = open(skill.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) _exit(126);
+    if (ApplyLandlock(spec, dir)) _exit(126);
+    _exit(body());
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 127;
+}
+
+int OpenErr(const std::string& path, int flags) {
+  int fd = open(path.c_str(), flags | O_CLOEXEC, 0600);
+  if (fd < 0) return errno;
+  close(fd);
+  return 0;
+}
+
+TEST(LandlockKernel, TheRunReachesOnlyItsAllowlist) {
+  const int abi = KernelAbi();
+  if (abi <= 0) GTEST_SKIP() << "this kernel has no Landlock (" << strerror(-abi) << ")";
+  Tree t;
+  RunSpec spec = Spec(static_cast<uint32_t>(abi));
+  spec.scratch_dir_path = t.scratch;
+  spec.node_dir_path = "/usr";
+  spec.read_dirs = {};
+  EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr(t.skill + "/main.js", O_RDONLY); }), 0);
+  EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr(t.skill + "/main.js", O_WRONLY); }),
+            EACCES) << "the skill is read-only";
+  EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr(t.skill + "/new", O_WRONLY | O_CREAT); }),
+            EACCES);
+  EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr(t.other + "/secret", O_RDONLY); }),
+            EACCES) << "a neighbouring file";
+  EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr(t.scratch + "/f", O_RDWR | O_CREAT); }),
+            0) << "the scratch directory is writable";
+  EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr("/etc/hostname", O_RDONLY); }), 0);
+  EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr("/dev/null", O_WRONLY | O_TRUNC); }), 0);
+  EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr("/proc/self/status", O_RDONLY); }), 0);
+  EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr("/usr/bin/env", O_RDONLY); }), 0);
+  EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr("/var/tmp", O_RDONLY | O_DIRECTORY); }),
+            EACCES);
+  // The ruleset survives exec and binds every descendant: a shell cannot read it either.
+  EXPECT_EQ(InChild(spec, t.skill, [&] {
+              execl("/bin/sh", "sh", "-c", ("exec cat " + t.other + "/secret >/dev/null").c_str(),
+                    static_cast<char*>(nullptr));
+              return 125;
+            }),
+            1);
+}
+
+TEST(LandlockKernel, ARequiredPathMissingFailsTheStep) {
+  const int abi = KernelAbi();
+  if (abi <= 0) GTEST_SKIP() << "this kernel has no Landlock (" << strerror(-abi) << ")";
+  Tree t;
+  RunSpec spec = Spec(static_cast<uint32_t>(abi));
+  spec.scratch_dir_path = t.root + "/no-such-scratch";
+  spec.node_dir_path = "/usr";
+  EXPECT_EQ(InChild(spec, t.skill, [] { return 0; }), 126);
+  spec.scratch_dir_path = t.scratch;
+  spec.read_dirs = {t.root + "/no-such-node_modules"};  // optional: skipped
+  EXPECT_EQ(InChild(spec, t.skill, [] { return 0; }), 0);
+}
+
+TEST(LandlockKernel, SignalsStayWithinTheRun) {
+  const int abi = KernelAbi();
+  if (abi < 6) GTEST_SKIP() << "signal scoping needs Landlock ABI 6 (this kernel: " << abi << ")";
+  Tree t;
+  RunSpec spec = Spec(static_cast<uint32_t>(abi));
+  spec.scratch_dir_path = t.scratch;
+  spec.node_dir_path = "/usr";
+  const pid_t parent = getpid();
+  EXPECT_EQ(InChild(spec, t.skill, [&] { return kill(parent, 0) == 0 ? 0 : errno; }), EPERM);
+  EXPECT_EQ(InChild(spec, t.skill, [&] { return kill(getpid(), 0) == 0 ? 0 : errno; }), 0);
+  spec.landlock_abi = 5;  // control: without scoping the same call succeeds
+  EXPECT_EQ(InChild(spec, t.skill, [&] { return kill(parent, 0) == 0 ? 0 : errno; }), 0);
+}
+
+}  // namespace
+}  // namespace skillmcp::worker

@@ -1,0 +1,61 @@
+#include "worker/landlock.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+
+#include "shared/landlock_abi.h"
+#include "shared/unique_fd.h"
+#include "worker/landlock_rules.h"
+
+namespace skillmcp::worker {
+namespace {
+
+StepResult Failed(int err) { return StepFailed(WorkerStep::kLandlock, err); }
+
+// Adds one rule from an open descriptor; a non-directory keeps only the file rights.
+int AddRule(int ruleset, int fd, uint64_t access) {
+  struct stat st {};
+  if (fstat(fd, &st) != 0) return errno;
+  landlock::PathBeneathAttr rule;
+  rule.allowed_access = S_ISDIR(st.st_mode) ? access : FileOnlyAccess(access);
+  rule.parent_fd = fd;
+  if (rule.allowed_access == 0) return 0;
+  return landlock::AddPathRule(ruleset, rule) == 0 ? 0 : errno;
+}
+
+int AddPathRule(int ruleset, const LandlockPathRule& r, int skill_dir_fd) {
+  if (r.from_skill_fd) return AddRule(ruleset, skill_dir_fd, r.access);
+  // Opened as the run-as user (after the uid switch): a path that user cannot reach gets
+  // no rule. System paths may be symlinks (/lib -> usr/lib on merged-/usr hosts).
+  UniqueFd fd(open(r.path.c_str(), O_PATH | O_CLOEXEC));
+  if (!fd.valid()) {
+    const int err = errno;
+    // why: an optional path that is absent or unreachable allows nothing; a required
+    // one (the scratch directory, node's location) missing means a broken run: fail.
+    if (!r.required && (err == ENOENT || err == ENOTDIR || err == EACCES)) return 0;
+    return err;
+  }
+  return AddRule(ruleset, fd.get(), r.access);
+}
+
+}  // namespace
+
+StepResult ApplyLandlock(const RunSpec& spec, int skill_dir_fd) {
+  const LandlockPlan plan = BuildLandlockPlan(spec);
+  if (plan.abi == 0) return StepOk();
+  landlock::RulesetAttr attr;
+  attr.handled_access_fs = plan.handled_fs;
+  attr.handled_access_net = plan.handled_net;
+  attr.scoped = plan.scoped;
+  UniqueFd ruleset(landlock::CreateRuleset(&attr, plan.attr_size, 0));
+  if (!ruleset.valid()) return Failed(errno);
+  for (const LandlockPathRule& r : plan.rules) {
+    if (int err = AddPathRule(ruleset.get(), r, skill_dir_fd); err != 0) return Failed(err);
+  }
+  if (landlock::RestrictSelf(ruleset.get()) != 0) return Failed(errno);
+  return StepOk();
+}
+
+}  // namespace skillmcp::worker

@@ -1,0 +1,87 @@
+#include "worker/landlock_rules.h"
+
+#include <algorithm>
+
+#include "shared/landlock_abi.h"
+
+namespace skillmcp::worker {
+namespace {
+
+using namespace skillmcp::landlock;
+
+constexpr uint64_t kAbi1Fs = kExecute | kWriteFile | kReadFile | kReadDir | kRemoveDir |
+                             kRemoveFile | kMakeChar | kMakeDir | kMakeReg | kMakeSock |
+                             kMakeFifo | kMakeBlock | kMakeSym;
+
+constexpr uint64_t kRead = kReadFile | kReadDir;
+constexpr uint64_t kReadExec = kRead | kExecute;
+// Everything a program does in a directory of its own, except device nodes (which need a
+// capability the run never has anyway) and device ioctls.
+constexpr uint64_t kReadWrite = kRead | kWriteFile | kRemoveDir | kRemoveFile | kMakeDir |
+                                kMakeReg | kMakeSock | kMakeFifo | kMakeSym | kRefer | kTruncate;
+constexpr uint64_t kDevice = kReadFile | kWriteFile | kTruncate;  // `> /dev/null` truncates
+
+// The system, read and execute. /lib* covers every multiarch layout; a missing one is
+// skipped. why: /etc holds what libc, TLS and time zones read; DAC still guards the
+// files in it the run-as user may not read.
+constexpr const char* kSystemDirs[] = {"/usr",  "/lib", "/lib32", "/lib64", "/libx32",
+                                       "/bin",  "/sbin", "/etc"};
+// Read only: node reads /proc/self/* and the CPU list (os.cpus()); /proc's own rules
+// (ptrace access checks, hidepid) still guard other processes.
+constexpr const char* kReadDirs[] = {"/proc", "/sys/devices/system/cpu"};
+// why: the devices node and libc open by name; nothing else under /dev (no /dev/shm).
+constexpr const char* kDevices[] = {"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom"};
+
+void Add(LandlockPlan& plan, std::string path, uint64_t access, bool required) {
+  plan.rules.push_back({std::move(path), false, access & plan.handled_fs, required});
+}
+
+}  // namespace
+
+uint64_t HandledFsAccess(uint32_t abi) {
+  if (abi == 0) return 0;
+  uint64_t fs = kAbi1Fs;
+  if (abi >= 2) fs |= kRefer;
+  if (abi >= 3) fs |= kTruncate;
+  if (abi >= 5) fs |= kIoctlDev;
+  return fs;
+}
+
+uint64_t FileOnlyAccess(uint64_t access) {
+  return access & (kExecute | kWriteFile | kReadFile | kTruncate | kIoctlDev);
+}
+
+LandlockPlan BuildLandlockPlan(const RunSpec& spec) {
+  LandlockPlan plan;
+  plan.abi = std::min(spec.landlock_abi, kKnownAbi);
+  if (plan.abi == 0) return plan;
+  plan.handled_fs = HandledFsAccess(plan.abi);
+  plan.attr_size = sizeof(uint64_t);
+  if (plan.abi >= 4) {
+    plan.attr_size = 2 * sizeof(uint64_t);
+    // why: handled with no port rule, so every TCP connect and bind is refused.
+    if (spec.network_off) plan.handled_net = kNetBindTcp | kNetConnectTcp;
+  }
+  if (plan.abi >= 6) {
+    plan.attr_size = sizeof(RulesetAttr);
+    // why: a run signals and reaches abstract sockets only within itself, so it can
+    // neither signal its broker nor talk to a same-uid service, even under the same uid.
+    plan.scoped = kScopeAbstractUnixSocket | kScopeSignal;
+  }
+  for (const char* dir : kSystemDirs) Add(plan, dir, kReadExec, false);
+  if (!spec.node_dir_path.empty()) Add(plan, spec.node_dir_path, kReadExec, true);
+  for (const char* dir : kReadDirs) Add(plan, dir, kRead, false);
+  for (const char* dev : kDevices) Add(plan, dev, kDevice, false);
+  plan.rules.push_back({"", true, kRead & plan.handled_fs, true});
+  for (const std::string& dir : spec.read_dirs) Add(plan, dir, kRead, false);
+  // why: the scratch directory is the run's TMPDIR; tools unpack and run helpers there.
+  if (!spec.scratch_dir_path.empty())
+    Add(plan, spec.scratch_dir_path, kReadWrite | kExecute, true);
+  // why no rule for a namespaced run's private /tmp: the view binds the skill directory
+  // (and the scratch directory) beneath it when they live under /tmp, and a rule grants
+  // everything beneath its directory, mounts included: the skill would become writable.
+  if (!spec.data_dir_path.empty()) Add(plan, spec.data_dir_path, kReadWrite, false);
+  return plan;
+}
+
+}  // namespace skillmcp::worker

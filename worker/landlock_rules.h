@@ -1,0 +1,41 @@
+// The run's Landlock ruleset as data (pure: no system call), so that what a run may reach
+// is testable on its own; worker/landlock.h applies it. docs/isolation.md, "The filesystem
+// allowlist", is the prose of the same list.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "shared/worker_protocol.h"
+
+namespace skillmcp::worker {
+
+struct LandlockPathRule {
+  std::string path;      // absolute; empty for the skill directory (from_skill_fd)
+  bool from_skill_fd = false;  // the rule is opened from fd 7, the checked directory
+  uint64_t access = 0;   // within LandlockPlan::handled_fs
+  bool required = false;  // a missing path fails the step (else it is skipped)
+};
+
+struct LandlockPlan {
+  uint32_t abi = 0;           // the ABI the masks below are for (<= landlock::kKnownAbi)
+  uint64_t handled_fs = 0;    // every filesystem right the ABI knows: denied unless allowed
+  uint64_t handled_net = 0;   // TCP bind and connect with SKILL_MCP_NETWORK=off, else 0
+  uint64_t scoped = 0;        // signals and abstract unix sockets (ABI 6+)
+  size_t attr_size = 0;       // how much of landlock::RulesetAttr this ABI reads
+  std::vector<LandlockPathRule> rules;
+};
+
+// Every filesystem right ABI `abi` knows (0 for 0).
+uint64_t HandledFsAccess(uint32_t abi);
+
+// The filesystem rights a rule on a non-directory may carry (the kernel refuses others).
+uint64_t FileOnlyAccess(uint64_t access);
+
+// The ruleset for `spec` (spec.landlock_abi > 0): the system read and execute, the
+// devices, /proc and the CPU list, the skill (fd 7) and the module directories read-only,
+// the scratch directory and MCP_DATA_DIR read-write.
+LandlockPlan BuildLandlockPlan(const RunSpec& spec);
+
+}  // namespace skillmcp::worker
