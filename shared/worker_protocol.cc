@@ -151,6 +151,8 @@ bool IsValidRunSpec(const RunSpec& spec) {
   } else if (!spec.skill_dir_path.empty() || !spec.hidden_roots.empty()) {
     return false;
   }
+  // A fresh /proc belongs to the run's pid namespace (a probe always tries that one).
+  if (spec.fresh_proc && !spec.namespaces && !spec.probe) return false;
   if (spec.probe) {
     // A probe runs nothing: a script, arguments, variables or a filter would be a
     // broker that meant a run.
@@ -185,6 +187,7 @@ std::optional<std::string> EncodeRunSpec(const RunSpec& spec) {
   PutString(out, spec.seccomp_bpf);
   PutString(out, spec.skill_dir_path);
   PutStrings(out, spec.hidden_roots);
+  PutU8(out, spec.fresh_proc ? 1 : 0);
   if (out.size() > kRunSpecMaxBytes) return std::nullopt;
   return out;
 }
@@ -209,6 +212,7 @@ std::optional<RunSpec> DecodeRunSpec(std::string_view bytes) {
   if (!r.String(spec.seccomp_bpf) || !r.String(spec.skill_dir_path)) return std::nullopt;
   size_t root_budget = kRunSpecMaxHiddenRoots;
   if (!r.Strings(spec.hidden_roots, root_budget)) return std::nullopt;
+  if (!r.Bool(spec.fresh_proc)) return std::nullopt;
   if (!r.AtEnd()) return std::nullopt;  // trailing bytes: not what the broker meant
   if (!IsValidRunSpec(spec)) return std::nullopt;
   return spec;
@@ -260,13 +264,24 @@ const char* DescribeWorkerStep(WorkerStep step) {
       return "install the seccomp filter";
     case WorkerStep::kExec:
       return "execute the interpreter";
+    case WorkerStep::kPidNamespace:
+      return "create the run's pid and IPC namespace";
+    case WorkerStep::kFork:
+      return "start the run's first process";
+    case WorkerStep::kMountProc:
+      return "mount the run's own /proc";
+    case WorkerStep::kParentDeath:
+      return "tie the run's life to its parent (parent-death signal)";
   }
   return "complete an unknown setup step";
 }
 
 std::optional<WorkerStep> WorkerStepFromCode(int code) {
-  if (code < static_cast<int>(WorkerStep::kSpawn) || code > static_cast<int>(WorkerStep::kExec))
-    return std::nullopt;
+  const bool known =
+      (code >= static_cast<int>(WorkerStep::kSpawn) && code <= static_cast<int>(WorkerStep::kExec)) ||
+      (code >= static_cast<int>(WorkerStep::kPidNamespace) &&
+       code <= static_cast<int>(WorkerStep::kParentDeath));
+  if (!known) return std::nullopt;
   return static_cast<WorkerStep>(code);
 }
 

@@ -36,7 +36,7 @@ inline constexpr int kWorkerFdCount = 8;  // 0..7
 
 // One version for every message of the protocol (run description and report): a broker
 // and a worker from different builds refuse each other instead of misreading.
-inline constexpr uint32_t kWorkerProtocolVersion = 4;
+inline constexpr uint32_t kWorkerProtocolVersion = 5;
 
 // Why: the worker reads its spec before any limit is applied; a bounded read cannot be
 // made to exhaust its memory, whatever arrives on fd 3.
@@ -78,6 +78,10 @@ struct RunSpec {
   bool namespaces = false;
   std::string skill_dir_path;             // real absolute path of the skill directory (fd 7)
   std::vector<std::string> hidden_roots;  // absolute, not "/"; shortest first
+  // With namespaces the run also gets its own pid and IPC namespace (worker/cell.h);
+  // fresh_proc mounts a /proc of that pid namespace (only with namespaces; the boot
+  // probe finds out whether the runtime permits it).
+  bool fresh_proc = false;
   bool seccomp = true;       // load seccomp_bpf as the last step before exec
   std::string seccomp_bpf;   // the compiled policy (seccomp/policy.h): struct sock_filter
                              // records; required when seccomp, empty otherwise
@@ -99,7 +103,7 @@ inline constexpr size_t kRunSpecMaxHiddenRoots = 64;
 //   "SMRS" u32 version | u8 probe u8 switch_ids u8 seccomp u8 namespaces | u32 uid
 //   u32 gid | u64 nproc,address_space,data,cpu_seconds,fsize,nofile | str script_path |
 //   u32 argc, argc x str | u32 envc, envc x str | str seccomp_bpf | str skill_dir_path |
-//   u32 rootc, rootc x str
+//   u32 rootc, rootc x str | u8 fresh_proc
 //                                                           (str = u32 length + bytes)
 // nullopt when the spec is not one DecodeRunSpec would accept (IsValidRunSpec, or
 // longer than kRunSpecMaxBytes): the encoder never truncates or sends what is refused.
@@ -151,6 +155,14 @@ enum class WorkerStep : int32_t {
   kChdir = 219,          // fchdir(7) into the skill directory, close 7
   kSeccomp = 220,        // install the seccomp policy (seccomp/)
   kExec = 221,           // execveat(5, "", argv, envp, AT_EMPTY_PATH)
+  // The run's process shape (worker/cell.h), appended; in execution order they come:
+  // kPidNamespace after kMountView; kFork next (the worker stays outside as the
+  // broker's mirror); kMountProc in the namespace's init; the capability steps;
+  // kParentDeath in every process of the shape last before kChdir.
+  kPidNamespace = 226,   // with namespaces: unshare(CLONE_NEWPID|CLONE_NEWIPC)
+  kFork = 227,           // fork the run's first process (and, namespaced, node under init)
+  kMountProc = 228,      // with fresh_proc: mount the pid namespace's own /proc
+  kParentDeath = 229,    // PR_SET_PDEATHSIG, then the parent is checked to be alive
 };
 
 inline constexpr int32_t kWorkerStepFirst = 200;

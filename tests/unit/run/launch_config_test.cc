@@ -149,7 +149,7 @@ TEST(HiddenRoots, RootsAndSkillParentsShortestFirstWithoutSlash) {
 // says why (doctor must not report it on).
 TEST(HiddenRoots, TooManyRefuseNamespacedRuns) {
   LaunchConfig c;
-  c.namespaces = true;
+  c.namespaces = c.namespaces_demanded = true;  // SKILL_MCP_NAMESPACES=on
   std::vector<std::string> dirs;
   for (size_t i = 0; i <= kRunSpecMaxHiddenRoots; ++i)
     dirs.push_back("/srv/root" + std::to_string(i) + "/skill");
@@ -162,6 +162,12 @@ TEST(HiddenRoots, TooManyRefuseNamespacedRuns) {
   SetHiddenRoots(off, {}, dirs);
   EXPECT_TRUE(off.refusal.empty());
   EXPECT_TRUE(off.namespaces_problem.empty());
+  LaunchConfig automatic;  // SKILL_MCP_NAMESPACES=auto: off with the reason, runs go on
+  automatic.namespaces = true;
+  SetHiddenRoots(automatic, {}, dirs);
+  EXPECT_TRUE(automatic.refusal.empty());
+  EXPECT_FALSE(automatic.namespaces);
+  EXPECT_NE(automatic.namespaces_off_reason.find("at most 64"), std::string::npos);
 }
 
 // With runs already off (no node), the probe is not tried and the layer says so.
@@ -190,14 +196,21 @@ TEST(ResolveLaunchConfig, NamespaceProbeFailsWhereMountIsRefused) {
     env.Set("SKILL_MCP_NAMESPACES", "on");
     LaunchConfigResult r = ResolveLaunchConfig(env, PrivilegeState{});
     if (!r.config) _exit(11);
-    if (r.config->namespaces_problem.find("(Operation not permitted)") == std::string::npos)
+    if (r.config->namespaces_problem.find("Operation not permitted)") == std::string::npos)
       _exit(12);
-    _exit(r.config->ready() ? 13 : 0);
+    if (r.config->ready()) _exit(13);
+    // The default, auto: the same host runs scripts, without namespaces, and says why.
+    env.Set("SKILL_MCP_NAMESPACES", "auto");
+    LaunchConfigResult a = ResolveLaunchConfig(env, PrivilegeState{});
+    if (!a.config || !a.config->ready() || a.config->namespaces) _exit(14);
+    _exit(a.config->namespaces_off_reason.find("Operation not permitted)") == std::string::npos
+              ? 15 : 0);
   }
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: no filter, 11: no config, 12: probe passed, 13: runs on";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: no filter, 11: no config, 12: probe passed, "
+                                       "13: runs on, 14: auto refuses runs, 15: no reason";
 }
 
 TEST(ResolveLaunchConfig, NamespacesOptionIsStrict) {

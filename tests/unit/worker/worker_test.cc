@@ -97,8 +97,9 @@ TEST_F(WorkerTest, SwitchedIdentityNoCapabilitiesNoNewPrivsSeccompAndLimits) {
   // skill-dir descriptors are gone.
   EXPECT_EQ(kv["Fds"], "0 1 2 6");
   EXPECT_EQ(kv["Cwd"], dir_.path());
-  EXPECT_EQ(kv["Sid"], "leader");
-  EXPECT_EQ(kv["Pgid"], "leader");
+  // The worker leads the session and group and stays as the run's mirror (worker/cell.h).
+  EXPECT_EQ(kv["Sid"], "member");
+  EXPECT_EQ(kv["Pgid"], "member");
   // The launcher blocked SIGTERM and ignored SIGPIPE like a broker might: reset.
   EXPECT_EQ(kv["SigBlk"], kZeroCaps);
   EXPECT_EQ(kv["SigIgn"], kZeroCaps);
