@@ -183,6 +183,15 @@ TEST(WorkerSteps, CodesFollowTheOrderOfExecution) {
       WorkerStep::kExec};
   int expected = kWorkerStepFirst;
   for (WorkerStep s : order) EXPECT_EQ(static_cast<int>(s), expected++);
+  // The run's process shape, appended after the others (docs/run-description.md).
+  for (int gap = expected; gap < 226; ++gap) EXPECT_FALSE(WorkerStepFromCode(gap).has_value());
+  const WorkerStep appended[] = {WorkerStep::kPidNamespace, WorkerStep::kFork,
+                                 WorkerStep::kMountProc, WorkerStep::kParentDeath};
+  expected = 226;
+  for (WorkerStep s : appended) {
+    EXPECT_EQ(static_cast<int>(s), expected);
+    EXPECT_EQ(WorkerStepFromCode(expected++), s);
+  }
   EXPECT_FALSE(WorkerStepFromCode(expected).has_value());
   EXPECT_FALSE(WorkerStepFromCode(0).has_value());
   EXPECT_FALSE(WorkerStepFromCode(137).has_value());
@@ -315,6 +324,25 @@ TEST(RunSpec, NamespacesNeedAnAbsoluteSkillPathAndNeverHideTheRoot) {
   RunSpec off = s;  // a view that would not be built: the broker meant something else
   off.namespaces = false;
   EXPECT_FALSE(IsValidRunSpec(off));
+}
+
+// A fresh /proc belongs to the run's pid namespace: with namespaces, or in a probe.
+TEST(RunSpec, FreshProcOnlyWithNamespacesOrInAProbe) {
+  RunSpec s = Sample();
+  s.namespaces = true;
+  s.skill_dir_path = "/srv/skills/weather";
+  s.fresh_proc = true;
+  auto d = Roundtrip(s);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_TRUE(d->fresh_proc);
+  RunSpec plain = Sample();
+  plain.fresh_proc = true;
+  EXPECT_FALSE(IsValidRunSpec(plain));
+  RunSpec probe;
+  probe.probe = true;
+  probe.seccomp = false;
+  probe.fresh_proc = true;
+  EXPECT_TRUE(Roundtrip(probe).has_value());
 }
 
 TEST(RunSpec, AScriptNeedsAnAbsolutePath) {
