@@ -97,11 +97,11 @@ session "{\"run\":{\"name\":\"probe\",\"script\":\"scripts/status.js\",\"confirm
 [[ ${rc} == 0 ]] && echo "ok - a token from one broker is honoured by the next (MCP_CONFIRM_SECRET credential loaded)"
 
 # Every broker of this run reported every isolation layer on at boot (the journal),
-# run-namespaces included (auto, the unit's default), but for fresh-proc, which the
-# unit's ProcSubset=pid may refuse.
+# run-namespaces, fresh-proc and parent-death included (auto, the unit's default).
 layers=$(in_ctr journalctl --no-pager -o cat _COMM=skill-mcp 2>/dev/null | grep 'isolation:' || true)
-if [[ -n ${layers} ]] && ! grep -v -E 'off \[(fresh-proc \(.*\))?\]$' <<<"${layers}" | grep -q .; then
-  echo "ok - every broker logged all isolation layers on (fresh-proc aside): $(tail -n 1 <<<"${layers}")"
+if [[ -n ${layers} ]] && ! grep -v -E 'off \[\]$' <<<"${layers}" | grep -q . &&
+   ! grep -v -E 'on \[.*run-namespaces, fresh-proc, parent-death' <<<"${layers}" | grep -q .; then
+  echo "ok - every broker logged all isolation layers on: $(tail -n 1 <<<"${layers}")"
 else
   echo "not ok - a broker under the unit reported a layer off (or none reported):"
   echo "${layers:-<no isolation line in the journal>}"
@@ -132,9 +132,8 @@ in_ctr systemctl daemon-reload
 session '{"run":{"name":"probe","script":"scripts/status.js"}}' \
   "{\"run\":{\"uid\":\"${run_uid}\",\"gid\":\"${run_gid}\",\"boundingEmpty\":true}}" || rc=1
 last=$(in_ctr journalctl --no-pager -o cat _COMM=skill-mcp 2>/dev/null | grep 'isolation:' | tail -n 1 || true)
-# fresh-proc may stay off: the unit's ProcSubset=pid is no fully visible /proc to mount over.
-if grep -q 'on \[.*run-namespaces' <<<"${last}" && grep -q 'parent-death' <<<"${last}" &&
-   grep -Eq 'off \[(fresh-proc \(.*\))?\]$' <<<"${last}"; then
+if grep -q 'on \[.*run-namespaces, fresh-proc, parent-death' <<<"${last}" &&
+   grep -q 'off \[\]' <<<"${last}"; then
   echo "ok - with the namespaces drop-in every layer is on, run-namespaces included: ${last}"
 else
   echo "not ok - with the namespaces drop-in: ${last:-<no isolation line>}"
