@@ -1,4 +1,4 @@
-// Whether runs can get their own user and mount namespace here (SKILL_MCP_NAMESPACES=on):
+// Whether runs can get their own user, mount, pid and IPC namespace here (auto or on):
 // tried once at boot, the way a run would, by the real worker in its probe mode.
 #pragma once
 
