@@ -2,7 +2,9 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <seccomp.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -168,6 +170,34 @@ TEST(HiddenRoots, TooManyRefuseNamespacedRuns) {
   EXPECT_TRUE(automatic.refusal.empty());
   EXPECT_FALSE(automatic.namespaces);
   EXPECT_NE(automatic.namespaces_off_reason.find("at most 64"), std::string::npos);
+}
+
+// Issue 12: a runtime that masks part of /proc (podman binds /dev/null over some of its
+// files) refuses a fresh /proc to a user namespace; the boot probe then keeps the
+// namespaces and turns only fresh-proc off, with the reason. Played here by a private
+// mount namespace with a file bound over /proc/uptime. Root only (the mounts).
+TEST(ResolveLaunchConfig, AMaskedProcTurnsOnlyTheFreshProcOff) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to mask /proc in a mount namespace";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        mount("/dev/null", "/proc/uptime", nullptr, MS_BIND, nullptr) != 0)
+      _exit(10);
+    LaunchConfigResult r = ResolveLaunchConfig(WorkingEnv(), PrivilegeState{});
+    if (!r.config || !r.config->ready()) _exit(11);
+    if (!r.config->namespaces) _exit(12);  // no user namespaces here at all
+    if (r.config->fresh_proc) _exit(13);
+    _exit(r.config->fresh_proc_problem.find("fresh /proc") == std::string::npos ? 14 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 12) GTEST_SKIP() << "this host gives no user namespace to runs";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: no mask, 11: no runs, 13: fresh /proc on, 14: no reason";
+  // Unmasked (the control): the same probe mounts it.
+  LaunchConfigResult r = ResolveLaunchConfig(WorkingEnv(), PrivilegeState{});
+  ASSERT_TRUE(r.config.has_value());
+  EXPECT_TRUE(r.config->fresh_proc) << r.config->fresh_proc_problem;
 }
 
 // With runs already off (no node), the probe is not tried and the layer says so.
