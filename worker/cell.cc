@@ -52,7 +52,8 @@ sigset_t MirrorSignals() {
 StepResult EnterPidIpcNamespace() {
   // why: the run sees and signals only its own processes, its System V IPC objects die
   // with it, and its init's exit kills everything it left (docs/isolation.md).
-  if (unshare(CLONE_NEWPID | CLONE_NEWIPC) != 0) return StepFailed(WorkerStep::kPidNamespace, errno);
+  if (unshare(CLONE_NEWPID | CLONE_NEWIPC) != 0)
+    return StepFailed(WorkerStep::kPidNamespace, errno);
   return StepOk();
 }
 
@@ -64,15 +65,19 @@ StepResult MountFreshProc() {
 }
 
 StepResult DieWithParent(int sig, pid_t parent) {
-  if (prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0) != 0) return StepFailed(WorkerStep::kParentDeath, errno);
+  if (prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0) != 0)
+    return StepFailed(WorkerStep::kParentDeath, errno);
   // why: a parent that died before the signal was armed never sends it.
   if (getppid() != parent) return StepFailed(WorkerStep::kParentDeath, ESRCH);
   return StepOk();
 }
 
 StepResult DieWithParentPidfd(int sig, int parent_pidfd) {
-  if (prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0) != 0) return StepFailed(WorkerStep::kParentDeath, errno);
-  struct pollfd p {parent_pidfd, POLLIN, 0};
+  if (prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0) != 0)
+    return StepFailed(WorkerStep::kParentDeath, errno);
+  struct pollfd p {
+    parent_pidfd, POLLIN, 0
+  };
   const int n = poll(&p, 1, 0);
   if (n < 0) return StepFailed(WorkerStep::kParentDeath, errno);
   if (n > 0) return StepFailed(WorkerStep::kParentDeath, ESRCH);  // readable: it exited

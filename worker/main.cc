@@ -16,8 +16,8 @@
 #include <cerrno>
 
 #include "seccomp/load.h"
-#include "shared/worker_protocol.h"
 #include "shared/unique_fd.h"
+#include "shared/worker_protocol.h"
 #include "worker/caps.h"
 #include "worker/cell.h"
 #include "worker/exec.h"
