@@ -175,6 +175,8 @@ bool IsValidRunSpec(const RunSpec& spec) {
     return false;
   }
   if (!IsValidLandlockPart(spec)) return false;
+  // A fresh /proc belongs to the run's pid namespace (a probe always tries that one).
+  if (spec.fresh_proc && !spec.namespaces && !spec.probe) return false;
   if (spec.probe) {
     // A probe runs nothing: a script, arguments, variables or a filter would be a
     // broker that meant a run.
@@ -216,6 +218,7 @@ std::optional<std::string> EncodeRunSpec(const RunSpec& spec) {
   PutString(out, spec.data_dir_path);
   PutString(out, spec.node_dir_path);
   PutStrings(out, spec.read_dirs);
+  PutU8(out, spec.fresh_proc ? 1 : 0);
   if (out.size() > kRunSpecMaxBytes) return std::nullopt;
   return out;
 }
@@ -245,6 +248,7 @@ std::optional<RunSpec> DecodeRunSpec(std::string_view bytes) {
       !r.String(spec.data_dir_path) || !r.String(spec.node_dir_path) ||
       !r.Strings(spec.read_dirs, read_budget))
     return std::nullopt;
+  if (!r.Bool(spec.fresh_proc)) return std::nullopt;
   if (!r.AtEnd()) return std::nullopt;  // trailing bytes: not what the broker meant
   if (!IsValidRunSpec(spec)) return std::nullopt;
   return spec;
@@ -298,13 +302,22 @@ const char* DescribeWorkerStep(WorkerStep step) {
       return "install the seccomp filter";
     case WorkerStep::kExec:
       return "execute the interpreter";
+    case WorkerStep::kPidNamespace:
+      return "create the run's pid and IPC namespace";
+    case WorkerStep::kFork:
+      return "start the run's first process";
+    case WorkerStep::kMountProc:
+      return "mount the run's own /proc";
+    case WorkerStep::kParentDeath:
+      return "tie the run's life to its parent (parent-death signal)";
   }
   return "complete an unknown setup step";
 }
 
 std::optional<WorkerStep> WorkerStepFromCode(int code) {
-  if (code < static_cast<int>(WorkerStep::kSpawn) || code > static_cast<int>(WorkerStep::kExec))
-    return std::nullopt;
+  const bool known =
+      code >= static_cast<int>(WorkerStep::kSpawn) && code <= static_cast<int>(WorkerStep::kExec);
+  if (!known) return std::nullopt;
   return static_cast<WorkerStep>(code);
 }
 

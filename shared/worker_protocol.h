@@ -36,7 +36,7 @@ inline constexpr int kWorkerFdCount = 8;  // 0..7
 
 // One version for every message of the protocol (run description and report): a broker
 // and a worker from different builds refuse each other instead of misreading.
-inline constexpr uint32_t kWorkerProtocolVersion = 5;
+inline constexpr uint32_t kWorkerProtocolVersion = 6;
 
 // Why: the worker reads its spec before any limit is applied; a bounded read cannot be
 // made to exhaust its memory, whatever arrives on fd 3.
@@ -78,6 +78,10 @@ struct RunSpec {
   bool namespaces = false;
   std::string skill_dir_path;             // real absolute path of the skill directory (fd 7)
   std::vector<std::string> hidden_roots;  // absolute, not "/"; shortest first
+  // With namespaces the run also gets its own pid and IPC namespace (worker/cell.h);
+  // fresh_proc mounts a /proc of that pid namespace (only with namespaces; the boot
+  // probe finds out whether the runtime permits it).
+  bool fresh_proc = false;
   bool seccomp = true;       // load seccomp_bpf as the last step before exec
   std::string seccomp_bpf;   // the compiled policy (seccomp/policy.h): struct sock_filter
                              // records; required when seccomp, empty otherwise
@@ -111,7 +115,7 @@ inline constexpr uint32_t kRunSpecMaxLandlockAbi = 7;  // == landlock::kKnownAbi
 //   u32 gid | u64 nproc,address_space,data,cpu_seconds,fsize,nofile | str script_path |
 //   u32 argc, argc x str | u32 envc, envc x str | str seccomp_bpf | str skill_dir_path |
 //   u32 rootc, rootc x str | u32 landlock_abi u8 network_off | str scratch_dir_path |
-//   str data_dir_path | str node_dir_path | u32 readc, readc x str
+//   str data_dir_path | str node_dir_path | u32 readc, readc x str | u8 fresh_proc
 //                                                           (str = u32 length + bytes)
 // nullopt when the spec is not one DecodeRunSpec would accept (IsValidRunSpec, or
 // longer than kRunSpecMaxBytes): the encoder never truncates or sends what is refused.
@@ -158,15 +162,20 @@ enum class WorkerStep : int32_t {
   kSetUid = 211,         // setresuid(uid, uid, uid)
   kUserNamespace = 212,  // with namespaces: unshare(CLONE_NEWUSER|CLONE_NEWNS), id maps
   kMountView = 213,      // with namespaces: private /tmp, roots covered, skill dir bound
-  kDropAmbient = 214,    // clear the ambient capability set
-  kDropCaps = 215,       // empty effective, permitted and inheritable
-  kVerifyIds = 216,      // getres[ug]id all equal the target; regaining root fails
-  kVerifyCaps = 217,     // re-read every set: all empty (bounding where droppable)
-  kNoNewPrivs = 218,     // prctl(PR_SET_NO_NEW_PRIVS, 1)
-  kLandlock = 219,       // with landlock_abi: the filesystem allowlist (worker/landlock.h)
-  kChdir = 220,          // fchdir(7) into the skill directory, close 7
-  kSeccomp = 221,        // install the seccomp policy (seccomp/)
-  kExec = 222,           // execveat(5, "", argv, envp, AT_EMPTY_PATH)
+  kPidNamespace = 214,   // with namespaces: unshare(CLONE_NEWPID|CLONE_NEWIPC)
+  kFork = 215,           // fork the run's first process (and, namespaced, node under init;
+                         // the worker stays outside as the broker's mirror, worker/cell.h)
+  kMountProc = 216,      // with fresh_proc, in the namespace's init: its own /proc
+  kDropAmbient = 217,    // clear the ambient capability set
+  kDropCaps = 218,       // empty effective, permitted and inheritable
+  kVerifyIds = 219,      // getres[ug]id all equal the target; regaining root fails
+  kVerifyCaps = 220,     // re-read every set: all empty (bounding where droppable)
+  kNoNewPrivs = 221,     // prctl(PR_SET_NO_NEW_PRIVS, 1)
+  kLandlock = 222,       // with landlock_abi: the filesystem allowlist (worker/landlock.h)
+  kParentDeath = 223,    // PR_SET_PDEATHSIG, then the parent is checked to be alive
+  kChdir = 224,          // fchdir(7) into the skill directory, close 7
+  kSeccomp = 225,        // install the seccomp policy (seccomp/)
+  kExec = 226,           // execveat(5, "", argv, envp, AT_EMPTY_PATH)
 };
 
 inline constexpr int32_t kWorkerStepFirst = 200;

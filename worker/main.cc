@@ -4,14 +4,22 @@
 // reports WorkerReport{step, errno} on fd 4 and exits with the step's code, so a
 // half-restricted process never runs anything (shared/worker_protocol.h).
 // A probe (RunSpec::probe) stops after the run-independent namespace steps and exits 0.
+// After the identity and namespace steps the worker forks the run and stays outside as
+// its mirror (worker/cell.h: the process shape, and why node is never pid 1).
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 
 #include "seccomp/load.h"
+#include "shared/unique_fd.h"
 #include "shared/worker_protocol.h"
 #include "worker/caps.h"
+#include "worker/cell.h"
 #include "worker/exec.h"
 #include "worker/fds.h"
 #include "worker/identity.h"
@@ -30,15 +38,117 @@ void Check(const StepResult& result) {
 }
 
 // The broker's boot probe: the identity switch, then the parts of the run's view that do
-// not depend on a run, in the run's order, so it fails exactly where a run would.
+// not depend on a run, in the run's order, so it fails exactly where a run would: the
+// user and mount namespace, the private /tmp, the pid and IPC namespace and its init,
+// which mounts the fresh /proc when asked (the broker asks again without it on failure).
 [[noreturn]] void Probe(const RunSpec& spec) {
   if (spec.switch_ids) Check(SwitchIds(spec.uid, spec.gid));
   Check(EnterUserNamespace());
   Check(MountPrivateTmp());
-  _exit(0);
+  Check(EnterPidIpcNamespace());
+  const pid_t init = fork();
+  if (init < 0) FailAndExit({WorkerStep::kFork, errno});
+  if (init == 0) {
+    if (spec.fresh_proc) Check(MountFreshProc());
+    _exit(getpid() == 1 ? 0 : static_cast<int>(WorkerStep::kPidNamespace));
+  }
+  int status = 0;
+  while (waitpid(init, &status, 0) < 0) {
+    if (errno != EINTR) FailAndExit({WorkerStep::kFork, errno});
+  }
+  _exit(WIFEXITED(status) ? WEXITSTATUS(status) : static_cast<int>(WorkerStep::kFork));
+}
+
+// 9-11. What every process of the run does before node: no capability left (verified),
+//       no_new_privs: exec never grants privileges again (setuid bits, file caps), and an
+//       unprivileged process may install a seccomp filter.
+void DropPrivilegesForGood(const RunSpec& spec, bool will_be_root) {
+  Check(ClearCapabilities());
+  if (spec.switch_ids) Check(VerifyIds(spec.uid, spec.gid));
+  Check(VerifyCapabilities(will_be_root));
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) FailAndExit({WorkerStep::kNoNewPrivs, errno});
+  // 11b. The filesystem allowlist (worker/landlock.h): after no_new_privs, which the
+  //      kernel requires, and after the run's mounts (fresh /proc included); fd 7 is still
+  //      open for its rule. Node inherits the domain of the process that forks it.
+  Check(ApplyLandlock(spec, kWorkerSkillDirFd));
+}
+
+// The mirror's side of the fork: it keeps no capability and no descriptor of the run's,
+// ties itself to the broker, and waits (worker/cell.h).
+[[noreturn]] void BecomeMirror(pid_t child, int status_fd, pid_t broker) {
+  if (StepResult r = ClearCapabilities()) {
+    kill(child, SIGKILL);
+    FailAndExit(*r);
+  }
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    kill(child, SIGKILL);
+    FailAndExit({WorkerStep::kNoNewPrivs, errno});
+  }
+  // why: SIGHUP, not SIGKILL: the mirror must live long enough to kill the run's group.
+  if (DieWithParent(SIGHUP, broker)) {
+    kill(0, SIGKILL);
+    _exit(static_cast<int>(WorkerStep::kParentDeath));
+  }
+  // The pipes reach EOF when the run's processes close them, not the mirror.
+  for (int fd : {0, 1, 2, kWorkerReportFd, kWorkerNodeFd, kWorkerScriptFd, kWorkerSkillDirFd})
+    close(fd);
+  MirrorRun(child, status_fd, broker);
+}
+
+// The namespace's init (pid 1) forks node and reaps the namespace until node is gone.
+void StartNodeUnderInit(int status_w) {
+  const pid_t node = fork();
+  if (node < 0) FailAndExit({WorkerStep::kFork, errno});
+  if (node > 0) {
+    for (int fd : {0, 1, 2, kWorkerReportFd, kWorkerNodeFd, kWorkerScriptFd, kWorkerSkillDirFd})
+      close(fd);
+    RunInit(node, status_w);
+  }
+  close(status_w);
+  // node's parent is init, pid 1 of the namespace; if init is gone the namespace is too.
+  Check(DieWithParent(SIGKILL, 1));
+}
+
+// 8c. The fork: the worker stays outside as the mirror; what follows runs in the child
+//     (namespaced: the pid namespace's init, which forks node).
+void ForkRun(const RunSpec& spec, pid_t broker, bool will_be_root) {
+  UniqueFd status_r, status_w, self;
+  if (spec.namespaces) {
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0) FailAndExit({WorkerStep::kFork, errno});
+    status_r.reset(p[0]);
+    status_w.reset(p[1]);
+    // init's parent lives outside its pid namespace: it watches the mirror by pidfd.
+    self.reset(static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0)));
+    if (!self.valid()) FailAndExit({WorkerStep::kFork, errno});
+  }
+  const pid_t mirror = getpid();
+  Check(BlockMirrorSignals());
+  const pid_t child = fork();
+  if (child < 0) FailAndExit({WorkerStep::kFork, errno});
+  if (child > 0) {
+    status_w.reset();
+    self.reset();
+    BecomeMirror(child, status_r.get(), broker);
+  }
+  Check(ResetSignalMask());
+  status_r.reset();
+  if (spec.namespaces) {
+    if (spec.fresh_proc) Check(MountFreshProc());
+    DropPrivilegesForGood(spec, will_be_root);
+    // Set after the last credential change (a change of credentials clears it).
+    Check(DieWithParentPidfd(SIGKILL, self.get()));
+    self.reset();
+    StartNodeUnderInit(status_w.release());
+  } else {
+    DropPrivilegesForGood(spec, will_be_root);
+    Check(DieWithParent(SIGKILL, mirror));
+  }
 }
 
 void Run() {
+  // The broker, as the worker's parent: the parent-death checks compare against it.
+  const pid_t broker = getppid();
   // 1. The run description, bounded, strictly decoded.
   RunSpec spec;
   Check(ReadRunSpec(kWorkerSpecFd, spec));
@@ -69,17 +179,12 @@ void Run() {
     Check(EnterRunView(spec));
     Check(DropBoundingSet(/*eperm_is_fatal=*/true));  // every drop must succeed
   }
-  // 9. Ambient, effective, permitted and inheritable capabilities: all cleared.
-  Check(ClearCapabilities());
-  // 10. Verify: the ids cannot be switched back, no capability is left.
-  if (spec.switch_ids) Check(VerifyIds(spec.uid, spec.gid));
-  Check(VerifyCapabilities(will_be_root));
-  // 11. no_new_privs: exec never grants privileges again (setuid bits, file caps), and
-  //     an unprivileged process may install a seccomp filter.
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) FailAndExit({WorkerStep::kNoNewPrivs, errno});
-  // 11b. The filesystem allowlist (worker/landlock.h): after no_new_privs, which the
-  //      kernel requires, and after the run's mounts; fd 7 is still open for its rule.
-  Check(ApplyLandlock(spec, kWorkerSkillDirFd));
+  // 8c. With namespaces: the run's own pid and IPC namespace (worker/cell.h).
+  if (spec.namespaces) Check(EnterPidIpcNamespace());
+  // 8d. The fork; then, in the run's processes, 9. ambient, effective, permitted and
+  //     inheritable capabilities cleared, 10. verified, 11. no_new_privs, and the
+  //     parent-death signal (worker/cell.h).
+  ForkRun(spec, broker, will_be_root);
   // 12. The skill directory becomes the cwd; its descriptor does not reach the script.
   //     In the run's view, by its bound path: fd 7 belongs to the host's mount
   //     namespace, where ".." would lead back to the hidden skills.

@@ -32,8 +32,9 @@ Running scripts (skill_run):
   SKILL_MCP_RUN_AS           user scripts run as (default skill-mcp-run)
   SKILL_MCP_WORKER           the worker binary (default: beside the build or in libexecdir)
   SKILL_MCP_SECCOMP          on (default) | off: the worker's syscall filter
-  SKILL_MCP_NAMESPACES       off (default) | on: each run in its own user and mount
-                             namespace (private /tmp, the other skills hidden)
+  SKILL_MCP_NAMESPACES       auto (default) | on | off: each run in its own user, mount,
+                             pid and IPC namespace (private /tmp, the other skills
+                             hidden, its own processes); auto where the host allows
   SKILL_MCP_LANDLOCK         auto (default) | on | off: the per-run filesystem allowlist
   SKILL_MCP_NETWORK          on (default) | off: off refuses a run's TCP (Landlock ABI 4+)
   TMPDIR                     where each run's private scratch TMPDIR is made (default /tmp)

@@ -117,17 +117,38 @@ std::vector<Layer> ComputeLayers(const IsolationFacts& f) {
                                                 : "no resource limits are configured",
                      "set the SKILL_MCP_LIMIT_* options to positive values"));
 
-  const bool ns_on = f.worker.namespaces_configured && f.worker.namespaces_problem.empty();
-  out.push_back(Make("run-namespaces", ns_on, f.worker.namespaces_configured,
-                     ns_on ? "each run gets its own user and mount namespace: a private /tmp, "
-                             "and the other skills do not exist"
-                     : f.worker.namespaces_configured
-                         ? f.worker.namespaces_problem
-                         : "runs share the host's /tmp and can read the other skills' bundles "
-                           "(SKILL_MCP_NAMESPACES is off)",
-                     "set SKILL_MCP_NAMESPACES=on where unprivileged user namespaces are allowed"));
-
   const WorkerLayerFacts& w = f.worker;
+  const bool ns_on = w.namespaces_configured && w.namespaces_problem.empty();
+  out.push_back(Make("run-namespaces", ns_on, w.namespaces_demanded,
+                     ns_on ? "each run gets its own user, mount, pid and IPC namespace: a "
+                             "private /tmp, the other skills do not exist, it sees and signals "
+                             "only its own processes, its System V IPC dies with it, and its "
+                             "processes die when its first one exits"
+                     : !w.namespaces_problem.empty() ? w.namespaces_problem
+                     : !w.namespaces_off_reason.empty()
+                         ? w.namespaces_off_reason
+                         : "runs share the host's /tmp, pids and System V IPC and can read the "
+                           "other skills' bundles (SKILL_MCP_NAMESPACES=off)",
+                     "set SKILL_MCP_NAMESPACES=auto (the default) or on where unprivileged user "
+                     "namespaces are allowed"));
+  const bool proc_on = ns_on && w.fresh_proc;
+  out.push_back(Make("fresh-proc", proc_on, false,
+                     proc_on ? "each namespaced run mounts its own /proc: it lists the run's "
+                               "processes only"
+                     : !ns_on ? "no pid namespace for runs (see run-namespaces)"
+                     : w.fresh_proc_problem,
+                     "a runtime that does not mask /proc (podman: --security-opt "
+                     "unmask=/proc/*, or systemd without ProtectProc=)"));
+  // The worker sets it in every run, all-fatal (worker/cell.h): on wherever runs are.
+  out.push_back(Make("parent-death", w.runs_possible, false,
+                     w.runs_possible
+                         ? std::string("every process of a run dies with its parent: a killed "
+                                       "broker's run dies ") +
+                               (ns_on ? "with its pid namespace"
+                                      : "by its process group (the worker kills it)")
+                         : "no run can start here (see runs)",
+                     "make runs possible (see runs)"));
+
   const bool landlock_on = w.landlock_abi > 0;
   std::string landlock_reason =
       landlock_on ? "Landlock ABI " + std::to_string(w.landlock_abi) +

@@ -24,8 +24,12 @@ struct Layer {
 // Worker-side facts come from the run area's launch configuration.
 struct WorkerLayerFacts {
   bool seccomp_configured = true;
-  bool namespaces_configured = false;  // SKILL_MCP_NAMESPACES=on
-  std::string namespaces_problem;      // why that cannot work here (the boot probe)
+  bool namespaces_configured = false;  // runs get their namespaces (auto or on, probe passed)
+  bool namespaces_demanded = false;    // SKILL_MCP_NAMESPACES=on
+  std::string namespaces_problem;      // demanded, but that cannot work here (the boot probe)
+  std::string namespaces_off_reason;   // not demanded and off: why (off, or auto's probe)
+  bool fresh_proc = false;             // namespaced runs get their own /proc
+  std::string fresh_proc_problem;      // why not (the boot probe)
   uint32_t landlock_abi = 0;        // 0: the filesystem allowlist is off
   bool landlock_demanded = false;   // SKILL_MCP_LANDLOCK=on
   std::string landlock_problem;     // why it is off

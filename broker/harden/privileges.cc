@@ -22,10 +22,14 @@ namespace {
 //     setresgid, setgroups) before exec'ing node; it inherits them as ambient caps.
 //   CAP_KILL: signalling a worker that runs under another uid (timeout, Cancel,
 //     shutdown) needs it, pidfd_send_signal included.
-constexpr cap_value_t kKept[] = {CAP_SETUID, CAP_SETGID, CAP_KILL};
-// Inheritable holds only the two a worker needs: an ambient cap must be permitted and
+//   CAP_SETPCAP: only for the worker: it empties its own bounding set and locks its
+//     securebits before the uid switch (docs/isolation.md); without it a worker of a
+//     root-started broker kept cap_setuid, cap_setgid and cap_kill in its bounding set.
+//     Since Linux 2.6.25 it grants no capability beyond the bounding set.
+constexpr cap_value_t kKept[] = {CAP_SETUID, CAP_SETGID, CAP_KILL, CAP_SETPCAP};
+// Inheritable holds only what a worker needs: an ambient cap must be permitted and
 // inheritable, and the worker binary has no file capabilities to receive them otherwise.
-constexpr cap_value_t kInheritable[] = {CAP_SETUID, CAP_SETGID};
+constexpr cap_value_t kInheritable[] = {CAP_SETUID, CAP_SETGID, CAP_SETPCAP};
 
 std::string Err(const std::string& what) { return what + ": " + std::strerror(errno); }
 
@@ -284,7 +288,7 @@ PrivilegeState DropPrivileges(const PrivilegeOptions& options) {
   if (!st.caps_reduced && st.uid != 0) Append(st.detail, why);
   std::string bwhy;
   if (st.caps_reduced && !st.started_as_root && !CapsWithinKept(&bwhy))
-    Append(st.detail, "the bounding set keeps more than the three (no CAP_SETPCAP to shrink it)");
+    Append(st.detail, "the bounding set keeps more than the four (no CAP_SETPCAP to shrink it)");
   st.caps_text = CurrentCapsText();
   caps = cap_get_proc();
   bool setid = st.uid == 0 ||

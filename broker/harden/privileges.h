@@ -45,7 +45,7 @@ struct PrivilegeState {
   Identity service;
   uid_t uid = 0;  // the broker's ids now
   gid_t gid = 0;
-  bool caps_reduced = false;  // permitted/effective within {SETUID,SETGID,KILL},
+  bool caps_reduced = false;  // permitted/effective within {SETUID,SETGID,KILL,SETPCAP},
                               // bounding reduced likewise, ambient empty
   std::string caps_text;      // the broker's capability state now (cap_to_text)
   Identity run_as;

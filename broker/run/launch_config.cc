@@ -118,6 +118,39 @@ std::string LandlockRefusal(const LaunchConfig& c) {
 
 std::string MiB(uint64_t bytes) { return std::to_string(bytes / kMiB) + " MiB"; }
 
+// The boot probe (broker/run/namespace_probe.h), first with a fresh /proc, then, where
+// only that mount is refused (a runtime that masks parts of /proc), without it.
+void ProbeNamespaces(LaunchConfig& c, std::string& why_not) {
+  NamespaceProbe probe = ProbeRunNamespaces(c, /*fresh_proc=*/true);
+  if (probe.err != 0 && probe.step == WorkerStep::kMountProc) {
+    c.fresh_proc_problem = std::string("the runtime refuses a fresh /proc in the run's pid "
+                                       "namespace (") + std::strerror(probe.err) +
+                           "); runs see the host's /proc, but signal only their own processes";
+    probe = ProbeRunNamespaces(c, /*fresh_proc=*/false);
+  } else if (probe.err == 0) {
+    c.fresh_proc = true;
+  }
+  if (probe.err == 0) return;
+  c.fresh_proc = false;
+  const std::string why = std::string(c.switch_ids ? "the run-as user" : "this user") +
+                          " cannot create its user, mount, pid and IPC namespaces here (" +
+                          (probe.step ? std::string(DescribeWorkerStep(*probe.step)) + ": " : "") +
+                          std::strerror(probe.err) + ")";
+  if (!c.namespaces_demanded) {
+    // why: auto never costs a run; doctor and the boot banner say what is missing.
+    c.namespaces = false;
+    c.namespaces_off_reason = why + "; SKILL_MCP_NAMESPACES=auto runs without them";
+    return;
+  }
+  // why: the view is demanded, so a host that cannot build it runs nothing (fail closed)
+  // and says so at boot rather than at every run.
+  c.namespaces_problem = "SKILL_MCP_NAMESPACES=on, but " + why +
+                         "; allow unprivileged user namespaces and mount in them "
+                         "(under systemd: RestrictNamespaces=user mnt pid ipc) or set "
+                         "SKILL_MCP_NAMESPACES=off";
+  why_not = c.namespaces_problem;
+}
+
 }  // namespace
 
 std::optional<uint64_t> ParsePositive(std::string_view text) {
@@ -174,16 +207,18 @@ LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState
     }
   }
 
-  std::optional<std::string> ns = env.GetConfig("SKILL_MCP_NAMESPACES");
-  if (ns) {
-    if (*ns == "on" || *ns == "1") {
-      c.namespaces = true;
-    } else if (*ns == "off" || *ns == "0") {
-      c.namespaces = false;
-    } else {
-      result.error = "SKILL_MCP_NAMESPACES=\"" + *ns + "\" is neither on nor off";
-      return result;
-    }
+  // Decision: auto by default, so every host that allows namespaces gets them
+  // (issue 12's cell), and none refuses runs because it does not.
+  const std::string ns = env.GetConfig("SKILL_MCP_NAMESPACES").value_or("auto");
+  if (ns == "on" || ns == "1") {
+    c.namespaces = c.namespaces_demanded = true;
+  } else if (ns == "auto") {
+    c.namespaces = true;
+  } else if (ns == "off" || ns == "0") {
+    c.namespaces = false;
+  } else {
+    result.error = "SKILL_MCP_NAMESPACES=\"" + ns + "\" is neither auto, on nor off";
+    return result;
   }
 
   if (std::string e = ResolveLandlock(env, c); !e.empty()) {
@@ -251,20 +286,15 @@ LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState
                  "); runs stay off while SKILL_MCP_SECCOMP is on";
   }
   if (c.namespaces && !why_not.empty()) {
-    c.namespaces_problem = "not tried: no script can run here anyway (" + why_not + ")";
-  } else if (c.namespaces) {
-    // why: the view is requested, so a host that cannot build it runs nothing (fail
-    // closed) and says so at boot rather than at every run.
-    if (int err = ProbeRunNamespaces(c); err != 0) {
-      c.namespaces_problem = std::string("SKILL_MCP_NAMESPACES=on, but ") +
-                             (c.switch_ids ? "the run-as user" : "this user") +
-                             " cannot create a user and mount namespace here (" +
-                             std::strerror(err) +
-                             "); allow unprivileged user namespaces and mount in them "
-                             "(under systemd: the namespaces.conf drop-in) or set "
-                             "SKILL_MCP_NAMESPACES=off";
-      why_not = c.namespaces_problem;
+    const std::string not_tried = "not tried: no script can run here anyway (" + why_not + ")";
+    if (c.namespaces_demanded) {
+      c.namespaces_problem = not_tried;
+    } else {
+      c.namespaces = false;
+      c.namespaces_off_reason = not_tried;
     }
+  } else if (c.namespaces) {
+    ProbeNamespaces(c, why_not);
   }
   c.refusal = why_not;
   result.config = std::move(c);
@@ -328,9 +358,16 @@ void SetHiddenRoots(LaunchConfig& c, const std::vector<std::string>& roots,
   // why: a view that cannot hide every skills directory is not built at all (fail closed).
   if (c.namespaces && c.hidden_roots.size() > kRunSpecMaxHiddenRoots &&
       c.namespaces_problem.empty()) {
-    c.namespaces_problem = "SKILL_MCP_NAMESPACES=on, but the skills live in " +
-                           std::to_string(c.hidden_roots.size()) + " directories (at most " +
-                           std::to_string(kRunSpecMaxHiddenRoots) + " can be hidden from a run)";
+    const std::string why = "the skills live in " + std::to_string(c.hidden_roots.size()) +
+                            " directories (at most " + std::to_string(kRunSpecMaxHiddenRoots) +
+                            " can be hidden from a run)";
+    if (!c.namespaces_demanded) {
+      c.namespaces = false;  // auto: runs go on without the view, and doctor says why
+      c.fresh_proc = false;
+      c.namespaces_off_reason = why;
+      return;
+    }
+    c.namespaces_problem = "SKILL_MCP_NAMESPACES=on, but " + why;
     if (c.refusal.empty()) c.refusal = c.namespaces_problem;
   }
 }
@@ -339,7 +376,11 @@ WorkerLayerFacts LayerFacts(const LaunchConfig& c) {
   WorkerLayerFacts f;
   f.seccomp_configured = c.seccomp;
   f.namespaces_configured = c.namespaces;
+  f.namespaces_demanded = c.namespaces_demanded;
   f.namespaces_problem = c.namespaces_problem;
+  f.namespaces_off_reason = c.namespaces_off_reason;
+  f.fresh_proc = c.fresh_proc;
+  f.fresh_proc_problem = c.fresh_proc_problem;
   const RunLimits& l = c.limits;
   f.limits_configured =
       l.nproc || l.address_space || l.data || l.cpu_seconds || l.fsize || l.nofile;

@@ -27,8 +27,15 @@ struct LaunchConfig {
   RunLimits limits;
   bool seccomp = true;
   std::string seccomp_bpf;  // compiled once here, handed to every worker (RunSpec)
-  bool namespaces = false;  // each run in its own user + mount namespace (worker/namespaces.h)
-  std::string namespaces_problem;  // the boot probe failed: why (runs are then refused)
+  // Each run in its own user, mount, pid and IPC namespace (worker/namespaces.h,
+  // worker/cell.h). SKILL_MCP_NAMESPACES=auto (the default) turns it on where the boot
+  // probe succeeds and off with namespaces_off_reason where not; =on demands it.
+  bool namespaces = false;
+  bool namespaces_demanded = false;   // SKILL_MCP_NAMESPACES=on
+  std::string namespaces_problem;     // demanded, but the probe failed: runs are refused
+  std::string namespaces_off_reason;  // auto, and the probe failed: runs go on without
+  bool fresh_proc = false;            // namespaced runs get their own /proc
+  std::string fresh_proc_problem;     // why not, when namespaces are on
   std::vector<std::string> hidden_roots;  // what those runs do not see (SetHiddenRoots)
   // The filesystem allowlist (worker/landlock.h): the ABI every run uses (0: off) and,
   // when off, why. SKILL_MCP_LANDLOCK=off|auto|on (auto by default: on where the kernel
@@ -51,7 +58,8 @@ struct LaunchConfigResult {
 };
 
 // Options: SKILL_MCP_WORKER, SKILL_MCP_NODE, SKILL_MCP_SECCOMP (on|off),
-// SKILL_MCP_NAMESPACES (off|on; on probes the host once and refuses runs if it cannot),
+// SKILL_MCP_NAMESPACES (auto|on|off, default auto: probes the host once; auto runs
+// without them where the probe fails, on refuses runs then),
 // SKILL_MCP_LANDLOCK (auto|on|off), SKILL_MCP_NETWORK (on|off), TMPDIR (the base of
 // the runs' scratch directories; /tmp when unset or relative),
 // SKILL_MCP_LIMIT_{NPROC,AS_MB,DATA_MB,CPU_SECONDS,FSIZE_MB,NOFILE} (strict positive

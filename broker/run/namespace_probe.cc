@@ -39,20 +39,21 @@ std::string ReadReport(int fd) {
 
 }  // namespace
 
-int ProbeRunNamespaces(const LaunchConfig& config) {
+NamespaceProbe ProbeRunNamespaces(const LaunchConfig& config, bool fresh_proc) {
   RunSpec spec;
   spec.probe = true;
+  spec.fresh_proc = fresh_proc;
   spec.seccomp = false;
   spec.switch_ids = config.switch_ids;
   spec.uid = config.uid;
   spec.gid = config.gid;
   std::optional<std::string> encoded = EncodeRunSpec(spec);
-  if (!encoded) return EINVAL;
+  if (!encoded) return {EINVAL};
   SpawnRequest req;
   req.worker_fd = config.worker.get();
   req.raise_ambient_setid = config.switch_ids && geteuid() != 0;
   SpawnOutcome spawned = SpawnWorker(req);
-  if (!spawned.spawned) return spawned.error.err;
+  if (!spawned.spawned) return {spawned.error.err};
   Spawned& s = *spawned.spawned;
   // EPIPE (the worker died first) shows in its report; SIGPIPE is ignored in the broker.
   WriteAll(s.spec.get(), *encoded);
@@ -60,12 +61,13 @@ int ProbeRunNamespaces(const LaunchConfig& config) {
   const std::string report = ReadReport(s.report.get());
   int status = 0;
   while (waitpid(s.pid, &status, 0) < 0) {
-    if (errno != EINTR) return errno;
+    if (errno != EINTR) return {errno};
   }
-  if (std::optional<WorkerReport> r = DecodeWorkerReport(report)) return r->err ? r->err : EPROTO;
-  if (!report.empty()) return EPROTO;  // why: an answer we cannot read is a failure
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return ECHILD;
-  return 0;
+  if (std::optional<WorkerReport> r = DecodeWorkerReport(report))
+    return {r->err ? r->err : EPROTO, r->step};
+  if (!report.empty()) return {EPROTO};  // why: an answer we cannot read is a failure
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return {ECHILD};
+  return {};
 }
 
 }  // namespace skillmcp

@@ -65,6 +65,8 @@ struct ChildPlan {
     if (p.raise_ambient) {
       prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_SETUID, 0, 0);
       prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_SETGID, 0, 0);
+      // why: the worker empties its bounding set with it (fails quietly when not held).
+      prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_SETPCAP, 0, 0);
     }
     if (p.before_exec != nullptr) err = p.before_exec(p.context);
   }

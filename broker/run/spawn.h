@@ -20,8 +20,9 @@ struct SpawnRequest {
   int node_fd = -1;       // placed as fd 5; -1 leaves 5 closed (a probe)
   int script_fd = -1;     // placed as fd 6; -1 leaves 6 closed
   int skill_dir_fd = -1;  // placed as fd 7; -1 leaves 7 closed
-  // Pass CAP_SETUID and CAP_SETGID on as ambient capabilities: an unprivileged broker
-  // holding them hands them to the worker, which has no file capabilities.
+  // Pass CAP_SETUID and CAP_SETGID (and CAP_SETPCAP where held) on as ambient
+  // capabilities: an unprivileged broker holding them hands them to the worker, which
+  // has no file capabilities.
   bool raise_ambient_setid = false;
   // The worker's environment; nullptr is none at all (the broker's case).
   char* const* worker_envp = nullptr;

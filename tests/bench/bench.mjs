@@ -4,8 +4,8 @@
 //   2. peak RSS of the broker after listing a 32-skill tree (VmHWM)
 //   3. a confirmed skill_run of a one-line node script, end to end, against bare
 //      `node script.js`, interleaved, medians; the difference is the run overhead
-//      (also with SKILL_MCP_NAMESPACES=on, with SKILL_MCP_LANDLOCK=off, and with /bin/true
-//      pinned as interpreter).
+//      without namespaces (also with SKILL_MCP_NAMESPACES=on, the cell of the default
+//      auto, with SKILL_MCP_LANDLOCK=off, and with /bin/true pinned as interpreter).
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -132,11 +132,11 @@ try {
   const start = await coldStart(root);
   const base = await spawnBaseline();
   const rss = await peakRss(root);
-  const ov = await runOverhead(root);
+  const ov = await runOverhead(root, { SKILL_MCP_NAMESPACES: 'off' });
   // The same confirmed run with /bin/true pinned as the interpreter: everything but node
   // (JSON-RPC, fork, worker setup with seccomp and the uid switch, exec, reap).
-  const shell = await runOverhead(root, { SKILL_MCP_NODE: '/bin/true' });
-  // The same run in its own user and mount namespace (private /tmp, other skills hidden).
+  const shell = await runOverhead(root, { SKILL_MCP_NODE: '/bin/true', SKILL_MCP_NAMESPACES: 'off' });
+  // The same run in its cell: its own user, mount, pid and IPC namespace (the default).
   const ns = await runOverhead(root, { SKILL_MCP_NAMESPACES: 'on' });
   // What the Landlock allowlist and the scratch TMPDIR cost (on by default where the
   // kernel has Landlock): node and /bin/true runs without the allowlist.

@@ -74,7 +74,7 @@ if (expect.run) {
     const bnd = seen.CapBnd?.[0] ?? 'x';
     if (expect.run.boundingEmpty) {
       // In its own user namespace the worker holds CAP_SETPCAP there: nothing is left.
-      check(/^0+$/.test(bnd), 'the script bounding set is empty (emptied in its user namespace)', show(seen.CapBnd));
+      check(/^0+$/.test(bnd), 'the script bounding set is empty', show(seen.CapBnd));
     } else if (/^0+$/.test(bnd)) {
       check(true, 'the script bounding set is empty');
     } else if (expect.run.boundingWithin != null &&
@@ -97,11 +97,11 @@ if (expect.broker) {
   check(field('Uid').length === 4 && field('Uid').every((u) => u === String(expect.broker.uid)),
     `the broker runs as uid ${expect.broker.uid}`, out);
   for (const set of ['CapPrm', 'CapEff']) {
-    check(field(set)[0] === expect.broker.capEff, `the broker holds exactly CAP_SETUID, CAP_SETGID, CAP_KILL (${set})`, out);
+    check(field(set)[0] === expect.broker.capEff, `the broker holds exactly the capabilities ${expect.broker.capEff} (${set})`, out);
   }
   const bnd = field('CapBnd')[0];
   check(/^[0-9a-f]+$/.test(bnd ?? '') && (BigInt(`0x${bnd}`) & ~BigInt(`0x${expect.broker.capEff}`)) === 0n,
-    'the broker bounding set holds nothing beyond CAP_SETUID, CAP_SETGID, CAP_KILL', out);
+    'the broker bounding set holds nothing beyond its capabilities', out);
 }
 console.log(failures === 0 ? 'PASS' : `FAIL: ${failures} check(s) failed`);
 process.exit(failures === 0 ? 0 : 1);

@@ -6,7 +6,7 @@
 #   - the socket is root:skill-mcp-users 0660; a user outside the group is refused
 #   - a member lists, loads, reads a file and runs a confirmed script whose worker
 #     runs as skill-mcp-run with no capabilities, no_new_privs and seccomp, while the
-#     broker runs as skill-mcp holding exactly CAP_SETUID, CAP_SETGID, CAP_KILL
+#     broker runs as skill-mcp holding exactly CAP_SETUID, CAP_SETGID, CAP_KILL, CAP_SETPCAP
 #   - the unit starts without the optional MCP_CONFIRM_SECRET credential (and then a
 #     token from one broker is refused by the next); with it in /etc/credstore, a
 #     token signed by one broker is honoured by the next one
@@ -80,7 +80,7 @@ rc=0
 # 1. Without the optional credential the unit starts; list, load, file, confirmed run.
 inspect="podman exec ${CTR} sh -c 'cat /proc/\$(pgrep -u skill-mcp -x skill-mcp | head -n 1)/status'"
 session "$(printf '{"load":"example","file":["example","references/report-fields.md"],"run":{"name":"probe","script":"scripts/status.js"},"inspect":"%s"}' "${inspect//\"/\\\"}")" \
-  "{\"skills\":[\"example\",\"probe\"],\"load\":\"example\",\"file\":\"no shell ever saw them\",\"run\":{\"uid\":\"${run_uid}\",\"gid\":\"${run_gid}\",\"boundingWithin\":\"00000000000000e0\"},\"broker\":{\"uid\":\"${svc_uid}\",\"capEff\":\"00000000000000e0\"}}" || rc=1
+  "{\"skills\":[\"example\",\"probe\"],\"load\":\"example\",\"file\":\"no shell ever saw them\",\"run\":{\"uid\":\"${run_uid}\",\"gid\":\"${run_gid}\",\"boundingEmpty\":true},\"broker\":{\"uid\":\"${svc_uid}\",\"capEff\":\"00000000000001e0\"}}" || rc=1
 
 # 2. Without the credential each broker signs with its own random key, so a token
 #    from one connection is refused by the next ...
@@ -97,10 +97,11 @@ session "{\"run\":{\"name\":\"probe\",\"script\":\"scripts/status.js\",\"confirm
 [[ ${rc} == 0 ]] && echo "ok - a token from one broker is honoured by the next (MCP_CONFIRM_SECRET credential loaded)"
 
 # Every broker of this run reported every isolation layer on at boot (the journal),
-# but for run-namespaces, which is opt-in (stage 4 turns it on).
+# run-namespaces, fresh-proc and parent-death included (auto, the unit's default).
 layers=$(in_ctr journalctl --no-pager -o cat _COMM=skill-mcp 2>/dev/null | grep 'isolation:' || true)
-if [[ -n ${layers} ]] && ! grep -v -E 'off \[(run-namespaces \(.*\))?\]$' <<<"${layers}" | grep -q .; then
-  echo "ok - every broker logged all isolation layers on but the opt-in run-namespaces: $(tail -n 1 <<<"${layers}")"
+if [[ -n ${layers} ]] && ! grep -v -E 'off \[\]$' <<<"${layers}" | grep -q . &&
+   ! grep -v -E 'on \[.*run-namespaces, fresh-proc, parent-death' <<<"${layers}" | grep -q .; then
+  echo "ok - every broker logged all isolation layers on: $(tail -n 1 <<<"${layers}")"
 else
   echo "not ok - a broker under the unit reported a layer off (or none reported):"
   echo "${layers:-<no isolation line in the journal>}"
@@ -111,8 +112,8 @@ fi
 # User=, AmbientCapabilities= and CapabilityBoundingSet=): exits 0, uid switch on.
 doc_rc=0
 in_ctr systemd-run --quiet --wait --pipe --property=User=skill-mcp \
-  "--property=AmbientCapabilities=CAP_SETUID CAP_SETGID CAP_KILL" \
-  "--property=CapabilityBoundingSet=CAP_SETUID CAP_SETGID CAP_KILL" \
+  "--property=AmbientCapabilities=CAP_SETUID CAP_SETGID CAP_KILL CAP_SETPCAP" \
+  "--property=CapabilityBoundingSet=CAP_SETUID CAP_SETGID CAP_KILL CAP_SETPCAP" \
   --property=NoNewPrivileges=yes "${bin}" doctor >"${stage}/doctor.txt" 2>&1 || doc_rc=$?
 sed 's/^/    /' "${stage}/doctor.txt"
 if [[ ${doc_rc} == 0 ]] && grep -q "uid-switch: on" "${stage}/doctor.txt"; then
@@ -131,8 +132,9 @@ in_ctr systemctl daemon-reload
 session '{"run":{"name":"probe","script":"scripts/status.js"}}' \
   "{\"run\":{\"uid\":\"${run_uid}\",\"gid\":\"${run_gid}\",\"boundingEmpty\":true}}" || rc=1
 last=$(in_ctr journalctl --no-pager -o cat _COMM=skill-mcp 2>/dev/null | grep 'isolation:' | tail -n 1 || true)
-if grep -q 'on \[.*run-namespaces' <<<"${last}" && grep -q 'off \[\]' <<<"${last}"; then
-  echo "ok - with the namespaces drop-in every layer is on, run-namespaces included"
+if grep -q 'on \[.*run-namespaces, fresh-proc, parent-death' <<<"${last}" &&
+   grep -q 'off \[\]' <<<"${last}"; then
+  echo "ok - with the namespaces drop-in every layer is on, run-namespaces included: ${last}"
 else
   echo "not ok - with the namespaces drop-in: ${last:-<no isolation line>}"
   rc=1

@@ -13,6 +13,10 @@ set -euo pipefail
 mode=$1 unitdir=$2 bin=$3 man=${4:-}
 here=$(cd "$(dirname "$0")" && pwd)
 max_exposure=2.0
+# The network drop-in's own goal: the run's namespaces the unit allows (user mnt pid ipc,
+# @mount; they isolate every run from the others) cost the broker's score 0.7, and the
+# network drop-in adds as much on top (1.9 with it before the namespaces).
+max_exposure_network=2.6
 
 if ! command -v systemd-analyze >/dev/null; then
   echo "SKIP: systemd-analyze is not installed (tests/deploy/prepare-host.sh installs it)"
@@ -32,12 +36,12 @@ grep -q "^ExecStart=${bin} serve$" "${scratch}/skill-mcp@.service" || {
 
 # A documented drop-in, applied to a copy of the unit (offline analysis reads no drop-in
 # directory) and scored against max_exposure. Run in ${scratch}.
-# Usage: score_dropin DIR WHAT SED-ARGS... -- LINE-REGEX...
+# Usage: score_dropin DIR WHAT MAX SED-ARGS... -- LINE-REGEX...
 # Every LINE-REGEX must match exactly one line of the edited copy, so an edit that no
 # longer applies (the unit's line changed) fails instead of scoring the unchanged unit.
 score_dropin() {
-  local dir=$1 what=$2
-  shift 2
+  local dir=$1 what=$2 max=$3
+  shift 3
   local sed_args=()
   while [[ $# -gt 0 && $1 != -- ]]; do sed_args+=("$1"); shift; done
   shift
@@ -51,11 +55,11 @@ score_dropin() {
   local dropin_score
   dropin_score=$(cd "${dir}" && systemd-analyze security --offline=true ./skill-mcp@.service 2>&1 |
     sed -nE 's/.*Overall exposure level.*: ([0-9]+\.[0-9]+) .*/\1/p')
-  if [[ -z ${dropin_score} ]] || ! awk -v s="${dropin_score}" -v m="${max_exposure}" 'BEGIN { exit !(s <= m) }'; then
-    echo "FAIL: with ${what} the exposure is '${dropin_score}', above ${max_exposure}"
+  if [[ -z ${dropin_score} ]] || ! awk -v s="${dropin_score}" -v m="${max}" 'BEGIN { exit !(s <= m) }'; then
+    echo "FAIL: with ${what} the exposure is '${dropin_score}', above ${max}"
     exit 1
   fi
-  echo "ok - with ${what}: exposure ${dropin_score} <= ${max_exposure}"
+  echo "ok - with ${what}: exposure ${dropin_score} <= ${max}"
 }
 
 case ${mode} in
@@ -99,20 +103,16 @@ case ${mode} in
     fi
     echo "ok - exposure ${score} <= ${max_exposure}"
     # The drop-in skill-mcp(1) documents for scripts that call an API (network on,
-    # Internet sockets allowed) must stay within the goal too.
-    score_dropin net "the documented network drop-in" \
+    # Internet sockets allowed) must stay within its goal too.
+    score_dropin net "the documented network drop-in" "${max_exposure_network}" \
       -e 's/^PrivateNetwork=yes$/PrivateNetwork=no/' \
       -e 's/^RestrictAddressFamilies=AF_UNIX$/RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6/' -- \
       '^PrivateNetwork=no$' '^RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6$'
-    # The namespaces drop-in (packaging/systemd/namespaces.conf): user and mnt
-    # namespaces allowed, @mount added to the filter.
+    # The namespaces drop-in (packaging/systemd/namespaces.conf) allows what the unit
+    # already allows (the default, auto): nothing more to score.
     dropin=${here}/../../packaging/systemd/namespaces.conf
-    grep -qx 'RestrictNamespaces=user mnt' "${dropin}" && grep -qx 'SystemCallFilter=@mount' "${dropin}" ||
+    grep -qx 'RestrictNamespaces=user mnt pid ipc' "${dropin}" && grep -qx 'SystemCallFilter=@mount' "${dropin}" ||
       { echo "FAIL: ${dropin} no longer has the lines this check applies"; exit 1; }
-    score_dropin ns "the documented namespaces drop-in" \
-      -e 's/^RestrictNamespaces=yes$/RestrictNamespaces=user mnt/' \
-      -e 's/^\(SystemCallFilter=.*\)$/\1 @mount/' -- \
-      '^RestrictNamespaces=user mnt$' '^SystemCallFilter=.* @mount$'
     echo "PASS"
     ;;
   *)

@@ -18,7 +18,8 @@ after(() => removeDir(tree.base));
 // Asks for a run, answers the prompt with `answer` (a JSON-RPC response body: result or
 // error), and returns the tool result; the server must still answer a ping afterwards.
 async function answerPrompt(answer, marker) {
-  const raw = spawnRaw({ SKILLS_DIR: tree.root });
+  // Markers live under the host's /tmp, which the run's own namespaces (auto) would hide.
+  const raw = spawnRaw({ SKILLS_DIR: tree.root, SKILL_MCP_NAMESPACES: 'off' });
   try {
     await raw.initialize('2025-06-18', { elicitation: {} });
     raw.send({ jsonrpc: '2.0', id: 'run', method: 'tools/call',

@@ -53,8 +53,9 @@ function stateDir() {
   if (AS_ROOT) chownSync(dir, NOBODY, NOBODY);
   return dir;
 }
+// Markers live under the host's /tmp, which the run's own namespaces (auto) would hide.
 function env(extra = {}) {
-  return { SKILLS_DIR: tree.root, MARK_VAR: 'mark-value', ...SERVICE, ...extra };
+  return { SKILLS_DIR: tree.root, MARK_VAR: 'mark-value', SKILL_MCP_NAMESPACES: 'off', ...SERVICE, ...extra };
 }
 function run(client, args, confirmToken) {
   const a = { name: 'marker', script: 'scripts/mark.js', args };

@@ -103,7 +103,8 @@ function flood(raw, n) {
 
 describe('a client that stops reading stdout', () => {
   test('the 2 s timeout still kills the run, and memory stays bounded', async () => {
-    const raw = spawnRaw({ SKILLS_DIR: root });
+    // The script marks its start under the host's /tmp, which its own namespaces would hide.
+    const raw = spawnRaw({ SKILLS_DIR: root, SKILL_MCP_NAMESPACES: 'off' });
     try {
       await raw.initialize();
       const pidFile = marker();

@@ -160,7 +160,7 @@ describe('SKILL_MCP_NAMESPACES=on', () => {
   test('control: with the option off the same script sees the host', async () => {
     const leave = join(tmpdir(), `skill-mcp-ns-left-${process.pid}-off`);
     try {
-      const seen = await runView({}, leave);
+      const seen = await runView({ SKILL_MCP_NAMESPACES: 'off' }, leave);
       assert.equal(seen.hostFile, true);
       assert.deepEqual(seen.siblings, ['other', 'view']);
       assert.equal(seen.other, 'read');
@@ -172,7 +172,7 @@ describe('SKILL_MCP_NAMESPACES=on', () => {
       assert.notEqual(seen.writeRoot, 'EROFS', 'the host skills root is not read-only');
       assert.notEqual(seen.mkdirRoot, 'EROFS', 'the host skills root is not read-only');
       assert.equal(seen.rootOptions, null, 'the host skills root is not covered');
-      const outside = await runView({}, leave, coveredRoot);
+      const outside = await runView({ SKILL_MCP_NAMESPACES: 'off' }, leave, coveredRoot);
       assert.deepEqual(outside.siblings, ['other', 'view']);
       assert.equal(outside.other, 'read');
       assert.notEqual(outside.writeRoot, 'EROFS', 'the host skills root is not read-only');
@@ -190,7 +190,7 @@ describe('SKILL_MCP_NAMESPACES=on', () => {
     const doctor = spawnSync(denied, [BIN, 'doctor'], { env, encoding: 'utf8' });
     assert.equal(doctor.status, 1, doctor.stdout + doctor.stderr);
     assert.match(doctor.stdout, /run-namespaces: off/);
-    assert.match(doctor.stdout, /cannot create a user and mount namespace here \(Operation not permitted\)/);
+    assert.match(doctor.stdout, /cannot create its user, mount, pid and IPC namespaces here \(.*Operation not permitted\)/);
     // The same broker serving: skill_run refuses with that reason, nothing runs.
     const leave = join(tmpdir(), `skill-mcp-ns-left-${process.pid}-denied`);
     const lines = [

@@ -44,9 +44,13 @@ function runs(path) {
   return existsSync(path) ? readFileSync(path, 'utf8').split('\n').filter(Boolean).length : 0;
 }
 
+// The scripts leave markers in the test's tree under the host's /tmp, which a run's own
+// namespaces (the default, auto) would hide: these cases run without them.
+const NO_NS = { SKILL_MCP_NAMESPACES: 'off' };
+
 /** The standalone environment the run tests use unless a test says otherwise. */
 function runEnv(extra = {}) {
-  return { SKILLS_DIR: tree.root, MARK_VAR: SECRET_VALUE, SERVER_ONLY: SERVER_ONLY_VALUE, ...extra };
+  return { SKILLS_DIR: tree.root, MARK_VAR: SECRET_VALUE, SERVER_ONLY: SERVER_ONLY_VALUE, ...NO_NS, ...extra };
 }
 
 function run(client, { name = 'marker', script = 'scripts/mark.js', args, confirmToken } = {}) {
@@ -361,7 +365,7 @@ describe('the fence, before the gate', () => {
 
 describe('hosting and grants decide what may run', () => {
   test('hosted without MCP_SKILL_RUN: nothing runs', async () => {
-    const conn = await connect({ env: { MCP_SKILLS_PATH: tree.root, MARK_VAR: SECRET_VALUE } });
+    const conn = await connect({ env: { MCP_SKILLS_PATH: tree.root, MARK_VAR: SECRET_VALUE, ...NO_NS } });
     try {
       const m = marker();
       const r = await run(conn.client, { args: [m, '0'] });
@@ -375,6 +379,7 @@ describe('hosting and grants decide what may run', () => {
   test('hosted with a grant: runs with the granted variable only, no envWarning', async () => {
     const conn = await connect({
       env: {
+        ...NO_NS,
         MCP_SKILLS_PATH: tree.root,
         MARK_VAR: SECRET_VALUE,
         MCP_SKILL_RUN: JSON.stringify([{ skill: 'marker', script: 'scripts/mark.js', env: ['MARK_VAR'] }]),
@@ -399,6 +404,7 @@ describe('hosting and grants decide what may run', () => {
   test('a grant without the variable: the script does not get it', async () => {
     const conn = await connect({
       env: {
+        ...NO_NS,
         SKILLS_DIR: tree.root,
         MARK_VAR: SECRET_VALUE,
         MCP_SKILL_RUN: JSON.stringify([{ skill: 'marker', script: 'scripts/mark.js' }]),

@@ -13,7 +13,8 @@ let conn;
 let seq = 0;
 before(async () => {
   tree = buildRunTree();
-  conn = await connect({ env: { SKILLS_DIR: tree.root } });
+  // Markers live under the host's /tmp, which the run's own namespaces would hide.
+  conn = await connect({ env: { SKILLS_DIR: tree.root, SKILL_MCP_NAMESPACES: 'off' } });
 });
 after(async () => {
   await conn?.close();

@@ -54,6 +54,7 @@ TEST(Layers, RunNamespacesAreDemandedOnceAskedFor) {
               f.worker.namespaces_configured = true;
               auto on = ComputeLayers(f);
               if (!Find(on, "run-namespaces")->on || DoctorExitCode(on) != 0) return 2;
+              f.worker.namespaces_demanded = true;  // SKILL_MCP_NAMESPACES=on
               f.worker.namespaces_problem = "probe said EPERM";
               auto failed = ComputeLayers(f);
               l = Find(failed, "run-namespaces");
@@ -91,6 +92,36 @@ TEST(Layers, LandlockAndTheNetworkOption) {
               return Find(six, "landlock")->reason.find("stay within the run") != std::string::npos
                          ? 0
                          : 9;
+            }),
+            0);
+}
+
+// Issue 12: auto's probe failure is off with its reason and never fails doctor; the
+// fresh /proc and parent-death layers are reported with the namespaces.
+TEST(Layers, AutoNamespacesFreshProcAndParentDeathAreReported) {
+  EXPECT_EQ(InChild([] {
+              IsolationFacts f = GoodFacts();
+              f.worker.runs_possible = true;
+              f.worker.namespaces_off_reason = "probe said EPERM; auto";
+              auto off = ComputeLayers(f);
+              const Layer* ns = Find(off, "run-namespaces");
+              if (!ns || ns->on || ns->demanded || ns->reason != "probe said EPERM; auto") return 1;
+              if (DoctorExitCode(off) != 0) return 2;
+              const Layer* proc = Find(off, "fresh-proc");
+              if (!proc || proc->on) return 3;
+              const Layer* death = Find(off, "parent-death");
+              if (!death || !death->on || death->reason.find("process group") == std::string::npos)
+                return 4;
+              f.worker.namespaces_off_reason.clear();
+              f.worker.namespaces_configured = true;
+              f.worker.fresh_proc_problem = "masked /proc";
+              auto masked = ComputeLayers(f);
+              if (Find(masked, "fresh-proc")->on || Find(masked, "fresh-proc")->reason != "masked /proc")
+                return 5;
+              if (Find(masked, "parent-death")->reason.find("pid namespace") == std::string::npos)
+                return 6;
+              f.worker.fresh_proc = true;
+              return Find(ComputeLayers(f), "fresh-proc")->on ? 0 : 7;
             }),
             0);
 }

@@ -70,9 +70,9 @@ TEST(ResolveIdentity, MissingUserRefusesAFallbackOwnedBySomeoneElse) {
   EXPECT_NE(id.error.find("belongs to nobody"), std::string::npos) << id.error;
 }
 
-// Would fail if the switch kept any capability beyond the three, kept root's uid or
+// Would fail if the switch kept any capability beyond the four, kept root's uid or
 // groups, left ambient caps, or left the process dumpable.
-TEST(DropPrivileges, AsRootKeepsExactlySetuidSetgidKill) {
+TEST(DropPrivileges, AsRootKeepsExactlySetuidSetgidKillSetpcap) {
   if (getuid() != 0) GTEST_SKIP() << "needs root";
   if (getpwuid(kFallbackRunAsId) || getpwuid(kFallbackServiceId))
     GTEST_SKIP() << "fallback ids have passwd entries here";
@@ -84,12 +84,12 @@ TEST(DropPrivileges, AsRootKeepsExactlySetuidSetgidKill) {
     std::string ids = want_ids + "\t" + want_ids + "\t" + want_ids + "\t" + want_ids;
     if (StatusLine("Uid") != ids || StatusLine("Gid") != ids) return 2;
     if (getgroups(0, nullptr) != 0) return 3;
-    // CAP_KILL = 5, CAP_SETGID = 6, CAP_SETUID = 7.
-    if (StatusLine("CapPrm") != "00000000000000e0") return 4;
-    if (StatusLine("CapEff") != "00000000000000e0") return 5;
-    if (StatusLine("CapBnd") != "00000000000000e0") return 6;
+    // CAP_KILL = 5, CAP_SETGID = 6, CAP_SETUID = 7, CAP_SETPCAP = 8.
+    if (StatusLine("CapPrm") != "00000000000001e0") return 4;
+    if (StatusLine("CapEff") != "00000000000001e0") return 5;
+    if (StatusLine("CapBnd") != "00000000000001e0") return 6;
     if (StatusLine("CapAmb") != "0000000000000000") return 7;
-    if (StatusLine("CapInh") != "00000000000000c0") return 8;
+    if (StatusLine("CapInh") != "00000000000001c0") return 8;
     if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0) return 9;
     if (!st.worker_switch || st.run_as.uid != kFallbackRunAsId) return 10;
     if (!st.caps_reduced || !st.can_signal_other_uid) return 11;

@@ -2,7 +2,9 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <seccomp.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -149,7 +151,7 @@ TEST(HiddenRoots, RootsAndSkillParentsShortestFirstWithoutSlash) {
 // says why (doctor must not report it on).
 TEST(HiddenRoots, TooManyRefuseNamespacedRuns) {
   LaunchConfig c;
-  c.namespaces = true;
+  c.namespaces = c.namespaces_demanded = true;  // SKILL_MCP_NAMESPACES=on
   std::vector<std::string> dirs;
   for (size_t i = 0; i <= kRunSpecMaxHiddenRoots; ++i)
     dirs.push_back("/srv/root" + std::to_string(i) + "/skill");
@@ -162,6 +164,40 @@ TEST(HiddenRoots, TooManyRefuseNamespacedRuns) {
   SetHiddenRoots(off, {}, dirs);
   EXPECT_TRUE(off.refusal.empty());
   EXPECT_TRUE(off.namespaces_problem.empty());
+  LaunchConfig automatic;  // SKILL_MCP_NAMESPACES=auto: off with the reason, runs go on
+  automatic.namespaces = true;
+  SetHiddenRoots(automatic, {}, dirs);
+  EXPECT_TRUE(automatic.refusal.empty());
+  EXPECT_FALSE(automatic.namespaces);
+  EXPECT_NE(automatic.namespaces_off_reason.find("at most 64"), std::string::npos);
+}
+
+// Issue 12: a runtime that masks part of /proc (podman binds /dev/null over some of its
+// files) refuses a fresh /proc to a user namespace; the boot probe then keeps the
+// namespaces and turns only fresh-proc off, with the reason. Played here by a private
+// mount namespace with a file bound over /proc/uptime. Root only (the mounts).
+TEST(ResolveLaunchConfig, AMaskedProcTurnsOnlyTheFreshProcOff) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to mask /proc in a mount namespace";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        mount("/dev/null", "/proc/uptime", nullptr, MS_BIND, nullptr) != 0)
+      _exit(10);
+    LaunchConfigResult r = ResolveLaunchConfig(WorkingEnv(), PrivilegeState{});
+    if (!r.config || !r.config->ready()) _exit(11);
+    if (!r.config->namespaces) _exit(12);  // no user namespaces here at all
+    if (r.config->fresh_proc) _exit(13);
+    _exit(r.config->fresh_proc_problem.find("fresh /proc") == std::string::npos ? 14 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 12) GTEST_SKIP() << "this host gives no user namespace to runs";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: no mask, 11: no runs, 13: fresh /proc on, 14: no reason";
+  // Unmasked (the control): the same probe mounts it.
+  LaunchConfigResult r = ResolveLaunchConfig(WorkingEnv(), PrivilegeState{});
+  ASSERT_TRUE(r.config.has_value());
+  EXPECT_TRUE(r.config->fresh_proc) << r.config->fresh_proc_problem;
 }
 
 // With runs already off (no node), the probe is not tried and the layer says so.
@@ -190,14 +226,21 @@ TEST(ResolveLaunchConfig, NamespaceProbeFailsWhereMountIsRefused) {
     env.Set("SKILL_MCP_NAMESPACES", "on");
     LaunchConfigResult r = ResolveLaunchConfig(env, PrivilegeState{});
     if (!r.config) _exit(11);
-    if (r.config->namespaces_problem.find("(Operation not permitted)") == std::string::npos)
+    if (r.config->namespaces_problem.find("Operation not permitted)") == std::string::npos)
       _exit(12);
-    _exit(r.config->ready() ? 13 : 0);
+    if (r.config->ready()) _exit(13);
+    // The default, auto: the same host runs scripts, without namespaces, and says why.
+    env.Set("SKILL_MCP_NAMESPACES", "auto");
+    LaunchConfigResult a = ResolveLaunchConfig(env, PrivilegeState{});
+    if (!a.config || !a.config->ready() || a.config->namespaces) _exit(14);
+    _exit(a.config->namespaces_off_reason.find("Operation not permitted)") == std::string::npos
+              ? 15 : 0);
   }
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: no filter, 11: no config, 12: probe passed, 13: runs on";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: no filter, 11: no config, 12: probe passed, "
+                                       "13: runs on, 14: auto refuses runs, 15: no reason";
 }
 
 TEST(ResolveLaunchConfig, NamespacesOptionIsStrict) {

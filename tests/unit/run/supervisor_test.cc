@@ -526,6 +526,9 @@ TEST_F(SupervisorTest, BrokerAfterPrivilegeDropLaunchesAndKillsAcrossUids) {
   if (getuid() != 0) GTEST_SKIP() << "needs root";
   Script("scripts/who.js", "console.log(process.getuid());");
   Script("scripts/stubborn.js", "process.on('SIGTERM', () => {}); setInterval(() => {}, 1000);");
+  Script("scripts/bounding.js",
+         "const s = require('fs').readFileSync('/proc/self/status', 'utf8');"
+         "console.log(/CapBnd:\\s+(\\S+)/.exec(s)[1]);");
   auto [status, report] = RunInChild([&]() -> std::string {
     PrivilegeState st =
         DropPrivileges({"skill-mcp-test-no-such-service", "skill-mcp-test-no-such-run"});
@@ -535,7 +538,7 @@ TEST_F(SupervisorTest, BrokerAfterPrivilegeDropLaunchesAndKillsAcrossUids) {
     EventLoop loop;
     RunSupervisor sup(loop, *r.config, env_);
     std::string report = std::to_string(getuid());
-    for (const char* script : {"scripts/who.js", "scripts/stubborn.js"}) {
+    for (const char* script : {"scripts/who.js", "scripts/stubborn.js", "scripts/bounding.js"}) {
       std::optional<RunOutcome> out;
       if (sup.Start(Request(script, 1000), [&](RunResult o) { out = Render(std::move(o)); }))
         _exit(4);
@@ -557,6 +560,9 @@ TEST_F(SupervisorTest, BrokerAfterPrivilegeDropLaunchesAndKillsAcrossUids) {
           "\"stderr\":false},\"timedOut\":true"),
       std::string::npos)
       << report;
+  // Issue 12, point 6: the broker keeps CAP_SETPCAP for the worker, which empties the
+  // script's bounding set (it kept cap_kill, cap_setgid and cap_setuid before).
+  EXPECT_NE(report.find("\"stdout\":\"0000000000000000\\n\""), std::string::npos) << report;
 }
 
 }  // namespace

@@ -235,18 +235,22 @@ TEST(WorkerReport, TheDecoderIsStrict) {
 }
 
 TEST(WorkerSteps, CodesFollowTheOrderOfExecution) {
-  // The worker's sequence (worker/main.cc), and spawn's child before it.
+  // The worker's sequence (worker/main.cc, worker/cell.cc), and spawn's child before it.
   const WorkerStep order[] = {
-      WorkerStep::kSpawn,        WorkerStep::kReadSpec,      WorkerStep::kCheckFds,
-      WorkerStep::kSetsid,       WorkerStep::kCloseFds,      WorkerStep::kSetLimits,
-      WorkerStep::kSecurebits,   WorkerStep::kDropBounding,  WorkerStep::kRefuseRootIds,
-      WorkerStep::kSetGroups,    WorkerStep::kSetGid,        WorkerStep::kSetUid,
-      WorkerStep::kUserNamespace, WorkerStep::kMountView,    WorkerStep::kDropAmbient,
-      WorkerStep::kDropCaps,     WorkerStep::kVerifyIds,     WorkerStep::kVerifyCaps,
-      WorkerStep::kNoNewPrivs,   WorkerStep::kLandlock,      WorkerStep::kChdir,         WorkerStep::kSeccomp,
-      WorkerStep::kExec};
+      WorkerStep::kSpawn,         WorkerStep::kReadSpec,     WorkerStep::kCheckFds,
+      WorkerStep::kSetsid,        WorkerStep::kCloseFds,     WorkerStep::kSetLimits,
+      WorkerStep::kSecurebits,    WorkerStep::kDropBounding, WorkerStep::kRefuseRootIds,
+      WorkerStep::kSetGroups,     WorkerStep::kSetGid,       WorkerStep::kSetUid,
+      WorkerStep::kUserNamespace, WorkerStep::kMountView,    WorkerStep::kPidNamespace,
+      WorkerStep::kFork,          WorkerStep::kMountProc,    WorkerStep::kDropAmbient,
+      WorkerStep::kDropCaps,      WorkerStep::kVerifyIds,    WorkerStep::kVerifyCaps,
+      WorkerStep::kNoNewPrivs,    WorkerStep::kLandlock,     WorkerStep::kParentDeath,
+      WorkerStep::kChdir,         WorkerStep::kSeccomp,      WorkerStep::kExec};
   int expected = kWorkerStepFirst;
-  for (WorkerStep s : order) EXPECT_EQ(static_cast<int>(s), expected++);
+  for (WorkerStep s : order) {
+    EXPECT_EQ(static_cast<int>(s), expected);
+    EXPECT_EQ(WorkerStepFromCode(expected++), s);
+  }
   EXPECT_FALSE(WorkerStepFromCode(expected).has_value());
   EXPECT_FALSE(WorkerStepFromCode(0).has_value());
   EXPECT_FALSE(WorkerStepFromCode(137).has_value());
@@ -379,6 +383,25 @@ TEST(RunSpec, NamespacesNeedAnAbsoluteSkillPathAndNeverHideTheRoot) {
   RunSpec off = s;  // a view that would not be built: the broker meant something else
   off.namespaces = false;
   EXPECT_FALSE(IsValidRunSpec(off));
+}
+
+// A fresh /proc belongs to the run's pid namespace: with namespaces, or in a probe.
+TEST(RunSpec, FreshProcOnlyWithNamespacesOrInAProbe) {
+  RunSpec s = Sample();
+  s.namespaces = true;
+  s.skill_dir_path = "/srv/skills/weather";
+  s.fresh_proc = true;
+  auto d = Roundtrip(s);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_TRUE(d->fresh_proc);
+  RunSpec plain = Sample();
+  plain.fresh_proc = true;
+  EXPECT_FALSE(IsValidRunSpec(plain));
+  RunSpec probe;
+  probe.probe = true;
+  probe.seccomp = false;
+  probe.fresh_proc = true;
+  EXPECT_TRUE(Roundtrip(probe).has_value());
 }
 
 TEST(RunSpec, AScriptNeedsAnAbsolutePath) {

@@ -1,8 +1,14 @@
-// The worker's pure helpers: argv building and the limit plan.
+// The worker's pure helpers: argv building and the limit plan; the parent-death step.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "shared/run_limits_default.h"
+#include "worker/cell.h"
 #include "worker/exec.h"
 #include "worker/limits.h"
 #include "worker/node_bootstrap.h"
@@ -46,6 +52,56 @@ TEST(PlanLimits, CpuHardLimitIsOneSecondLaterSoSigxcpuComesFirst) {
     }
   }
   EXPECT_TRUE(saw_cpu);
+}
+
+}  // namespace
+}  // namespace skillmcp::worker
+
+// ---- the parent-death step (worker/cell.h) -------------------------------------------
+
+namespace skillmcp::worker {
+namespace {
+
+// Runs `f` in a forked child and returns its exit code (-1 if it did not exit).
+template <typename F>
+int InChildProcess(F f) {
+  const pid_t pid = fork();
+  if (pid == 0) _exit(f());
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// The race the check closes: a parent that is already gone never sends the signal, so
+// a parent other than the expected one is refused (ESRCH) after the signal is armed.
+TEST(DieWithParent, ArmsTheSignalAndRefusesAParentAlreadyGone) {
+  EXPECT_EQ(InChildProcess([] {
+              const pid_t parent = getppid();
+              if (DieWithParent(SIGKILL, parent)) return 1;
+              int sig = 0;
+              if (prctl(PR_GET_PDEATHSIG, &sig) != 0 || sig != SIGKILL) return 2;
+              StepResult gone = DieWithParent(SIGKILL, parent + 100000);
+              if (!gone || gone->step != WorkerStep::kParentDeath || gone->err != ESRCH) return 3;
+              return 0;
+            }),
+            0);
+}
+
+// The namespace's init watches its parent by pidfd: readable means it has exited.
+TEST(DieWithParent, ByPidfdRefusesAParentThatHasExited) {
+  EXPECT_EQ(InChildProcess([] {
+              const int self = static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0));
+              if (self < 0 || DieWithParentPidfd(SIGKILL, self)) return 1;
+              const pid_t gone = fork();
+              if (gone == 0) _exit(0);
+              const int fd = static_cast<int>(syscall(SYS_pidfd_open, gone, 0));
+              if (fd < 0) return 2;
+              siginfo_t info{};
+              waitid(P_PID, static_cast<id_t>(gone), &info, WEXITED | WNOWAIT);
+              StepResult r = DieWithParentPidfd(SIGKILL, fd);
+              return r && r->step == WorkerStep::kParentDeath && r->err == ESRCH ? 0 : 3;
+            }),
+            0);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // The real skill-mcp-worker, launched with the broker's descriptor layout, on the real
 // kernel. The probe (tests/probe/try_syscall.cc) reports what the exec'd program sees.
+#include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <linux/capability.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -97,8 +99,9 @@ TEST_F(WorkerTest, SwitchedIdentityNoCapabilitiesNoNewPrivsSeccompAndLimits) {
   // skill-dir descriptors are gone.
   EXPECT_EQ(kv["Fds"], "0 1 2 6");
   EXPECT_EQ(kv["Cwd"], dir_.path());
-  EXPECT_EQ(kv["Sid"], "leader");
-  EXPECT_EQ(kv["Pgid"], "leader");
+  // The worker leads the session and group and stays as the run's mirror (worker/cell.h).
+  EXPECT_EQ(kv["Sid"], "member");
+  EXPECT_EQ(kv["Pgid"], "member");
   // The launcher blocked SIGTERM and ignored SIGPIPE like a broker might: reset.
   EXPECT_EQ(kv["SigBlk"], kZeroCaps);
   EXPECT_EQ(kv["SigIgn"], kZeroCaps);
@@ -126,6 +129,50 @@ TEST_F(WorkerTest, NamespacedRunSeesItsBoundSkillDirAndHasNoBoundingSet) {
   EXPECT_EQ(kv["CapBnd"], kZeroCaps) << "the namespace's CAP_SETPCAP empties the bounding set";
   EXPECT_EQ(kv["CapEff"], kZeroCaps);
   EXPECT_EQ(kv["Uid"], "65534 65534 65534 65534");
+}
+
+// Host processes (not zombies) whose command line holds `token`.
+std::vector<pid_t> Carrying(const std::string& token) {
+  std::vector<pid_t> found;
+  DIR* d = opendir("/proc");
+  while (dirent* e = d ? readdir(d) : nullptr) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+    if (pid <= 0) continue;
+    std::ifstream cmd("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string argv((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+    std::string st((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const size_t close_paren = st.rfind(") ");
+    const bool zombie = close_paren != std::string::npos && st.compare(close_paren + 2, 1, "Z") == 0;
+    if (!zombie && argv.find(std::string(1, '\0') + token + '\0') != std::string::npos)
+      found.push_back(pid);
+  }
+  if (d) closedir(d);
+  return found;
+}
+
+// Issue 12, point 3: with namespaces the run's first process is its pid namespace's
+// only way to live on: when it exits, a child it left behind dies with it, by the kernel,
+// with no broker to sweep it up. Without namespaces (the control) the child lives on.
+// Seccomp off, so the child can leave the run's process group (the launcher kills that).
+TEST_F(WorkerTest, ALeftBehindChildDiesWhenTheRunsFirstProcessExits) {
+  const std::string token = "skill-mcp-orphan-" + std::to_string(getpid());
+  RunSpec spec = ProbeSpec({"orphan", token});
+  SetSeccomp(spec, false);
+  spec.namespaces = true;
+  spec.skill_dir_path = dir_.path();
+  const LaunchResult r = Probe(spec);
+  SKIP_WITHOUT_USER_NAMESPACES(r);
+  ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
+  EXPECT_TRUE(Carrying(token).empty()) << "the orphan outlived the run's first process";
+
+  RunSpec off = ProbeSpec({"orphan", token});
+  SetSeccomp(off, false);
+  const LaunchResult control = Probe(off);
+  ASSERT_EQ(control.ExitCode(), 0) << control.Describe();
+  const std::vector<pid_t> left = Carrying(token);
+  EXPECT_FALSE(left.empty()) << "without namespaces the orphan lives on (control)";
+  for (pid_t pid : left) kill(pid, SIGKILL);
 }
 
 // The directory bound into the view must be the one the broker checked (fd 7): a path

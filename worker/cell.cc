@@ -1,0 +1,134 @@
+#include "worker/cell.h"
+
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace skillmcp::worker {
+namespace {
+
+sigset_t MirrorSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGCHLD);  // the child ended
+  sigaddset(&set, SIGHUP);   // the mirror's parent-death signal
+  sigaddset(&set, SIGTERM);  // the timeout: meant for node, which the group kill reaches
+  return set;
+}
+
+// Exits as node did: its code, or death by its signal (default action, unblocked).
+[[noreturn]] void ExitLike(int status) {
+  if (WIFEXITED(status)) _exit(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigaction(sig, &dfl, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    raise(sig);
+    _exit(128 + sig);  // a signal whose default is not to terminate (not from node)
+  }
+  _exit(static_cast<int>(WorkerStep::kFork));
+}
+
+// why: the broker is gone, nothing will time the run out or reap it: the run's whole
+// process group dies now, this process included.
+[[noreturn]] void KillRunGroup() {
+  kill(0, SIGKILL);
+  _exit(static_cast<int>(WorkerStep::kParentDeath));
+}
+
+}  // namespace
+
+StepResult EnterPidIpcNamespace() {
+  // why: the run sees and signals only its own processes, its System V IPC objects die
+  // with it, and its init's exit kills everything it left (docs/isolation.md).
+  if (unshare(CLONE_NEWPID | CLONE_NEWIPC) != 0)
+    return StepFailed(WorkerStep::kPidNamespace, errno);
+  return StepOk();
+}
+
+StepResult MountFreshProc() {
+  // why: the host's /proc would list every process of the host; this one lists the run's.
+  if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0)
+    return StepFailed(WorkerStep::kMountProc, errno);
+  return StepOk();
+}
+
+StepResult DieWithParent(int sig, pid_t parent) {
+  if (prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0) != 0)
+    return StepFailed(WorkerStep::kParentDeath, errno);
+  // why: a parent that died before the signal was armed never sends it.
+  if (getppid() != parent) return StepFailed(WorkerStep::kParentDeath, ESRCH);
+  return StepOk();
+}
+
+StepResult DieWithParentPidfd(int sig, int parent_pidfd) {
+  if (prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0) != 0)
+    return StepFailed(WorkerStep::kParentDeath, errno);
+  struct pollfd p {
+    parent_pidfd, POLLIN, 0
+  };
+  const int n = poll(&p, 1, 0);
+  if (n < 0) return StepFailed(WorkerStep::kParentDeath, errno);
+  if (n > 0) return StepFailed(WorkerStep::kParentDeath, ESRCH);  // readable: it exited
+  return StepOk();
+}
+
+StepResult BlockMirrorSignals() {
+  const sigset_t set = MirrorSignals();
+  if (sigprocmask(SIG_BLOCK, &set, nullptr) != 0) return StepFailed(WorkerStep::kFork, errno);
+  return StepOk();
+}
+
+StepResult ResetSignalMask() {
+  sigset_t none;
+  sigemptyset(&none);
+  if (sigprocmask(SIG_SETMASK, &none, nullptr) != 0) return StepFailed(WorkerStep::kFork, errno);
+  return StepOk();
+}
+
+void MirrorRun(pid_t child, int status_fd, pid_t broker) {
+  const sigset_t set = MirrorSignals();
+  int status = 0;
+  for (;;) {
+    const pid_t got = waitpid(child, &status, WNOHANG);
+    if (got == child) break;
+    if (got < 0 && errno != EINTR) _exit(static_cast<int>(WorkerStep::kFork));
+    // Checked on every wake, not trusted from the signal: the run may send SIGHUP too.
+    if (getppid() != broker) KillRunGroup();
+    siginfo_t info;
+    sigwaitinfo(&set, &info);  // SIGTERM is consumed: node got its own from the group kill
+  }
+  if (status_fd >= 0) {
+    // init wrote node's status before exiting; nothing there means init itself failed
+    // (its step code) or was killed: then its own status stands.
+    int node_status = 0;
+    if (read(status_fd, &node_status, sizeof node_status) == sizeof node_status)
+      status = node_status;
+  }
+  ExitLike(status);
+}
+
+void RunInit(pid_t node, int status_fd) {
+  for (;;) {
+    int status = 0;
+    const pid_t got = waitpid(-1, &status, 0);
+    if (got == node) {
+      (void)!write(status_fd, &status, sizeof status);
+      _exit(0);  // the kernel kills what is left in the namespace
+    }
+    if (got < 0 && errno != EINTR) _exit(static_cast<int>(WorkerStep::kFork));
+  }
+}
+
+}  // namespace skillmcp::worker
