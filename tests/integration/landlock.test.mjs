@@ -156,7 +156,10 @@ function launcher(asUser) {
 
 async function run(env, { asUser = false, script = 'scripts/probe.js', args, command } = {}) {
   const conn = await connect({
-    env: { SKILLS_DIR: root, MCP_CONFIRM_MODE: 'auto', SKILL_MCP_LANDLOCK: 'auto', ...env },
+    // The fixtures live in the host's /tmp, which a namespaced run does not see: the
+    // namespaces are off unless a case turns them on (the combined case does).
+    env: { SKILLS_DIR: root, MCP_CONFIRM_MODE: 'auto', SKILL_MCP_LANDLOCK: 'auto',
+           SKILL_MCP_NAMESPACES: 'off', ...env },
     ...(command ? { command, args: [BIN] } : launcher(asUser)),
   });
   try {
@@ -266,7 +269,12 @@ for (const [label, asUser] of modes) {
     });
 
     test('control: with SKILL_MCP_LANDLOCK=off the same script reaches all of it', async () => {
-      const seen = await run({ SKILL_MCP_LANDLOCK: 'off' }, { asUser });
+      let seen;
+      try {
+        seen = await run({ SKILL_MCP_LANDLOCK: 'off' }, { asUser });
+      } finally {
+        writeFileSync(paths.ownFile, PROBE_JS);  // what the control overwrites, for later cases
+      }
       assert.equal(seen.home, 'read');
       assert.equal(seen.secret, 'read');
       assert.equal(seen.otherSkill, 'read');
@@ -275,7 +283,6 @@ for (const [label, asUser] of modes) {
       assert.equal(seen.ownBundle, 'written');
       if (asUser) assert.equal(seen.killBroker, 'signalled', 'same uid, no scoping');
       assert.equal(existsSync(seen.tmpdir), false, 'the scratch directory goes all the same');
-      writeFileSync(paths.ownFile, PROBE_JS);  // what the control overwrote
     });
   });
 }
