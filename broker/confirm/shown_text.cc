@@ -60,6 +60,21 @@ bool IsHiddenCodePoint(int code_point) {
          u_hasBinaryProperty(c, UCHAR_BIDI_CONTROL);
 }
 
+// Combining marks shown on one base character before the rest are escaped.
+constexpr int kMaxMarksShown = 2;
+
+// Characters a reader takes for the ASCII double quote that delimits each value.
+bool LooksLikeQuote(UChar32 c) {
+  if (c < 0x80) return false;
+  switch (c) {
+    case 0x02BA: case 0x02DD: case 0x02EE: case 0x05F4: case 0x2033: case 0x2036:
+    case 0x3003: case 0xFF02:
+      return true;
+    default:
+      return u_hasBinaryProperty(c, UCHAR_QUOTATION_MARK);
+  }
+}
+
 std::string ShowUntrusted(std::string_view value, size_t max_chars) {
   std::string out;
   const auto* s = reinterpret_cast<const uint8_t*>(value.data());
@@ -67,6 +82,9 @@ std::string ShowUntrusted(std::string_view value, size_t max_chars) {
   int32_t i = 0;
   size_t chars = 0;
   size_t cut_at = std::string::npos;  // byte offset in `out` where the cut lands
+  bool prev_space = false;
+  bool prev_escaped = false;
+  int marks_in_row = 0;
   while (i < length) {
     const int32_t start = i;
     UChar32 c = 0;
@@ -74,18 +92,28 @@ std::string ShowUntrusted(std::string_view value, size_t max_chars) {
     if (chars == max_chars) cut_at = out.size();
     ++chars;
     if (cut_at != std::string::npos) continue;  // only counting now
+    const bool mark = c >= 0 && IsCombiningMark(c);
+    marks_in_row = mark ? marks_in_row + 1 : 0;
+    bool escaped = true;
     if (c < 0) {
       for (int32_t k = start; k < i; ++k) out += "\\x" + Hex(s[k], 2);
     } else if (c == '\\') {
       out += "\\\\";
     } else if (c == '"') {
       out += "\\\"";
-    } else if (IsHiddenCodePoint(c) || (start == 0 && IsCombiningMark(c))) {
-      // Why a leading mark: it would combine with the quote the prompt puts before it.
+    } else if (IsHiddenCodePoint(c) || (c == ' ' && prev_space) || LooksLikeQuote(c) ||
+               (mark && (start == 0 || prev_escaped || marks_in_row > kMaxMarksShown))) {
+      // Why: a run of spaces can push text onto what looks like a line of its own when the
+      // client wraps; a quote look-alike can fake the end of the value; a leading mark
+      // would combine with the quote the prompt puts before it, one after an escape with
+      // the escape's last letter, and a stack of marks can draw over neighbouring lines.
       out += Escaped(c);
     } else {
       out.append(value.substr(static_cast<size_t>(start), static_cast<size_t>(i - start)));
+      escaped = false;
     }
+    prev_space = c == ' ';
+    prev_escaped = escaped;
   }
   if (cut_at != std::string::npos) {
     out += " \u2026 [cut: " + std::to_string(chars) + " characters, " +

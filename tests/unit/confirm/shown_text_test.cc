@@ -75,6 +75,21 @@ TEST(ShowUntrusted, ALongValueIsCutWithItsRealLength) {
   EXPECT_EQ(ShowUntrusted(std::string(200, 'y'), 200), std::string(200, 'y'));  // no cut
 }
 
+// A run of spaces could wrap a forged line into view, a quote look-alike could fake the end
+// of the value, and a stack of combining marks could draw over neighbouring lines.
+TEST(ShowUntrusted, LineForgingTricksAreVisible) {
+  EXPECT_EQ(ShowUntrusted("a  b"), "a \\u0020b");
+  EXPECT_EQ(ShowUntrusted("a   b"), "a \\u0020\\u0020b");
+  EXPECT_EQ(ShowUntrusted("a b c"), "a b c");
+  EXPECT_EQ(ShowUntrusted("x\uFF02 y"), "x\\uff02 y");
+  EXPECT_EQ(ShowUntrusted("\u201Cq\u201D"), "\\u201cq\\u201d");
+  EXPECT_EQ(ShowUntrusted("x\u2033"), "x\\u2033");
+  // Two marks on a letter stay (they spell real text); the third and later are escaped.
+  EXPECT_EQ(ShowUntrusted("a\u0346\u0346\u0346\u0346"), "a\u0346\u0346\\u0346\\u0346");
+  // A mark right after an escape would sit on the escape's last letter.
+  EXPECT_EQ(ShowUntrusted("\"\u0301"), "\\\"\\u0301");
+}
+
 TEST(EscapeHiddenInJson, SameValuesVisibleText) {
   nlohmann::ordered_json j;
   j["argv"] = {"a\u2028b", "c\u202ed", "\U000E0041", "plain é"};
