@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <sys/epoll.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "shared/log.h"
@@ -143,13 +144,15 @@ void OutputQueue::OnStallTimer() {
   if (events_.stalled) events_.stalled();
 }
 
-void OutputQueue::DrainBlocking(int stall_ms) {
+void OutputQueue::DrainBlocking(int stall_ms, int64_t total_ms) {
+  const int64_t deadline = EventLoop::NowMs() + total_ms;
   while (!queue_.empty() && !broken_) {
     Step s = WriteSome();
     if (s == Step::kBroken) break;
     if (s == Step::kDone) continue;
+    const int64_t left = deadline - EventLoop::NowMs();
     pollfd p{out_.fd(), POLLOUT, 0};
-    if (poll(&p, 1, stall_ms) <= 0) {
+    if (left <= 0 || poll(&p, 1, static_cast<int>(std::min<int64_t>(stall_ms, left))) <= 0) {
       LOG_WARN("%zu byte(s) of output never reached the client", queued_);
       break;
     }

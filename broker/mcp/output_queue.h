@@ -20,6 +20,9 @@ inline constexpr size_t kOutputPauseBytes = 4 * 1024 * 1024;
 inline constexpr int64_t kStalledClientGraceMs = 30'000;
 // At exit, queued output gets this long without progress to reach the client.
 inline constexpr int kExitDrainStallMs = 2'000;
+// ... and this long in all: a client taking a byte now and then cannot keep the broker
+// from exiting.
+inline constexpr int64_t kExitDrainTotalMs = 10'000;
 
 class OutputQueue {
  public:
@@ -40,8 +43,9 @@ class OutputQueue {
   void Push(std::string head, std::string body, std::string tail);
   size_t queued_bytes() const { return queued_; }
   bool over_pause() const { return queued_ >= kOutputPauseBytes; }
-  // Writes what is queued, waiting at most `stall_ms` each time no byte moves (exit).
-  void DrainBlocking(int stall_ms);
+  // Writes what is queued, waiting at most `stall_ms` each time no byte moves and
+  // `total_ms` in all (exit).
+  void DrainBlocking(int stall_ms, int64_t total_ms = kExitDrainTotalMs);
 
  private:
   enum class Step { kDone, kWouldBlock, kBroken };

@@ -6,10 +6,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 
+#include "broker/mcp/output_queue.h"
 #include "broker/mcp/session.h"
 #include "broker/mcp/stdio_fd.h"
 
@@ -259,6 +262,33 @@ TEST(StdioTest, APtyMasterIsNeverReopened) {
   }
   close(slave);
   close(master);
+}
+
+// At exit a client that takes a byte now and then must not keep the broker alive: the
+// drain has a deadline in all, not only per stall.
+TEST(StdioTest, TheExitDrainEndsWhileAClientTricklesBytes) {
+  int out[2];
+  ASSERT_EQ(pipe2(out, O_CLOEXEC), 0);
+  EventLoop loop;
+  std::atomic<bool> stop{false};
+  std::thread reader([&] {  // one byte every 20 ms: always some progress
+    char c;
+    while (!stop.load()) {
+      if (read(out[0], &c, 1) <= 0) break;
+      usleep(20000);
+    }
+  });
+  {
+    OutputQueue queue(loop, out[1]);
+    ASSERT_TRUE(queue.Start({}));
+    queue.Push(std::string(1 << 20, 'x') + "\n");  // far more than the pipe holds
+    queue.DrainBlocking(/*stall_ms=*/1000, /*total_ms=*/300);
+    EXPECT_GT(queue.queued_bytes(), 0u);  // it gave up with output left, it did not hang
+  }
+  stop = true;
+  close(out[1]);
+  reader.join();
+  close(out[0]);
 }
 
 }  // namespace
