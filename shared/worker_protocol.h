@@ -11,8 +11,8 @@
 //             successful exec of node; a failed setup step writes one framed
 //             WorkerReport and exits with the step code)
 //   5 node   (O_RDONLY fd of the pinned interpreter, exec'd with execveat(AT_EMPTY_PATH))
-//   6 script (a sealed memfd copy of the checked script, broker/run/prepared_run.h; node's bootstrap reads it from offset 0
-//             whatever its current offset)
+//   6 script (a sealed memfd copy of the checked script, broker/run/prepared_run.h;
+//             node's bootstrap reads it from offset 0 whatever its current offset)
 //   7 skill  (O_PATH|O_DIRECTORY fd of the skill directory; becomes the cwd via fchdir,
 //             or with namespaces via chdir to the bound path checked against it; the
 //             run-as uid needs search permission on it, else step kChdir fails)
