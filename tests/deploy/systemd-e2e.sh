@@ -97,10 +97,12 @@ session "{\"run\":{\"name\":\"probe\",\"script\":\"scripts/status.js\",\"confirm
 [[ ${rc} == 0 ]] && echo "ok - a token from one broker is honoured by the next (MCP_CONFIRM_SECRET credential loaded)"
 
 # Every broker of this run reported every isolation layer on at boot (the journal),
-# run-namespaces, fresh-proc and parent-death included (auto, the unit's default).
+# run-namespaces, fresh-proc, parent-death and landlock included (the unit's defaults).
+# network-off is the operator's opt-in (SKILL_MCP_NETWORK=off): off, saying so, is right.
+only_opt_in_off='off \[(network-off \(runs may open TCP connections \(SKILL_MCP_NETWORK is not off\)\))?\]$'
 layers=$(in_ctr journalctl --no-pager -o cat _COMM=skill-mcp 2>/dev/null | grep 'isolation:' || true)
-if [[ -n ${layers} ]] && ! grep -v -E 'off \[\]$' <<<"${layers}" | grep -q . &&
-   ! grep -v -E 'on \[.*run-namespaces, fresh-proc, parent-death' <<<"${layers}" | grep -q .; then
+if [[ -n ${layers} ]] && ! grep -v -E "${only_opt_in_off}" <<<"${layers}" | grep -q . &&
+   ! grep -v -E 'on \[.*run-namespaces, fresh-proc, parent-death, landlock' <<<"${layers}" | grep -q .; then
   echo "ok - every broker logged all isolation layers on: $(tail -n 1 <<<"${layers}")"
 else
   echo "not ok - a broker under the unit reported a layer off (or none reported):"
@@ -132,8 +134,8 @@ in_ctr systemctl daemon-reload
 session '{"run":{"name":"probe","script":"scripts/status.js"}}' \
   "{\"run\":{\"uid\":\"${run_uid}\",\"gid\":\"${run_gid}\",\"boundingEmpty\":true}}" || rc=1
 last=$(in_ctr journalctl --no-pager -o cat _COMM=skill-mcp 2>/dev/null | grep 'isolation:' | tail -n 1 || true)
-if grep -q 'on \[.*run-namespaces, fresh-proc, parent-death' <<<"${last}" &&
-   grep -q 'off \[\]' <<<"${last}"; then
+if grep -q 'on \[.*run-namespaces, fresh-proc, parent-death, landlock' <<<"${last}" &&
+   grep -q -E "${only_opt_in_off}" <<<"${last}"; then
   echo "ok - with the namespaces drop-in every layer is on, run-namespaces included: ${last}"
 else
   echo "not ok - with the namespaces drop-in: ${last:-<no isolation line>}"
