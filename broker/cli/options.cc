@@ -26,6 +26,8 @@ Running scripts (skill_run):
   MCP_CONFIRM_ELICITATION    on (default) | off
   MCP_CONFIRM_TTL_SECONDS    confirmation token lifetime (default 600)
   MCP_CONFIRM_SECRET         token signing key, so tokens survive a restart
+  SKILL_MCP_STATE_DIR        where spent tokens are recorded host-wide (with a secret;
+                             default $STATE_DIRECTORY, else $XDG_RUNTIME_DIR/skill-mcp)
   MCP_SKILL_ALLOW_UNSCRUBBED 1: run scripts even if the environ block stays readable
   SKILL_MCP_NODE             the node binary to pin (default: node on PATH at start)
   SKILL_MCP_USER             user a root broker switches to (default skill-mcp)
