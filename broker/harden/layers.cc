@@ -175,6 +175,13 @@ std::vector<Layer> ComputeLayers(const IsolationFacts& f) {
           : "runs may open TCP connections (SKILL_MCP_NETWORK is not off)",
       "set SKILL_MCP_NETWORK=off (needs Landlock ABI 4, Linux 6.7 or later)"));
 
+  // Never on: per-run cgroups are not built (broker/harden/run_cgroup.h says why); the
+  // reason tells the operator what bounds a run and the connection instead.
+  const CgroupFacts cg = f.cgroup ? *f.cgroup : ReadOwnCgroupFacts();
+  out.push_back(Make("run-cgroup", false, false, RunCgroupReason(cg),
+                     "nothing to set: skill-mcp builds no per-run cgroups (docs/isolation.md, "
+                     "whole-run limits)"));
+
   out.push_back(Make(
       "runs", f.worker.runs_possible, false,
       f.worker.runs_possible ? "the worker and the pinned node are open" : f.worker.runs_reason,

@@ -4,12 +4,14 @@
 #pragma once
 
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "broker/harden/environ_scrub.h"
 #include "broker/harden/privileges.h"
 #include "broker/harden/process_harden.h"
+#include "broker/harden/run_cgroup.h"
 
 namespace skillmcp {
 
@@ -48,6 +50,7 @@ struct IsolationFacts {
   bool hosted = false;
   bool allow_unscrubbed = false;  // MCP_SKILL_ALLOW_UNSCRUBBED=1
   WorkerLayerFacts worker;
+  std::optional<CgroupFacts> cgroup;  // unset: read from the running process
 };
 
 std::vector<Layer> ComputeLayers(const IsolationFacts& facts);

@@ -99,7 +99,8 @@ session "{\"run\":{\"name\":\"probe\",\"script\":\"scripts/status.js\",\"confirm
 # Every broker of this run reported every isolation layer on at boot (the journal),
 # run-namespaces, fresh-proc, parent-death and landlock included (the unit's defaults).
 # network-off is the operator's opt-in (SKILL_MCP_NETWORK=off): off, saying so, is right.
-only_opt_in_off='off \[(network-off \(runs may open TCP connections \(SKILL_MCP_NETWORK is not off\)\))?\]$'
+# run-cgroup is never on (docs/isolation.md, whole-run limits): off with its reason.
+only_opt_in_off='off \[(network-off \(runs may open TCP connections \(SKILL_MCP_NETWORK is not off\)\), )?run-cgroup \(no per-run cgroup: [^]]*\)\]$'
 layers=$(in_ctr journalctl --no-pager -o cat _COMM=skill-mcp 2>/dev/null | grep 'isolation:' || true)
 if [[ -n ${layers} ]] && ! grep -v -E "${only_opt_in_off}" <<<"${layers}" | grep -q . &&
    ! grep -v -E 'on \[.*run-namespaces, fresh-proc, parent-death, landlock' <<<"${layers}" | grep -q .; then

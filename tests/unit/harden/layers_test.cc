@@ -33,6 +33,23 @@ IsolationFacts GoodFacts() {
   return f;
 }
 
+// Reported in every configuration, never on and never demanded: doctor's exit code does
+// not depend on it, and its reason comes from the cgroup facts.
+TEST(Layers, RunCgroupIsReportedOffWithTheCgroupReason) {
+  EXPECT_EQ(InChild([] {
+              IsolationFacts f = GoodFacts();
+              CgroupFacts cg;
+              cg.v2_mounted = true;
+              cg.v2_path = "/system.slice/x.service";
+              f.cgroup = cg;
+              auto layers = ComputeLayers(f);
+              const Layer* l = Find(layers, "run-cgroup");
+              if (!l || l->on || l->demanded || DoctorExitCode(layers) != 0) return 1;
+              return l->reason == RunCgroupReason(cg) ? 0 : 2;
+            }),
+            0);
+}
+
 // Each case runs in a child: ComputeLayers re-reads the real dumpable flag and
 // RLIMIT_CORE, which HardenProcess sets there.
 TEST(Layers, AllDemandedOnGivesExitZero) {

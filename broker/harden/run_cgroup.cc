@@ -1,0 +1,192 @@
+#include "broker/harden/run_cgroup.h"
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <vector>
+
+#include "shared/small_file.h"
+
+namespace skillmcp {
+namespace {
+
+std::vector<std::string_view> Split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find(sep, start);
+    if (end == std::string_view::npos) end = s.size();
+    out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+bool HasWord(std::string_view list, std::string_view word, char sep) {
+  for (std::string_view w : Split(list, sep))
+    if (w == word) return true;
+  return false;
+}
+
+// mountinfo escapes space, tab, newline and backslash as \ooo.
+std::string Unescape(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size()) {
+      int v = 0;
+      bool ok = true;
+      for (size_t k = 1; k <= 3; ++k) {
+        char c = s[i + k];
+        if (c < '0' || c > '7') ok = false;
+        v = v * 8 + (c - '0');
+      }
+      if (ok) {
+        out += static_cast<char>(v);
+        i += 3;
+        continue;
+      }
+    }
+    out += s[i];
+  }
+  return out;
+}
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+std::string Join(const std::string& mount, const std::string& path) {
+  return path == "/" || path.empty() ? mount : mount + path;
+}
+
+// "512 MiB" for a byte count; "" for no limit (v2 "max", v1's page-rounded 2^63).
+std::string Bytes(const std::string& text) {
+  if (text.empty() || text == "max") return "";
+  char* end = nullptr;
+  unsigned long long v = strtoull(text.c_str(), &end, 10);
+  if (end == text.c_str() || v >= (1ULL << 62)) return "";
+  return std::to_string(v >> 20) + " MiB";
+}
+
+// The first limit found from `dir` up to `root`, as "name value (at path)".
+std::string FirstLimit(const std::string& root, std::string path, const char* file,
+                       bool bytes, const TextReader& read) {
+  for (;;) {
+    std::string text;
+    if (read(Join(root, path) + "/" + file, &text)) {
+      std::string v = Trim(text);
+      std::string shown = bytes ? Bytes(v) : (v == "max" ? "" : v);
+      if (!shown.empty()) return std::string(file) + " " + shown + " (" + path + ")";
+    }
+    if (path == "/" || path.empty()) return "";
+    size_t slash = path.rfind('/');
+    path = slash == 0 ? "/" : path.substr(0, slash);
+  }
+}
+
+}  // namespace
+
+CgroupFacts ReadCgroupFacts(std::string_view proc_cgroup, std::string_view mountinfo,
+                            const TextReader& read, const WritableCheck& writable) {
+  CgroupFacts f;
+  std::string v2_mount, v1_memory_mount, v1_pids_mount;
+  for (std::string_view line : Split(mountinfo, '\n')) {
+    size_t dash = line.find(" - ");
+    if (dash == std::string_view::npos) continue;
+    std::vector<std::string_view> left = Split(line.substr(0, dash), ' ');
+    std::vector<std::string_view> right = Split(line.substr(dash + 3), ' ');
+    if (left.size() < 5 || right.size() < 3) continue;
+    std::string point = Unescape(left[4]);
+    if (right[0] == "cgroup2" && (v2_mount.empty() || point == "/sys/fs/cgroup")) {
+      v2_mount = point;
+    } else if (right[0] == "cgroup") {
+      if (HasWord(right[2], "memory", ',')) v1_memory_mount = point;
+      if (HasWord(right[2], "pids", ',')) v1_pids_mount = point;
+    }
+  }
+  f.v1_memory_or_pids = !v1_memory_mount.empty() || !v1_pids_mount.empty();
+  f.v2_mounted = !v2_mount.empty();
+
+  std::string v1_memory_path, v1_pids_path;
+  for (std::string_view line : Split(proc_cgroup, '\n')) {
+    size_t a = line.find(':');
+    size_t b = a == std::string_view::npos ? a : line.find(':', a + 1);
+    if (b == std::string_view::npos) continue;
+    std::string_view controllers = line.substr(a + 1, b - a - 1);
+    std::string path(line.substr(b + 1));
+    if (line.substr(0, a) == "0" && controllers.empty()) f.v2_path = path;
+    if (HasWord(controllers, "memory", ',')) v1_memory_path = path;
+    if (HasWord(controllers, "pids", ',')) v1_pids_path = path;
+  }
+
+  std::vector<std::string> bounds;
+  if (f.v2_mounted && !f.v2_path.empty() && !f.v1_memory_or_pids) {
+    std::string dir = Join(v2_mount, f.v2_path);
+    std::string controllers;
+    f.v2_controllers = read(dir + "/cgroup.controllers", &controllers) &&
+                       HasWord(Trim(controllers), "memory", ' ') &&
+                       HasWord(Trim(controllers), "pids", ' ');
+    f.v2_delegated = f.v2_controllers && writable(dir) &&
+                     writable(dir + "/cgroup.subtree_control");
+    bounds.push_back(FirstLimit(v2_mount, f.v2_path, "memory.max", true, read));
+    bounds.push_back(FirstLimit(v2_mount, f.v2_path, "pids.max", false, read));
+  } else {
+    if (!v1_memory_mount.empty() && !v1_memory_path.empty())
+      bounds.push_back(
+          FirstLimit(v1_memory_mount, v1_memory_path, "memory.limit_in_bytes", true, read));
+    if (!v1_pids_mount.empty() && !v1_pids_path.empty())
+      bounds.push_back(FirstLimit(v1_pids_mount, v1_pids_path, "pids.max", false, read));
+  }
+  for (const std::string& b : bounds) {
+    if (b.empty()) continue;
+    f.connection_bound += (f.connection_bound.empty() ? "" : ", ") + b;
+  }
+  return f;
+}
+
+CgroupFacts ReadOwnCgroupFacts() {
+  TextReader read = [](const std::string& path, std::string* text) {
+    int err = 0;
+    return ReadSmallFile(path.c_str(), text, &err);
+  };
+  WritableCheck writable = [](const std::string& path) {
+    return access(path.c_str(), W_OK) == 0;
+  };
+  std::string cgroup, mountinfo;
+  read("/proc/self/cgroup", &cgroup);
+  read("/proc/self/mountinfo", &mountinfo);
+  return ReadCgroupFacts(cgroup, mountinfo, read, writable);
+}
+
+std::string RunCgroupReason(const CgroupFacts& f) {
+  std::string why;
+  if (f.v1_memory_or_pids) {
+    why = "this host binds the memory and pids controllers to cgroup v1 (a hybrid or legacy "
+          "hierarchy), so no cgroup v2 tree can hold a run's memory.max and pids.max";
+  } else if (!f.v2_mounted || f.v2_path.empty()) {
+    why = "no cgroup v2 hierarchy is mounted";
+  } else if (!f.v2_controllers) {
+    why = "the broker's cgroup v2 " + f.v2_path +
+          " does not offer the memory and pids controllers";
+  } else if (!f.v2_delegated) {
+    why = "the broker's cgroup v2 " + f.v2_path +
+          " is not delegated to it (systemd Delegate=yes, or a container with a private, "
+          "writable cgroup namespace)";
+  } else {
+    why = "a delegated cgroup v2 tree is here (" + f.v2_path +
+          "), but skill-mcp builds no per-run cgroups: no test environment of the project "
+          "has such a tree";
+  }
+  std::string instead =
+      "; a run is bounded per process by the prlimits, and its process count by nproc, which "
+      "counts every process of the run's uid; the connection ";
+  instead += f.connection_bound.empty()
+                 ? "has no memory or task limit in its cgroup (set MemoryMax= and TasksMax= "
+                   "in the unit, or --memory and --pids-limit for a container)"
+                 : "by its cgroup: " + f.connection_bound;
+  return "no per-run cgroup: " + why + instead;
+}
+
+}  // namespace skillmcp
