@@ -83,6 +83,19 @@ std::vector<Layer> ComputeLayers(const IsolationFacts& f) {
                      "start the broker as root or with AmbientCapabilities=CAP_SETUID CAP_SETGID "
                      "CAP_KILL, and create the run-as user (SKILL_MCP_RUN_AS)"));
 
+  const WorkerLayerFacts& wf = f.worker;
+  const bool own_uid = !wf.run_uids.empty();
+  out.push_back(Make(
+      "run-identity", own_uid, wf.run_uids_demanded,
+      own_uid ? "each run gets a uid of its own from " + wf.run_uids + ", keeping the run-as "
+                    "group " + std::to_string(wf.run_gid) + ": runs of other connections cannot "
+                    "read, trace or signal each other, and RLIMIT_NPROC bounds one run" +
+                    (wf.run_uids_warning.empty() ? "" : "; warning: " + wf.run_uids_warning)
+              : wf.run_uids_off_reason,
+      "start the broker as root or with CAP_SETUID/CAP_SETGID, give it a host-wide state "
+      "directory (SKILL_MCP_STATE_DIR, or the unit's StateDirectory=), and leave "
+      "SKILL_MCP_RUN_UIDS unset or name a range mapped here"));
+
   std::string caps_reason;
   if (p.started_as_root && p.broker_switched)
     caps_reason =
