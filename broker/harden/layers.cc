@@ -188,6 +188,18 @@ std::vector<Layer> ComputeLayers(const IsolationFacts& f) {
           : "runs may open TCP connections (SKILL_MCP_NETWORK is not off)",
       "set SKILL_MCP_NETWORK=off (needs Landlock ABI 4, Linux 6.7 or later)"));
 
+  const bool spent_ok = f.spent_dir_problem.empty();
+  out.push_back(Make(
+      "spent-tokens-host-wide", spent_ok, false,
+      !f.shared_tokens ? "no MCP_CONFIRM_SECRET: tokens are signed with this process's own key "
+                         "and spent once within it"
+      : spent_ok ? "a token signed with MCP_CONFIRM_SECRET is spent once on the whole host: "
+                   "the record in " + f.spent_dir_path + " is shared by every broker"
+                 : "warning: tokens signed with MCP_CONFIRM_SECRET are not spent host-wide: " +
+                       f.spent_dir_problem,
+      "set SKILL_MCP_STATE_DIR to a directory every broker of the host shares (not in a "
+      "private /tmp), owned by the service user"));
+
   out.push_back(Make(
       "runs", f.worker.runs_possible, false,
       f.worker.runs_possible ? "the worker and the pinned node are open" : f.worker.runs_reason,

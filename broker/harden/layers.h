@@ -53,6 +53,11 @@ struct IsolationFacts {
   bool hosted = false;
   bool allow_unscrubbed = false;  // MCP_SKILL_ALLOW_UNSCRUBBED=1
   WorkerLayerFacts worker;
+  // Confirmation tokens signed with MCP_CONFIRM_SECRET: where their spends are recorded,
+  // and why that record is not host-wide (or cannot be used), when it is not.
+  bool shared_tokens = false;
+  std::string spent_dir_path;
+  std::string spent_dir_problem;
 };
 
 std::vector<Layer> ComputeLayers(const IsolationFacts& facts);
