@@ -119,7 +119,8 @@ TEST(Layers, RunIdentityOnWithItsRangeOffWithItsReason) {
                   l->reason.find("warning") != std::string::npos)
                 return 5;
               f.worker.run_uids_warning = "MCP_DATA_DIR cannot be written";
-              l = Find(ComputeLayers(f), "run-identity");
+              auto warned = ComputeLayers(f);
+              l = Find(warned, "run-identity");
               return l->reason.find("warning: MCP_DATA_DIR cannot be written") != std::string::npos
                          ? 0
                          : 6;
@@ -132,12 +133,14 @@ TEST(Layers, RunIdentityOnWithItsRangeOffWithItsReason) {
 TEST(Layers, SpentTokensNotHostWideIsAWarning) {
   EXPECT_EQ(InChild([] {
               IsolationFacts f = GoodFacts();
-              const Layer* l = Find(ComputeLayers(f), "spent-tokens-host-wide");
+              auto plain = ComputeLayers(f);
+              const Layer* l = Find(plain, "spent-tokens-host-wide");
               if (!l || !l->on || l->reason.find("no MCP_CONFIRM_SECRET") == std::string::npos)
                 return 1;
               f.shared_tokens = true;
               f.spent_dir_path = "/var/lib/skill-mcp/spent-tokens";
-              l = Find(ComputeLayers(f), "spent-tokens-host-wide");
+              auto on = ComputeLayers(f);
+              l = Find(on, "spent-tokens-host-wide");
               if (!l->on || l->reason.find("/var/lib/skill-mcp/spent-tokens") == std::string::npos)
                 return 2;
               f.spent_dir_problem = "/tmp/s lies in this process's private /tmp";
