@@ -52,7 +52,8 @@ more();
 setInterval(() => {}, 1000);
 `,
   'whoami.js': `'use strict';
-console.log(JSON.stringify({ uid: process.getuid(), gid: process.getgid() }));
+const st = require('node:fs').statSync(process.env.TMPDIR);
+console.log(JSON.stringify({ uid: process.getuid(), gid: process.getgid(), tmpOwner: st.uid, tmpGroup: st.gid }));
 `,
   // Starts a sleeper in a session of its own (only possible with seccomp off), carrying
   // argv[3]; writes its pid and uid to argv[2]; waits.
@@ -208,6 +209,19 @@ describe('own identity per run: doctor', () => {
     assert.match(bad.stdout, /SKILL_MCP_RUN_UIDS=64000-64200 holds uid 641\d\d, which the broker or the run-as identity uses/, bad.stdout);
   });
 
+  test('doctor warns when MCP_DATA_DIR cannot be written by a run', (t) => {
+    if (!isRoot) return t.skip('needs root: only a broker that can switch uids has the layer');
+    const data = join(root, 'data');
+    mkdirSync(data, { mode: 0o700 });
+    const warned = doctor(ROOT_MODE, { MCP_DATA_DIR: data });
+    assert.match(warned.stdout, /run-identity: on\n.*warning: MCP_DATA_DIR \(.*\/data\) cannot be written by a run: give the run-as group 64100 write and search/, warned.stdout);
+    chownSync(data, 0, RUN_AS_UID);
+    chmodSync(data, 0o2770);  // what README tells the operator to do
+    const fine = doctor(ROOT_MODE, { MCP_DATA_DIR: data });
+    assert.match(fine.stdout, /run-identity: on\n/, fine.stdout);
+    assert.doesNotMatch(fine.stdout, /MCP_DATA_DIR \(.*\) cannot be written/, fine.stdout);
+  });
+
   test('an unprivileged broker reports the layer off with the reason', () => {
     const d = doctor(UNPRIVILEGED);
     assert.match(d.stdout, /run-identity: off\n\s+the broker cannot switch uids, so every run shares its uid/, d.stdout);
@@ -259,7 +273,10 @@ for (const [label, ns] of [['namespaces off', 'off'], ['namespaces on', 'on']]) 
         assert.equal(hog.error, 'EAGAIN', JSON.stringify(hog));
         const r = await b.run('whoami.js');
         assert.equal(r.exitCode, 0, JSON.stringify(r));
-        assert.notEqual(JSON.parse(r.stdout).uid, hog.uid);
+        const me = JSON.parse(r.stdout);
+        assert.notEqual(me.uid, hog.uid);
+        // The scratch TMPDIR is made for the run's own uid (and the run-as group).
+        assert.deepEqual([me.tmpOwner, me.tmpGroup], [me.uid, RUN_AS_UID], r.stdout);
       });
     });
 
@@ -358,6 +375,7 @@ describe('own identity per run: allocation', () => {
         const again = await b.run('whoami.js');
         assert.equal(again.exitCode, 0, JSON.stringify(again));
         assert.equal(JSON.parse(again.stdout).uid, 1879100100);
+        assert.equal(JSON.parse(again.stdout).tmpOwner, 1879100100);
       } finally {
         await b.close();
       }
