@@ -298,6 +298,7 @@ for (const [label, ns] of [['namespaces off', 'off'], ['namespaces on', 'on']]) 
         const victim = await waitForFile(where);
         const got = JSON.parse((await a.run('attack.js', [String(victim.pid)])).stdout);
         assert.equal(got.uid, victim.uid);
+        assert.equal(got.environ, 'read', JSON.stringify(got));
         assert.equal(got.kill, 'sent', JSON.stringify(got));
       });
     });
