@@ -5,6 +5,7 @@
 #include "broker/run/run_uids.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -183,6 +184,33 @@ TEST(ProbeUidProcesses, SeesAProcessOfTheUidAndItsEnd) {
   EXPECT_EQ(ProbeUidProcesses(kUid + 1), UidProcesses::kNone);
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);  // a zombie still counts until it is reaped
+  EXPECT_EQ(ProbeUidProcesses(kUid), UidProcesses::kNone);
+}
+
+// A run with namespaces: its processes live in a user namespace its uid created, where
+// they are uid 0; the kernel still counts them against the creating uid.
+TEST(ProbeUidProcesses, CountsAProcessInsideTheUidsUserNamespace) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_SETUID) to switch a probe's uid";
+  constexpr uint32_t kUid = 1879113010;
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (syscall(SYS_setresuid, kUid, kUid, kUid) != 0) _exit(1);
+    char c = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
+    (void)!write(ready[1], &c, 1);
+    for (;;) pause();
+  }
+  close(ready[1]);
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  close(ready[0]);
+  const UidProcesses seen = ProbeUidProcesses(kUid);
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  if (c != 'y') GTEST_SKIP() << "unprivileged user namespaces are refused here";
+  EXPECT_EQ(seen, UidProcesses::kSome);
   EXPECT_EQ(ProbeUidProcesses(kUid), UidProcesses::kNone);
 }
 
