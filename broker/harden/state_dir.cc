@@ -183,8 +183,9 @@ OpenedStateDir OpenStateDirFromEnv(const StateGetFn& get,
   StateBase b = ResolveStateBase(get);
   if (b.base.empty()) {
     OpenedStateDir out;
-    out.error = "no state directory: set SKILL_MCP_STATE_DIR (or run under the systemd unit, "
-                "or with XDG_RUNTIME_DIR set)";
+    out.error =
+        "no state directory: set SKILL_MCP_STATE_DIR (or run under the systemd unit, "
+        "or with XDG_RUNTIME_DIR set)";
     return out;
   }
   for (std::string_view l : leaf) b.subdirs.emplace_back(l);
@@ -214,7 +215,8 @@ std::string PrivateTmpProblemHere(const std::string& path) {
   // why: unreadable mountinfo leaves only the /proc/1 comparison, never a guess of "shared".
   if (!ReadSmallFile("/proc/self/mountinfo", &mountinfo, &err)) mountinfo.clear();
   std::optional<bool> differs;
-  struct stat here {}, host {};
+  struct stat here {
+  }, host{};
   if (stat("/tmp", &here) == 0 && stat("/proc/1/root/tmp", &host) == 0)
     differs = here.st_dev != host.st_dev || here.st_ino != host.st_ino;
   return PrivateTmpProblem(path, mountinfo, differs);

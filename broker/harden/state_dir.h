@@ -41,7 +41,8 @@ struct OpenedStateDir {
 OpenedStateDir OpenStateSubdir(const std::string& base, const std::vector<std::string>& subdirs);
 
 // ResolveStateBase + OpenStateSubdir(base, its subdirs + `leaf`).
-OpenedStateDir OpenStateDirFromEnv(const StateGetFn& get, std::initializer_list<std::string_view> leaf);
+OpenedStateDir OpenStateDirFromEnv(const StateGetFn& get,
+                                   std::initializer_list<std::string_view> leaf);
 
 // Empty when `path` is shared with the host's other processes as far as can be told, else
 // why it is not: it lies in /tmp or /var/tmp while this process has a private one

@@ -67,13 +67,14 @@ std::string ResolveRunIdentity(const EnvStore& env, const PrivilegeState& p, Lau
   if (!ReadSmallFile("/proc/self/uid_map", &uid_map, &err) || !RangeMapped(uid_map, range)) {
     c.run_uids_off_reason = "the uids " + RangeText(range) +
                             " are not mapped in this user namespace (/proc/self/uid_map), so "
-                            "every run shares " + c.run_as +
+                            "every run shares " +
+                            c.run_as +
                             "; map them (a container's --uidmap) or set SKILL_MCP_RUN_UIDS to "
                             "a mapped range";
     return "";
   }
-  OpenedStateDir dir = OpenStateDirFromEnv(
-      [&env](std::string_view n) { return env.GetConfig(n); }, {"run-uids"});
+  OpenedStateDir dir =
+      OpenStateDirFromEnv([&env](std::string_view n) { return env.GetConfig(n); }, {"run-uids"});
   if (!dir.fd) {
     c.run_uids_off_reason = "the uid locks need the host-wide state directory (" + dir.error +
                             "), so every run shares " + c.run_as;
@@ -83,15 +84,16 @@ std::string ResolveRunIdentity(const EnvStore& env, const PrivilegeState& p, Lau
     Append(c.run_uids_warning, "the locks are not host-wide: " + priv);
   if (std::optional<std::string> data = env.GetConfig("MCP_DATA_DIR");
       data && !data->empty() && (*data)[0] == '/' && !WritableBy(*data, range.first, c.gid)) {
-    Append(c.run_uids_warning,
-           "MCP_DATA_DIR (" + *data + ") cannot be written by a run: give the run-as group " +
-               std::to_string(c.gid) + " write and search on it, and a default ACL so runs "
-               "share what they write (README, \"Own identity per run\")");
+    Append(c.run_uids_warning, "MCP_DATA_DIR (" + *data +
+                                   ") cannot be written by a run: give the run-as group " +
+                                   std::to_string(c.gid) +
+                                   " write and search on it, and a default ACL so runs "
+                                   "share what they write (README, \"Own identity per run\")");
   }
   if (!c.run_uids_warning.empty()) LOG_WARN("per-run uids: %s", c.run_uids_warning.c_str());
-  c.run_uids = std::make_shared<RunUidPool>(
-      std::move(dir.fd), dir.path, range,
-      [](uint32_t uid) { return ProbeUidProcesses(uid) != UidProcesses::kNone; });
+  c.run_uids = std::make_shared<RunUidPool>(std::move(dir.fd), dir.path, range, [](uint32_t uid) {
+    return ProbeUidProcesses(uid) != UidProcesses::kNone;
+  });
   return "";
 }
 

@@ -30,7 +30,8 @@ constexpr int kFailed = 2;
   __user_cap_data_struct none[2] = {};
   if (syscall(SYS_capset, &header, none) != 0) _exit(kFailed);
   // A bare clone, like fork without glibc's handlers; the child only exits.
-  const pid_t child = static_cast<pid_t>(syscall(SYS_clone, SIGCHLD, nullptr, nullptr, nullptr, nullptr));
+  const pid_t child =
+      static_cast<pid_t>(syscall(SYS_clone, SIGCHLD, nullptr, nullptr, nullptr, nullptr));
   if (child == 0) _exit(kFree);
   if (child < 0) _exit(errno == EAGAIN ? kTaken : kFailed);
   int status = 0;

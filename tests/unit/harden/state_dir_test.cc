@@ -20,8 +20,9 @@ namespace {
 using testing::InChild;
 
 TEST(ResolveStateBase, OrderIsOptionThenSystemdThenRuntimeDir) {
-  std::map<std::string, std::string, std::less<>> vars = {
-      {"SKILL_MCP_STATE_DIR", "/a"}, {"STATE_DIRECTORY", "/b:/c"}, {"XDG_RUNTIME_DIR", "/run/user/1"}};
+  std::map<std::string, std::string, std::less<>> vars = {{"SKILL_MCP_STATE_DIR", "/a"},
+                                                          {"STATE_DIRECTORY", "/b:/c"},
+                                                          {"XDG_RUNTIME_DIR", "/run/user/1"}};
   auto get = [&vars](std::string_view n) -> std::optional<std::string> {
     auto it = vars.find(n);
     if (it == vars.end()) return std::nullopt;

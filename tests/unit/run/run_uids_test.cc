@@ -5,8 +5,8 @@
 #include "broker/run/run_uids.h"
 
 #include <fcntl.h>
-#include <sched.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -66,9 +66,10 @@ class PoolTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   // One pool is one broker: its own directory descriptor and its own lock descriptors.
-  RunUidPool Pool(RunUidRange range, RunUidPool::InUseFn in_use = [](uint32_t) { return false; }) {
-    return RunUidPool(UniqueFd(open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)), dir_,
-                      range, std::move(in_use));
+  RunUidPool Pool(
+      RunUidRange range, RunUidPool::InUseFn in_use = [](uint32_t) { return false; }) {
+    return RunUidPool(UniqueFd(open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)), dir_, range,
+                      std::move(in_use));
   }
   std::string dir_;
 };
@@ -88,7 +89,8 @@ TEST_F(PoolTest, HandsOutEachUidOnceUntilReleased) {
   RunUidPool::Acquired none = pool.Acquire();
   EXPECT_FALSE(none.lease);
   EXPECT_NE(none.error.find("every uid of the run range 70000-70002 is taken (3 by running"),
-            std::string::npos) << none.error;
+            std::string::npos)
+      << none.error;
   const uint32_t freed = leases[1].uid();
   leases.erase(leases.begin() + 1);  // the lease ends: its lock is released
   EXPECT_EQ(pool.CountHeld(), 2u);
