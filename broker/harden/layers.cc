@@ -75,7 +75,9 @@ std::vector<Layer> ComputeLayers(const IsolationFacts& f) {
 
   std::string uid_reason;
   if (p.worker_switch) {
-    uid_reason = "workers switch to " + p.run_as.how;
+    uid_reason = "workers switch to " + p.run_as.how +
+                 (f.worker.run_uids.empty() ? "" : " (its group; each run's uid is its own, see "
+                                                   "run-identity)");
   } else {
     uid_reason = p.detail.empty() ? "workers run under the broker's uid" : p.detail;
   }
