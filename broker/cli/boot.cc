@@ -10,6 +10,7 @@
 #include "broker/harden/environ_scrub.h"
 #include "broker/harden/privileges.h"
 #include "broker/harden/process_harden.h"
+#include "broker/harden/state_dir.h"
 #include "shared/log.h"
 
 extern char** environ;
@@ -96,10 +97,17 @@ std::unique_ptr<Boot> BootBroker() {
     // of them and survive a restart; without the shared record no token is honoured.
     SpentDir::Opened spent =
         OpenSpentDirFromEnv([env = &b->env](std::string_view n) { return env->GetConfig(n); });
+    b->facts.shared_tokens = true;
     if (spent.dir) {
       LOG_INFO("spent confirmation tokens are recorded in %s", spent.dir->path().c_str());
+      b->facts.spent_dir_path = spent.dir->path();
+      // why: a record in this process's private /tmp is seen by no other broker.
+      b->facts.spent_dir_problem = PrivateTmpProblemHere(spent.dir->path());
+      if (!b->facts.spent_dir_problem.empty())
+        LOG_WARN("spent tokens are not host-wide: %s", b->facts.spent_dir_problem.c_str());
     } else {
       LOG_WARN("confirmation tokens cannot be used: %s", spent.error.c_str());
+      b->facts.spent_dir_problem = "confirmation tokens cannot be used: " + spent.error;
     }
     if (b->tokens) b->tokens->UseSpentDir(std::move(spent));
   } else {

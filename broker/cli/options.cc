@@ -26,12 +26,17 @@ Running scripts (skill_run):
   MCP_CONFIRM_ELICITATION    on (default) | off
   MCP_CONFIRM_TTL_SECONDS    confirmation token lifetime (default 600)
   MCP_CONFIRM_SECRET         token signing key, so tokens survive a restart
-  SKILL_MCP_STATE_DIR        where spent tokens are recorded host-wide (with a secret;
-                             default $STATE_DIRECTORY, else $XDG_RUNTIME_DIR/skill-mcp)
+  SKILL_MCP_STATE_DIR        the host-wide state: spent tokens (with a secret) and the
+                             per-run uid locks (default $STATE_DIRECTORY, else
+                             $XDG_RUNTIME_DIR/skill-mcp)
   MCP_SKILL_ALLOW_UNSCRUBBED 1: run scripts even if the environ block stays readable
   SKILL_MCP_NODE             the node binary to pin (default: node on PATH at start)
   SKILL_MCP_USER             user a root broker switches to (default skill-mcp)
-  SKILL_MCP_RUN_AS           user scripts run as (default skill-mcp-run)
+  SKILL_MCP_RUN_AS           user scripts run as (default skill-mcp-run); with per-run
+                             uids, the group every run keeps
+  SKILL_MCP_RUN_UIDS         A-B | off: each run under a uid of its own from this range
+                             (default 1879048192-1879113727 where the broker can switch
+                             uids and has a state dir; a named range is required)
   SKILL_MCP_WORKER           the worker binary (default: beside the build or in libexecdir)
   SKILL_MCP_SECCOMP          on (default) | off: the worker's syscall filter
   SKILL_MCP_NAMESPACES       auto (default) | on | off: each run in its own user, mount,

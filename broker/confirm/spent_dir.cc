@@ -12,77 +12,12 @@
 #include <cstring>
 #include <vector>
 
+#include "broker/harden/state_dir.h"
+
 namespace skillmcp {
 namespace {
 
-constexpr int kDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
-// On the way down only search permission is needed (a 0711 directory is fine).
-constexpr int kPathFlags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
-
 std::string ErrnoText(const std::string& what, int err) { return what + ": " + std::strerror(err); }
-
-bool OwnedByUsOrRoot(const struct stat& st) { return st.st_uid == 0 || st.st_uid == geteuid(); }
-
-std::string NotOurs(const struct stat& st, const std::string& path) {
-  return path + " belongs to another user (uid " + std::to_string(st.st_uid) +
-         "), so it is not trusted";
-}
-
-// A directory on the way to the state directory. Why: whoever can write a directory can
-// replace what lies beneath it, unless the sticky bit stops them renaming our entries
-// (as in /tmp); an owner other than root or us could do anything.
-std::string CheckAncestor(const struct stat& st, const std::string& path) {
-  if (!OwnedByUsOrRoot(st)) return NotOurs(st, path);
-  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0) {
-    return path + " can be written by other users and is not sticky, so it is not trusted";
-  }
-  return "";
-}
-
-// The state directory and the ones made in it. Why no sticky exception: another user
-// able to create entries here could plant a record or a link under a nonce's name.
-std::string CheckOwn(const struct stat& st, const std::string& path) {
-  if (!OwnedByUsOrRoot(st)) return NotOurs(st, path);
-  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    return path + " can be written by other users, so it is not trusted";
-  }
-  return "";
-}
-
-// openat(O_NOFOLLOW) one directory below `parent`, optionally creating it, and check it.
-UniqueFd OpenChecked(int parent, std::string_view name, const std::string& path, bool create,
-                     bool own, int flags, std::string* error) {
-  std::string n(name);
-  if (create && mkdirat(parent, n.c_str(), 0700) != 0 && errno != EEXIST) {
-    *error = ErrnoText("cannot create " + path, errno);
-    return UniqueFd();
-  }
-  UniqueFd fd(openat(parent, n.c_str(), flags));
-  if (!fd) {
-    *error = ErrnoText("cannot open " + path + " (it must be a directory, not a link)", errno);
-    return UniqueFd();
-  }
-  struct stat st {};
-  if (fstat(fd.get(), &st) != 0) {
-    *error = ErrnoText("cannot inspect " + path, errno);
-    return UniqueFd();
-  }
-  *error = own ? CheckOwn(st, path) : CheckAncestor(st, path);
-  if (!error->empty()) return UniqueFd();
-  return fd;
-}
-
-std::vector<std::string> Components(const std::string& path) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i < path.size()) {
-    size_t j = path.find('/', i);
-    if (j == std::string::npos) j = path.size();
-    if (j > i) out.push_back(path.substr(i, j - i));
-    i = j + 1;
-  }
-  return out;
-}
 
 std::string RecordName(const TokenNonce& nonce, int64_t expiry) {
   static constexpr char kHex[] = "0123456789abcdef";
@@ -113,42 +48,15 @@ std::optional<int64_t> RecordExpiry(std::string_view name) {
 SpentDir::Opened SpentDir::Open(const std::string& base,
                                 std::initializer_list<std::string_view> subdirs) {
   Opened out;
-  if (base.empty() || base[0] != '/') {
-    out.error = "the state directory \"" + base + "\" is not an absolute path";
+  std::vector<std::string> steps(subdirs.begin(), subdirs.end());
+  steps.emplace_back(kSpentSubdir);
+  // The walk from "/", every directory checked (broker/harden/state_dir.h).
+  OpenedStateDir opened = OpenStateSubdir(base, steps);
+  if (!opened.fd) {
+    out.error = opened.error;
     return out;
   }
-  char resolved[PATH_MAX];
-  if (realpath(base.c_str(), resolved) == nullptr) {
-    out.error = ErrnoText("cannot resolve the state directory " + base, errno);
-    return out;
-  }
-  // Why walk from "/": every directory on the way must be trusted, not only the last one.
-  UniqueFd fd(open("/", kPathFlags));
-  std::string path;
-  struct stat st {};
-  if (!fd || fstat(fd.get(), &st) != 0) {
-    out.error = ErrnoText("cannot open /", errno);
-    return out;
-  }
-  std::vector<std::string> parts = Components(resolved);
-  std::vector<std::pair<std::string, bool>> steps;  // name, create
-  for (const std::string& p : parts) steps.emplace_back(p, false);
-  const size_t base_index = steps.size();
-  for (std::string_view s : subdirs) steps.emplace_back(std::string(s), true);
-  steps.emplace_back(std::string(kSpentSubdir), true);
-  if (base_index == 0) {
-    out.error = "the state directory must not be /";
-    return out;
-  }
-  for (size_t i = 0; i < steps.size(); ++i) {
-    path += "/" + steps[i].first;
-    // The state directory itself and everything made in it must be ours alone to write.
-    const bool own = i + 1 >= base_index;
-    const int flags = i + 1 == steps.size() ? kDirFlags : kPathFlags;
-    fd = OpenChecked(fd.get(), steps[i].first, path, steps[i].second, own, flags, &out.error);
-    if (!fd) return out;
-  }
-  out.dir.reset(new SpentDir(std::move(fd), path));
+  out.dir.reset(new SpentDir(std::move(opened.fd), opened.path));
   return out;
 }
 
@@ -214,20 +122,16 @@ void SpentDir::MaybePrune(int64_t now) {
 }
 
 SpentDir::Opened OpenSpentDirFromEnv(const GetFn& get) {
-  if (std::optional<std::string> dir = get("SKILL_MCP_STATE_DIR")) return SpentDir::Open(*dir, {});
-  // systemd's StateDirectory= (the unit sets it): kept across restarts and reboots.
-  if (std::optional<std::string> dir = get("STATE_DIRECTORY")) {
-    // STATE_DIRECTORY may list several directories separated by ':'; the first is ours.
-    return SpentDir::Open(dir->substr(0, dir->find(':')), {});
+  StateBase b = ResolveStateBase(get);
+  if (b.base.empty()) {
+    SpentDir::Opened out;
+    out.error =
+        "no directory to record spent confirmation tokens in: set SKILL_MCP_STATE_DIR (or run "
+        "under the systemd unit, or with XDG_RUNTIME_DIR set)";
+    return out;
   }
-  if (std::optional<std::string> dir = get("XDG_RUNTIME_DIR")) {
-    return SpentDir::Open(*dir, {"skill-mcp"});
-  }
-  SpentDir::Opened out;
-  out.error =
-      "no directory to record spent confirmation tokens in: set SKILL_MCP_STATE_DIR (or run "
-      "under the systemd unit, or with XDG_RUNTIME_DIR set)";
-  return out;
+  // XDG_RUNTIME_DIR is shared with the user's other programs: ours is a subdirectory.
+  return b.subdirs.empty() ? SpentDir::Open(b.base, {}) : SpentDir::Open(b.base, {"skill-mcp"});
 }
 
 }  // namespace skillmcp

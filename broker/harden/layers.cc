@@ -75,13 +75,28 @@ std::vector<Layer> ComputeLayers(const IsolationFacts& f) {
 
   std::string uid_reason;
   if (p.worker_switch) {
-    uid_reason = "workers switch to " + p.run_as.how;
+    uid_reason = "workers switch to " + p.run_as.how +
+                 (f.worker.run_uids.empty() ? "" : " (its group; each run's uid is its own, see "
+                                                   "run-identity)");
   } else {
     uid_reason = p.detail.empty() ? "workers run under the broker's uid" : p.detail;
   }
   out.push_back(Make("uid-switch", p.worker_switch, p.switch_demanded, uid_reason,
                      "start the broker as root or with AmbientCapabilities=CAP_SETUID CAP_SETGID "
                      "CAP_KILL, and create the run-as user (SKILL_MCP_RUN_AS)"));
+
+  const WorkerLayerFacts& wf = f.worker;
+  const bool own_uid = !wf.run_uids.empty();
+  out.push_back(Make(
+      "run-identity", own_uid, wf.run_uids_demanded,
+      own_uid ? "each run gets a uid of its own from " + wf.run_uids + ", keeping the run-as "
+                    "group " + std::to_string(wf.run_gid) + ": runs of other connections cannot "
+                    "read, trace or signal each other, and RLIMIT_NPROC bounds one run" +
+                    (wf.run_uids_warning.empty() ? "" : "; warning: " + wf.run_uids_warning)
+              : wf.run_uids_off_reason,
+      "start the broker as root or with CAP_SETUID/CAP_SETGID, give it a host-wide state "
+      "directory (SKILL_MCP_STATE_DIR, or the unit's StateDirectory=), and leave "
+      "SKILL_MCP_RUN_UIDS unset or name a range mapped here"));
 
   std::string caps_reason;
   if (p.started_as_root && p.broker_switched)
@@ -174,6 +189,18 @@ std::vector<Layer> ComputeLayers(const IsolationFacts& f) {
                 "): no script runs"
           : "runs may open TCP connections (SKILL_MCP_NETWORK is not off)",
       "set SKILL_MCP_NETWORK=off (needs Landlock ABI 4, Linux 6.7 or later)"));
+
+  const bool spent_ok = f.spent_dir_problem.empty();
+  out.push_back(Make(
+      "spent-tokens-host-wide", spent_ok, false,
+      !f.shared_tokens ? "no MCP_CONFIRM_SECRET: tokens are signed with this process's own key "
+                         "and spent once within it"
+      : spent_ok ? "a token signed with MCP_CONFIRM_SECRET is spent once on the whole host: "
+                   "the record in " + f.spent_dir_path + " is shared by every broker"
+                 : "warning: tokens signed with MCP_CONFIRM_SECRET are not spent host-wide: " +
+                       f.spent_dir_problem,
+      "set SKILL_MCP_STATE_DIR to a directory every broker of the host shares (not in a "
+      "private /tmp), owned by the service user"));
 
   // Never on: per-run cgroups are not built (broker/harden/run_cgroup.h says why); the
   // reason tells the operator what bounds a run and the connection instead.

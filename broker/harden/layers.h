@@ -36,6 +36,11 @@ struct WorkerLayerFacts {
   bool landlock_demanded = false;   // SKILL_MCP_LANDLOCK=on
   std::string landlock_problem;     // why it is off
   bool network_off = false;         // SKILL_MCP_NETWORK=off
+  std::string run_uids;             // non-empty: each run gets its own uid (range, free)
+  bool run_uids_demanded = false;   // SKILL_MCP_RUN_UIDS names a range
+  std::string run_uids_off_reason;  // why runs share one uid
+  std::string run_uids_warning;     // on, with a weakness
+  uint32_t run_gid = 0;             // the run-as group every run keeps
   bool limits_configured = false;
   std::string limits_text;  // e.g. "nproc 64, as 4096 MiB, cpu 300 s, fsize 64 MiB, nofile 256"
   bool runs_possible = false;
@@ -51,6 +56,11 @@ struct IsolationFacts {
   bool allow_unscrubbed = false;  // MCP_SKILL_ALLOW_UNSCRUBBED=1
   WorkerLayerFacts worker;
   std::optional<CgroupFacts> cgroup;  // unset: read from the running process
+  // Confirmation tokens signed with MCP_CONFIRM_SECRET: where their spends are recorded,
+  // and why that record is not host-wide (or cannot be used), when it is not.
+  bool shared_tokens = false;
+  std::string spent_dir_path;
+  std::string spent_dir_problem;
 };
 
 std::vector<Layer> ComputeLayers(const IsolationFacts& facts);

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "broker/run/namespace_probe.h"
+#include "broker/run/run_identity.h"
 #include "config.h"
 #include "seccomp/compile.h"
 #include "seccomp/policy.h"
@@ -234,6 +235,10 @@ LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState
     c.gid = privileges.run_as.gid;
     c.run_as = privileges.run_as.how;
   }
+  if (std::string e = ResolveRunIdentity(env, privileges, c); !e.empty()) {
+    result.error = e;
+    return result;
+  }
 
   std::string why_not;
   // The worker: explicit option, else the build tree beside this executable, else the
@@ -278,6 +283,7 @@ LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState
   if (!node_why.empty()) why_not += (why_not.empty() ? "" : "; ") + node_why;
   if (node_why.empty()) c.node_dir = NodeInstallDir(c.node_path);
   if (std::string e = LandlockRefusal(c); !e.empty()) why_not += (why_not.empty() ? "" : "; ") + e;
+  if (std::string e = RunIdentityRefusal(c); !e.empty()) why_not += (why_not.empty() ? "" : "; ") + e;
   if (c.seccomp) {
     // why: fail closed; with seccomp configured on, no run starts without the filter.
     if (int rc = seccomp::CompileWorkerPolicy(&c.seccomp_bpf); rc < 0)
@@ -391,6 +397,17 @@ WorkerLayerFacts LayerFacts(const LaunchConfig& c) {
   f.landlock_demanded = c.landlock_demanded;
   f.landlock_problem = c.landlock_problem;
   f.network_off = c.network_off;
+  if (c.run_uids) {
+    const RunUidRange r = c.run_uids->range();
+    const uint64_t held = c.run_uids->CountHeld();
+    f.run_uids = std::to_string(r.first) + "-" + std::to_string(r.last) + " (" +
+                 std::to_string(r.size()) + " uids, " + std::to_string(r.size() - held) +
+                 " free now; locks in " + c.run_uids->path() + ")";
+  }
+  f.run_uids_demanded = c.run_uids_demanded;
+  f.run_uids_off_reason = c.run_uids_off_reason;
+  f.run_uids_warning = c.run_uids_warning;
+  f.run_gid = c.gid;
   f.runs_possible = c.ready();
   f.runs_reason = c.refusal;
   return f;

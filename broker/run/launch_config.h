@@ -3,6 +3,7 @@
 // run-as identity, the resource limits and the compiled seccomp program.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "broker/harden/env_store.h"
 #include "broker/harden/layers.h"
 #include "broker/harden/privileges.h"
+#include "broker/run/run_uids.h"
 #include "shared/worker_protocol.h"
 #include "shared/unique_fd.h"
 
@@ -24,6 +26,13 @@ struct LaunchConfig {
   uint32_t uid = 0;
   uint32_t gid = 0;
   std::string run_as;  // how the identity was resolved, for reports
+  // Own identity per run (broker/run/run_uids.h, run_identity.h): where set, each run
+  // gets a uid of its own from this pool and keeps gid above; nullptr runs every script
+  // as uid above. Shared: the supervisor takes leases through the const configuration.
+  std::shared_ptr<RunUidPool> run_uids;
+  bool run_uids_demanded = false;   // SKILL_MCP_RUN_UIDS names a range
+  std::string run_uids_off_reason;  // why runs share one uid, when run_uids is null
+  std::string run_uids_warning;     // on, with a weakness (private state dir, MCP_DATA_DIR)
   RunLimits limits;
   bool seccomp = true;
   std::string seccomp_bpf;  // compiled once here, handed to every worker (RunSpec)
@@ -60,7 +69,8 @@ struct LaunchConfigResult {
 // Options: SKILL_MCP_WORKER, SKILL_MCP_NODE, SKILL_MCP_SECCOMP (on|off),
 // SKILL_MCP_NAMESPACES (auto|on|off, default auto: probes the host once; auto runs
 // without them where the probe fails, on refuses runs then),
-// SKILL_MCP_LANDLOCK (auto|on|off), SKILL_MCP_NETWORK (on|off), TMPDIR (the base of
+// SKILL_MCP_LANDLOCK (auto|on|off), SKILL_MCP_NETWORK (on|off),
+// SKILL_MCP_RUN_UIDS (A-B|off; unset: the default range where it can work), TMPDIR (the base of
 // the runs' scratch directories; /tmp when unset or relative),
 // SKILL_MCP_LIMIT_{NPROC,AS_MB,DATA_MB,CPU_SECONDS,FSIZE_MB,NOFILE} (strict positive
 // integers). The run-as identity comes from what DropPrivileges resolved.

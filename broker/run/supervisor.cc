@@ -40,7 +40,7 @@ void Wipe(std::string& s) {
 // The run description for one prepared run; the values of the variables are wiped
 // again by the caller once encoded.
 RunSpec BuildSpec(const PreparedRun& run, const LaunchConfig& config, const EnvStore& env,
-                  const std::string& scratch) {
+                  const std::string& scratch, uint32_t uid) {
   RunSpec spec;
   spec.script_path = run.script_real_path;
   spec.args = run.args;
@@ -52,7 +52,7 @@ RunSpec BuildSpec(const PreparedRun& run, const LaunchConfig& config, const EnvS
                   [&](std::string_view v) { spec.envp.push_back(name + "=" + std::string(v)); });
   }
   spec.switch_ids = config.switch_ids;
-  spec.uid = config.uid;
+  spec.uid = uid;
   spec.gid = config.gid;
   spec.limits = config.limits;
   spec.seccomp = config.seccomp;
@@ -91,6 +91,10 @@ StartRefusal SystemRefusal(std::string what, int err) {
 }  // namespace
 
 struct RunSupervisor::Run {
+  // The run's own uid (broker/run/run_uids.h), released after its processes are killed
+  // and reaped; declared first so that it is released last.
+  std::optional<RunUidLease> uid_lease;
+  uint32_t uid = 0;
   std::unique_ptr<ScratchDir> scratch;  // removed (with its tree) when the run is dropped
   PreparedRun prepared;  // holds the script descriptor until the run settles
   Done done;
@@ -132,14 +136,24 @@ std::optional<StartRefusal> RunSupervisor::Start(PreparedRun prepared, Done on_d
   // nothing runs (there is no path to fall back to).
   if (!prepared.script_fd.valid()) return SystemRefusal("the checked script descriptor", EBADF);
 
+  // why: each run under its own uid where the pool exists; never a silent fallback to
+  // the shared run-as uid when the range is exhausted.
+  std::optional<RunUidLease> lease;
+  uint32_t uid = config_.uid;
+  if (config_.run_uids) {
+    RunUidPool::Acquired got = config_.run_uids->Acquire();
+    if (!got.lease) return StartRefusal{StartProblem::kUnavailable, got.error};
+    lease = std::move(got.lease);
+    uid = lease->uid();
+  }
   // why: each run gets its own TMPDIR, owned by its uid, that no other run shares.
   std::unique_ptr<ScratchDir> scratch =
-      ScratchDir::Create(config_.scratch_base, config_.switch_ids, config_.uid, config_.gid);
+      ScratchDir::Create(config_.scratch_base, config_.switch_ids, uid, config_.gid);
   if (!scratch)
     return SystemRefusal("could not make the run's scratch directory in " + config_.scratch_base +
-                             (config_.switch_ids ? " as uid " + std::to_string(config_.uid) : ""),
+                             (config_.switch_ids ? " as uid " + std::to_string(uid) : ""),
                          errno);
-  RunSpec spec = BuildSpec(prepared, config_, env_, scratch->path());
+  RunSpec spec = BuildSpec(prepared, config_, env_, scratch->path(), uid);
   std::optional<std::string> encoded = EncodeRunSpec(spec);
   for (std::string& e : spec.envp) Wipe(e);  // why: values leave plain memory at once
   if (!encoded) return StartRefusal{StartProblem::kBadDescription};
@@ -170,6 +184,8 @@ std::optional<StartRefusal> RunSupervisor::Start(PreparedRun prepared, Done on_d
   run->spec_bytes = std::move(*encoded);
   run->prepared = std::move(prepared);
   run->scratch = std::move(scratch);
+  run->uid_lease = std::move(lease);
+  run->uid = uid;
   run->done = std::move(on_done);
   for (const UniqueFd* fd : {&run->out_r, &run->err_r, &run->report_r, &run->spec_w})
     SetNonBlocking(fd->get());
@@ -367,15 +383,15 @@ RunResult RunSupervisor::Result(Run& r) const {
   RunResult result;
   // The report first, the exit code second: a script could itself exit with a step code.
   if (std::optional<WorkerReport> report = DecodeWorkerReport(r.report_buf)) {
-    result.failure = SetupFailure{static_cast<int32_t>(report->step), report->err, config_.uid,
+    result.failure = SetupFailure{static_cast<int32_t>(report->step), report->err, r.uid,
                                   config_.gid, config_.worker_path, config_.node_path};
     return result;
   }
   if (!r.report_buf.empty()) {
     // why: the worker wrote something that is not a report: it did not exec node (the
     // pipe closes silently on exec), so the run counts as failed setup, never as ran.
-    result.failure = SetupFailure{kUnreadableReport, EPROTO, config_.uid, config_.gid, config_.worker_path,
-                                  config_.node_path};
+    result.failure = SetupFailure{kUnreadableReport, EPROTO, r.uid, config_.gid,
+                                  config_.worker_path, config_.node_path};
     return result;
   }
   if (r.child_code == CLD_EXITED) {
@@ -405,9 +421,11 @@ void RunSupervisor::Teardown() {
 
 void RunSupervisor::KillAndReapNow() {
   std::unique_ptr<ScratchDir> scratch;
+  std::optional<RunUidLease> lease;  // released last, once the run's processes are reaped
   if (run_) {
     SignalGroup(SIGKILL);
     scratch = std::move(run_->scratch);  // removed once nothing of the run can write there
+    lease = std::move(run_->uid_lease);
     Teardown();  // the leader is now one more child for the sweep below
   }
   if (!reaper_.SweepAndWait(kShutdownReapMs))

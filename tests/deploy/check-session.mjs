@@ -59,7 +59,15 @@ if (expect.run) {
   check(seen !== undefined, 'the probe printed its status', show(r));
   if (seen) {
     const uid = String(expect.run.uid);
-    check(seen.Uid?.every((u) => u === uid), `the script runs as uid ${uid} (real, effective, saved, fs)`, show(seen.Uid));
+    if (uid.includes('-')) {
+      // "LO-HI": a uid of its own from the per-run range, the same in all four places.
+      const [lo, hi] = uid.split('-').map(Number);
+      const got = Number(seen.Uid?.[0]);
+      check(seen.Uid?.every((u) => u === seen.Uid[0]) && got >= lo && got <= hi,
+        `the script runs as a uid of its own in ${uid} (real, effective, saved, fs)`, show(seen.Uid));
+    } else {
+      check(seen.Uid?.every((u) => u === uid), `the script runs as uid ${uid} (real, effective, saved, fs)`, show(seen.Uid));
+    }
     if (expect.run.gid !== undefined) {
       check(seen.Gid?.every((g) => g === String(expect.run.gid)), `the script runs as gid ${expect.run.gid}`, show(seen.Gid));
     }

@@ -76,7 +76,8 @@ perms=$(in_ctr stat -c '%U:%G %a %F' "${sock}" 2>&1) || fail "no socket at ${soc
 echo "ok - skill-mcp.socket is enabled and listening on ${sock} (root:skill-mcp-users 0660)"
 
 bin=/usr/bin/skill-mcp
-run_uid=$(in_ctr id -u skill-mcp-run)
+# Under the unit every run has a uid of its own from the default per-run range.
+run_uid=1879048192-1879113727
 in_ctr mkdir -p /srv/skills
 tar -C "${here}" -c probe-skill | podman exec -i "${CTR}" sh -c \
   'tar -C /srv/skills -x --no-same-owner && mv /srv/skills/probe-skill /srv/skills/probe && chmod -R a+rX /srv/skills'

@@ -5,7 +5,7 @@
 # `skill-mcp connect` with the official SDK client:
 #   - the socket is root:skill-mcp-users 0660; a user outside the group is refused
 #   - a member lists, loads, reads a file and runs a confirmed script whose worker
-#     runs as skill-mcp-run with no capabilities, no_new_privs and seccomp, while the
+#     runs under a uid of its own with skill-mcp-run's group, no capabilities, no_new_privs and seccomp, while the
 #     broker runs as skill-mcp holding exactly CAP_SETUID, CAP_SETGID, CAP_KILL, CAP_SETPCAP
 #   - the unit starts without the optional MCP_CONFIRM_SECRET credential (and then a
 #     token from one broker is refused by the next); with it in /etc/credstore, a
@@ -52,7 +52,9 @@ for u in skill-mcp skill-mcp-run; do
 done
 in_ctr getent group skill-mcp-users >/dev/null || fail "systemd-sysusers did not create skill-mcp-users"
 echo "ok - sysusers created skill-mcp, skill-mcp-run and skill-mcp-users"
-run_uid=$(in_ctr id -u skill-mcp-run) run_gid=$(in_ctr id -g skill-mcp-run)
+# Under the unit every run has a uid of its own from the default per-run range
+# (SKILL_MCP_RUN_UIDS, locks in the unit's StateDirectory=) and skill-mcp-run's group.
+run_uid=1879048192-1879113727 run_gid=$(in_ctr id -g skill-mcp-run)
 svc_uid=$(in_ctr id -u skill-mcp)
 
 # A probe skill next to the example one; configuration through the shipped env file.

@@ -113,6 +113,62 @@ TEST(Layers, LandlockAndTheNetworkOption) {
             0);
 }
 
+// Own identity per run: on with the range and free count and the group runs keep; off with
+// the reason; demanded only when SKILL_MCP_RUN_UIDS names a range.
+TEST(Layers, RunIdentityOnWithItsRangeOffWithItsReason) {
+  EXPECT_EQ(InChild([] {
+              IsolationFacts f = GoodFacts();
+              f.worker.run_uids_off_reason = "the broker cannot switch uids";
+              auto off = ComputeLayers(f);
+              const Layer* l = Find(off, "run-identity");
+              if (!l || l->on || l->demanded || l->reason != "the broker cannot switch uids")
+                return 1;
+              if (DoctorExitCode(off) != 0) return 2;
+              f.worker.run_uids_demanded = true;
+              if (DoctorExitCode(ComputeLayers(f)) != 1) return 3;
+              f.worker.run_uids = "70000-70009 (10 uids, 9 free now; locks in /s/run-uids)";
+              f.worker.run_gid = 64000;
+              auto on = ComputeLayers(f);
+              l = Find(on, "run-identity");
+              if (!l->on || DoctorExitCode(on) != 0) return 4;
+              if (l->reason.find("from 70000-70009 (10 uids, 9 free now") == std::string::npos ||
+                  l->reason.find("run-as group 64000") == std::string::npos ||
+                  l->reason.find("warning") != std::string::npos)
+                return 5;
+              f.worker.run_uids_warning = "MCP_DATA_DIR cannot be written";
+              auto warned = ComputeLayers(f);
+              l = Find(warned, "run-identity");
+              return l->reason.find("warning: MCP_DATA_DIR cannot be written") != std::string::npos
+                         ? 0
+                         : 6;
+            }),
+            0);
+}
+
+// The spent-token record: on without a shared key or with a host-wide record; off (a
+// warning, never a doctor failure) when the record lies in a private /tmp.
+TEST(Layers, SpentTokensNotHostWideIsAWarning) {
+  EXPECT_EQ(InChild([] {
+              IsolationFacts f = GoodFacts();
+              auto plain = ComputeLayers(f);
+              const Layer* l = Find(plain, "spent-tokens-host-wide");
+              if (!l || !l->on || l->reason.find("no MCP_CONFIRM_SECRET") == std::string::npos)
+                return 1;
+              f.shared_tokens = true;
+              f.spent_dir_path = "/var/lib/skill-mcp/spent-tokens";
+              auto on = ComputeLayers(f);
+              l = Find(on, "spent-tokens-host-wide");
+              if (!l->on || l->reason.find("/var/lib/skill-mcp/spent-tokens") == std::string::npos)
+                return 2;
+              f.spent_dir_problem = "/tmp/s lies in this process's private /tmp";
+              auto off = ComputeLayers(f);
+              l = Find(off, "spent-tokens-host-wide");
+              if (l->on || l->demanded || DoctorExitCode(off) != 0) return 3;
+              return l->reason.find("not spent host-wide: /tmp/s lies") != std::string::npos ? 0 : 4;
+            }),
+            0);
+}
+
 // Issue 12: auto's probe failure is off with its reason and never fails doctor; the
 // fresh /proc and parent-death layers are reported with the namespaces.
 TEST(Layers, AutoNamespacesFreshProcAndParentDeathAreReported) {
