@@ -40,26 +40,28 @@ std::optional<int64_t> CacheTtlMs(std::string_view method) {
   // change under a running server (README "Skills over MCP"), so reads are never cached.
   constexpr int64_t kFixedForProcess = 3600000;
   if (method == "tools/list" || method == "prompts/list" || method == "resources/list" ||
-      method == "resources/templates/list" || method == "server/discover" ||
-      method == "skills/list") {
+      method == "resources/templates/list" || method == "server/discover") {
     return kFixedForProcess;
   }
-  if (method == "resources/read" || method == "skills/get" ||
-      method == "resources/directory/read") {
-    return 0;
-  }
+  if (method == "resources/read") return 0;
   return std::nullopt;
+}
+
+bool WritesOwnResultType(std::string_view method) {
+  return method == "skills/list" || method == "skills/get" ||
+         method == "resources/directory/read";
 }
 
 std::string ResultStampFields(std::string_view result_type, std::optional<int64_t> ttl_ms,
                               const Json& server_info) {
-  std::string out = R"("resultType":)" + Json(std::string(result_type)).dump();
+  std::string out;
+  if (!result_type.empty()) out = R"("resultType":)" + Json(std::string(result_type)).dump() + ",";
   if (ttl_ms) {
     // Why private: answers depend on this host's roots, grants and gate settings.
-    out += R"(,"ttlMs":)" + std::to_string(*ttl_ms) + R"(,"cacheScope":"private")";
+    out += R"("ttlMs":)" + std::to_string(*ttl_ms) + R"(,"cacheScope":"private",)";
   }
   Json meta = {{std::string(kServerInfoKey), server_info}};
-  out += R"(,"_meta":)" + meta.dump(-1, ' ', false, Json::error_handler_t::replace);
+  out += R"("_meta":)" + meta.dump(-1, ' ', false, Json::error_handler_t::replace);
   return out;
 }
 

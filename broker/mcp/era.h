@@ -37,9 +37,13 @@ Envelope ReadEnvelope(const Json& params);
 // cached. nullopt: not cacheable.
 std::optional<int64_t> CacheTtlMs(std::string_view method);
 
+// The Skills over MCP methods, whose results carry resultType, ttlMs and cacheScope in
+// every era (broker/tools/skills_ext.h): a 2026 answer adds only _meta.
+bool WritesOwnResultType(std::string_view method);
+
 // The fields written first in a 2026 result object, as JSON members without the braces:
-// resultType (`result_type`), then ttlMs and cacheScope when `ttl_ms` is set, then
-// _meta[io.modelcontextprotocol/serverInfo].
+// resultType (`result_type`, unless empty), then ttlMs and cacheScope when `ttl_ms` is
+// set, then _meta[io.modelcontextprotocol/serverInfo].
 std::string ResultStampFields(std::string_view result_type, std::optional<int64_t> ttl_ms,
                               const Json& server_info);
 

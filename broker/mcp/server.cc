@@ -89,7 +89,8 @@ bool McpServer::Admit(const std::string& method, const Envelope& e, Reply& reply
   // initialize on the same connection.
   if (method != "server/discover") era_ = Era::kModern;
   Json info = ServerInfo();
-  reply.StampModern(ResultStampFields("complete", CacheTtlMs(method), info),
+  reply.StampModern(ResultStampFields(WritesOwnResultType(method) ? "" : "complete",
+                                      CacheTtlMs(method), info),
                     ResultStampFields("input_required", std::nullopt, info));
   return true;
 }
