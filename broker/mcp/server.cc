@@ -87,7 +87,11 @@ bool McpServer::Admit(const std::string& method, const Envelope& e, Reply& reply
   }
   // server/discover is a probe: it fixes nothing, so a client may still fall back to
   // initialize on the same connection.
-  if (method != "server/discover") era_ = Era::kModern;
+  if (method != "server/discover" && era_ != Era::kModern) {
+    era_ = Era::kModern;
+    // The 2026 schema, like 2025-11-25's, allows only a string or integer id (session.h).
+    session_.SetOmitNullErrorId(true);
+  }
   Json info = ServerInfo();
   reply.StampModern(ResultStampFields(WritesOwnResultType(method) ? "" : "complete",
                                       CacheTtlMs(method), info),

@@ -78,7 +78,8 @@ void FuzzMeta(fuzz::Server& server, uint8_t pick, std::string_view rest) {
                             "\"server/discover\",\"params\":{\"_meta\":" + kEnvelope + "}}\n";
   Check(server.Feed(probe));
   std::vector<Json> alive = fuzz::AnswersTo(server.TakeOutput(), Json(99));
-  Check(alive.size() == 1 && alive[0].contains("result"));
+  // An initialize with a usable _meta fixes 2025, and then the probe is refused (-32022).
+  Check(alive.size() == 1);
 }
 
 bool Approves(const Json& params) {

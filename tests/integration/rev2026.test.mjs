@@ -334,6 +334,19 @@ describe('skill_run under 2026-07-28: Multi Round-Trip confirmation', () => {
     assert.equal(runs(mark), 1);
   });
 
+  test('a retry carrying the state is settled as a round, whatever it declares', async () => {
+    const mark = marker();
+    const first = assertInputRequired(await runCall(raw, { mark }));
+    const done = toolJson(await runCall(raw, { mark, capabilities: {}, state: first.requestState, responses: accept }));
+    assert.equal(done.json.exitCode, 0, JSON.stringify(done.json));
+    assert.equal(runs(mark), 1);
+    // An answer with a confirmToken but no state is a round too: asked, not run.
+    const preview = toolJson(await runCall(raw, { mark, capabilities: {} }));
+    const args = { name: 'marker', script: 'scripts/mark.js', args: [mark], confirmToken: preview.json.confirmToken };
+    assertInputRequired(await ask(raw, 'tools/call', meta({ name: 'skill_run', arguments: args, inputResponses: accept }, {})));
+    assert.equal(runs(mark), 1);
+  });
+
   test('no server-to-client request is ever written', () => {
     for (const line of raw.lines) {
       const msg = JSON.parse(line);
@@ -350,6 +363,34 @@ test('an expired round state is TOKEN_EXPIRED and runs nothing', async () => {
     await sleep(2100);
     assertRejected(await runCall(raw, { mark, state: first.requestState, responses: accept }), 'TOKEN_EXPIRED');
     assert.equal(runs(mark), 0);
+  } finally {
+    await raw.end();
+  }
+});
+
+test('MCP_CONFIRM_ELICITATION=off: an eliciting 2026 client gets the preview-and-token flow', async () => {
+  const raw = spawnRaw(runEnv({ MCP_CONFIRM_ELICITATION: 'off' }));
+  try {
+    const mark = marker();
+    const { json } = toolJson(await runCall(raw, { mark }));
+    assert.equal(json.status, 'confirmation-required');
+    assert.equal(runs(mark), 0);
+  } finally {
+    await raw.end();
+  }
+});
+
+test('once a connection speaks 2026-07-28, an error about an unknown id carries no id', async () => {
+  const raw = spawnRaw(runEnv());
+  try {
+    raw.send('{"jsonrpc":"2.0","id":');
+    const before = await raw.next();
+    assert.equal(before.id, null, 'before any 2026 request: id null, as today');
+    await ask(raw, 'tools/list', meta());
+    raw.send('{"jsonrpc":"2.0","id":');
+    const after = await raw.next();
+    assert.equal(after.error?.code, -32700, JSON.stringify(after));
+    assert.equal('id' in after, false, JSON.stringify(after));
   } finally {
     await raw.end();
   }
