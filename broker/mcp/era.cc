@@ -48,8 +48,7 @@ std::optional<int64_t> CacheTtlMs(std::string_view method) {
 }
 
 bool WritesOwnResultType(std::string_view method) {
-  return method == "skills/list" || method == "skills/get" ||
-         method == "resources/directory/read";
+  return method == "skills/list" || method == "skills/get" || method == "resources/directory/read";
 }
 
 std::string ResultStampFields(std::string_view result_type, std::optional<int64_t> ttl_ms,

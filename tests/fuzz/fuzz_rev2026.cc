@@ -55,7 +55,8 @@ void FuzzMeta(fuzz::Server& server, uint8_t pick, std::string_view rest) {
   const std::string method = kMethods[pick % std::size(kMethods)];
   const std::string line = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"" + method +
                            "\",\"params\":{\"uri\":\"skill://demo/SKILL.md\",\"name\":\"demo\","
-                           "\"_meta\":" + std::string(rest) + "}}\n";
+                           "\"_meta\":" +
+                           std::string(rest) + "}}\n";
   if (!server.Feed(line)) return;
   std::vector<Json> out = server.TakeOutput();
   NoServerRequests(out);
@@ -89,8 +90,8 @@ bool Approves(const Json& params) {
   if (c == r->end() || !c->is_object()) return false;
   auto action = c->find("action");
   auto content = c->find("content");
-  return action != c->end() && *action == "accept" && content != c->end() &&
-         content->is_object() && content->contains("approve") && (*content)["approve"] == true;
+  return action != c->end() && *action == "accept" && content != c->end() && content->is_object() &&
+         content->contains("approve") && (*content)["approve"] == true;
 }
 
 void FuzzRetry(fuzz::Server& server, uint8_t flags, std::string_view rest) {
@@ -104,12 +105,13 @@ void FuzzRetry(fuzz::Server& server, uint8_t flags, std::string_view rest) {
   const std::string genuine = round["requestState"].get<std::string>();
 
   const std::string state =
-      (flags & 2) ? Json(genuine + std::string(rest)).dump(-1, ' ', false,
-                                                            Json::error_handler_t::replace)
-                  : std::string(rest.empty() ? "null" : rest);
+      (flags & 2)
+          ? Json(genuine + std::string(rest)).dump(-1, ' ', false, Json::error_handler_t::replace)
+          : std::string(rest.empty() ? "null" : rest);
   const std::string responses =
-      (flags & 4) ? std::string(rest.empty() ? "{}" : rest)
-                  : std::string("{\"confirm\":{\"action\":\"accept\",\"content\":{\"approve\":true}}}");
+      (flags & 4)
+          ? std::string(rest.empty() ? "{}" : rest)
+          : std::string("{\"confirm\":{\"action\":\"accept\",\"content\":{\"approve\":true}}}");
   const int args = (flags & 8) ? 1 : 0;
   const std::string extra = ",\"requestState\":" + state + ",\"inputResponses\":" + responses;
   for (int id : {3, 4}) {
@@ -125,8 +127,7 @@ void FuzzRetry(fuzz::Server& server, uint8_t flags, std::string_view rest) {
       dispatched = answers[0].contains("result") && fuzz::IsDispatched(answers[0]["result"]);
     }
     const bool may = id == 3 && m.kind == RpcMessage::Kind::kRequest && args == 0 &&
-                     m.params.value("requestState", Json()) == Json(genuine) &&
-                     Approves(m.params);
+                     m.params.value("requestState", Json()) == Json(genuine) && Approves(m.params);
     // Why both ways: an approved, genuine, unspent round must run, and nothing else may.
     Check(dispatched == may);
   }

@@ -32,8 +32,7 @@ TEST(RoundState, AConfirmTokenIsRefusedAsAState) {
   ASSERT_NE(tokens, nullptr);
   auto token = tokens->Issue(SampleWillRun(), kNow, kTtl);
   ASSERT_TRUE(token.has_value());
-  EXPECT_EQ(tokens->CheckAndSpend(token->token, SampleWillRun(), kNow, nullptr,
-                                  kSkillRunRoundTool),
+  EXPECT_EQ(tokens->CheckAndSpend(token->token, SampleWillRun(), kNow, nullptr, kSkillRunRoundTool),
             TokenVerdict::kInvalid);
   // Still unspent for its own domain.
   EXPECT_EQ(tokens->CheckAndSpend(token->token, SampleWillRun(), kNow), TokenVerdict::kValid);
@@ -44,11 +43,9 @@ TEST(RoundState, IsSingleUseAndExpires) {
   ASSERT_NE(tokens, nullptr);
   auto state = tokens->Issue(SampleWillRun(), kNow, kTtl, kSkillRunRoundTool);
   ASSERT_TRUE(state.has_value());
-  EXPECT_EQ(tokens->CheckAndSpend(state->token, SampleWillRun(), kNow, nullptr,
-                                  kSkillRunRoundTool),
+  EXPECT_EQ(tokens->CheckAndSpend(state->token, SampleWillRun(), kNow, nullptr, kSkillRunRoundTool),
             TokenVerdict::kValid);
-  EXPECT_EQ(tokens->CheckAndSpend(state->token, SampleWillRun(), kNow, nullptr,
-                                  kSkillRunRoundTool),
+  EXPECT_EQ(tokens->CheckAndSpend(state->token, SampleWillRun(), kNow, nullptr, kSkillRunRoundTool),
             TokenVerdict::kReused);
   auto later = tokens->Issue(SampleWillRun(), kNow, kTtl, kSkillRunRoundTool);
   ASSERT_TRUE(later.has_value());

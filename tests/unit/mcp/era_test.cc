@@ -18,8 +18,9 @@ TEST(ReadEnvelope, NoVersionKeyIsA2025Request) {
 }
 
 TEST(ReadEnvelope, The2026EnvelopeNeedsObjectCapabilities) {
-  Envelope e = ReadEnvelope(Params({{std::string(kProtocolVersionKey), "2026-07-28"},
-                                    {std::string(kClientCapabilitiesKey), {{"elicitation", Json::object()}}}}));
+  Envelope e = ReadEnvelope(
+      Params({{std::string(kProtocolVersionKey), "2026-07-28"},
+              {std::string(kClientCapabilitiesKey), {{"elicitation", Json::object()}}}}));
   EXPECT_EQ(e.kind, Envelope::Kind::kModern);
   EXPECT_TRUE(e.capabilities.contains("elicitation"));
   for (Json caps : {Json(), Json::array(), Json("x")}) {
@@ -55,8 +56,9 @@ TEST(CacheTtl, ListsForAnHourReadsNeverOthersNone) {
 TEST(ResultStamp, FieldsInOrderAndPrependedOnce) {
   Json info = {{"name", "skill-mcp"}, {"version", "1"}};
   std::string f = ResultStampFields("complete", 0, info);
-  EXPECT_EQ(f, R"("resultType":"complete","ttlMs":0,"cacheScope":"private",)"
-               R"("_meta":{"io.modelcontextprotocol/serverInfo":{"name":"skill-mcp","version":"1"}})");
+  EXPECT_EQ(f,
+            R"("resultType":"complete","ttlMs":0,"cacheScope":"private",)"
+            R"("_meta":{"io.modelcontextprotocol/serverInfo":{"name":"skill-mcp","version":"1"}})");
   EXPECT_EQ(ResultStampFields("", std::nullopt, info).rfind(R"("_meta":)", 0), 0u);
   EXPECT_EQ(PrependFields(R"("a":1)", "{}"), R"({"a":1})");
   EXPECT_EQ(PrependFields(R"("a":1)", R"({"b":2})"), R"({"a":1,"b":2})");
