@@ -182,7 +182,7 @@ std::optional<IssuedToken> ConfirmTokens::Issue(const WillRun& will_run, int64_t
 
 TokenVerdict ConfirmTokens::CheckLocked(std::string_view token, const WillRun* will_run,
                                         int64_t now, Nonce* nonce, int64_t* expiry,
-                                        std::string* detail) {
+                                        std::string* detail, std::string_view tool_name) {
   now = Monotonic(now);
   Prune(now);
   // 1. Signature and claims: anything that is not exactly a token we signed is INVALID.
@@ -201,8 +201,8 @@ TokenVerdict ConfirmTokens::CheckLocked(std::string_view token, const WillRun* w
   sodium_mprotect_noaccess(key_);
   if (!genuine || claims[0] != kTokenVersion) return TokenVerdict::kInvalid;
   unsigned char tool[kHashBytes];
-  Hash(kSkillRunTool, tool);
-  // Why: a token signed for another tool never confirms skill_run.
+  Hash(tool_name, tool);
+  // Why: a token signed for another tool (or another domain) never confirms skill_run.
   if (sodium_memcmp(tool, claims + kToolOffset, kHashBytes) != 0) return TokenVerdict::kInvalid;
   std::copy_n(claims + kNonceOffset, kNonceBytes, nonce->begin());
   *expiry = GetBigEndian(claims + kExpiryOffset);
@@ -261,11 +261,12 @@ TokenVerdict ConfirmTokens::SpendLocked(const Nonce& nonce, int64_t expiry, int6
   return TokenVerdict::kValid;
 }
 
-TokenVerdict ConfirmTokens::Check(std::string_view token, const WillRun& will_run, int64_t now) {
+TokenVerdict ConfirmTokens::Check(std::string_view token, const WillRun& will_run, int64_t now,
+                                  std::string_view tool) {
   Nonce nonce{};
   int64_t expiry = 0;
   std::string detail;
-  return CheckLocked(token, &will_run, now, &nonce, &expiry, &detail);
+  return CheckLocked(token, &will_run, now, &nonce, &expiry, &detail, tool);
 }
 
 TokenVerdict ConfirmTokens::Spend(std::string_view token, int64_t now, std::string* detail) {
@@ -279,12 +280,13 @@ TokenVerdict ConfirmTokens::Spend(std::string_view token, int64_t now, std::stri
 }
 
 TokenVerdict ConfirmTokens::CheckAndSpend(std::string_view token, const WillRun& will_run,
-                                          int64_t now, std::string* detail) {
+                                          int64_t now, std::string* detail,
+                                          std::string_view tool) {
   Nonce nonce{};
   int64_t expiry = 0;
   std::string ignored;
   if (detail == nullptr) detail = &ignored;
-  TokenVerdict verdict = CheckLocked(token, &will_run, now, &nonce, &expiry, detail);
+  TokenVerdict verdict = CheckLocked(token, &will_run, now, &nonce, &expiry, detail, tool);
   if (verdict != TokenVerdict::kValid) return verdict;
   return SpendLocked(nonce, expiry, now, detail);
 }

@@ -47,6 +47,10 @@ struct IssuedToken {
 inline constexpr size_t kMaxSpentTokens = 4096;
 inline constexpr uint8_t kTokenVersion = 1;
 inline constexpr std::string_view kSkillRunTool = "skill_run";
+// The domain of the requestState a 2026-07-28 `input_required` round hands out
+// (docs/wire.md §8). Why a domain of its own: a round state is handed out BEFORE the user
+// answered, so it must never pass as a confirmToken, nor a confirmToken as a round state.
+inline constexpr std::string_view kSkillRunRoundTool = "skill_run/input_required";
 
 class ConfirmTokens {
  public:
@@ -72,8 +76,10 @@ class ConfirmTokens {
   std::optional<IssuedToken> Issue(const WillRun& will_run, int64_t now, int64_t ttl_seconds,
                                    std::string_view tool = kSkillRunTool);
 
-  // Signature/claims, then spent, then expired, then payload. Spends nothing.
-  TokenVerdict Check(std::string_view token, const WillRun& will_run, int64_t now);
+  // Signature/claims, then spent, then expired, then payload. Spends nothing. `tool` is the
+  // domain the token must have been issued for (kSkillRunTool or kSkillRunRoundTool).
+  TokenVerdict Check(std::string_view token, const WillRun& will_run, int64_t now,
+                     std::string_view tool = kSkillRunTool);
 
   // Marks a genuine token spent: kValid when it was not spent before, kReused when it was,
   // kInvalid when it is not ours, kExpired, kSpentSetFull. No payload check.
@@ -83,7 +89,8 @@ class ConfirmTokens {
   // Check and, when kValid, Spend, in one step: two pipelined calls carrying the same
   // token cannot both pass (the broker is single-threaded; no lock is needed).
   TokenVerdict CheckAndSpend(std::string_view token, const WillRun& will_run, int64_t now,
-                             std::string* detail = nullptr);
+                             std::string* detail = nullptr,
+                             std::string_view tool = kSkillRunTool);
 
   size_t SpentCount();
 
@@ -100,7 +107,8 @@ class ConfirmTokens {
   ConfirmTokens() = default;
   bool AllocateKey();
   TokenVerdict CheckLocked(std::string_view token, const WillRun* will_run, int64_t now,
-                           Nonce* nonce, int64_t* expiry, std::string* detail);
+                           Nonce* nonce, int64_t* expiry, std::string* detail,
+                           std::string_view tool = kSkillRunTool);
   TokenVerdict SpendLocked(const Nonce& nonce, int64_t expiry, int64_t now, std::string* detail);
   int64_t Monotonic(int64_t now);
   void Prune(int64_t now);

@@ -19,6 +19,10 @@ inline constexpr int kMethodNotFound = -32601;
 inline constexpr int kInvalidParams = -32602;
 inline constexpr int kInternalError = -32603;
 inline constexpr int kResourceNotFound = -32002;  // MCP 2025: a missing resource
+// MCP 2026-07-28 (docs/wire.md §8): a capability the request needed was not declared, and
+// a protocol version this server does not serve.
+inline constexpr int kMissingRequiredClientCapability = -32021;
+inline constexpr int kUnsupportedProtocolVersion = -32022;
 inline constexpr size_t kMaxNestingDepth = 64;
 }  // namespace rpc
 

@@ -7,29 +7,122 @@
 #include "broker/tools/tool_definitions.h"
 
 namespace skillmcp {
+namespace {
+
+const Json& ParamsOf(const RpcMessage& m) {
+  static const Json kEmpty = Json::object();
+  return m.params.is_object() ? m.params : kEmpty;
+}
+
+// Methods the 2026-07-28 revision removed: a 2026 request for them is -32601.
+bool RemovedIn2026(const std::string& method) { return method == "initialize" || method == "ping"; }
+
+}  // namespace
 
 McpServer::McpServer(Session& session, CatalogueView view, std::string version,
                      RunToolHandler* run)
     : session_(session), view_(view), version_(std::move(version)), run_(run), skills_ext_(view) {}
 
+void McpServer::On(const std::string& method, Handler handler) {
+  session_.OnRequest(method, [this, method, handler](const RpcMessage& m, Reply r) {
+    Envelope e = ReadEnvelope(m.params);
+    if (!Admit(method, e, r)) return;
+    handler(m, r, e);
+  });
+}
+
+// The era rules (docs/wire.md §8). Every refusal is an error answer to this request only;
+// the connection and its era stay as they were.
+bool McpServer::Admit(const std::string& method, const Envelope& e, Reply& reply) {
+  using Kind = Envelope::Kind;
+  switch (e.kind) {
+    case Kind::kMalformed:
+      reply.Error(rpc::kInvalidParams, e.problem);
+      return false;
+    case Kind::kUnsupported:
+      reply.Error(rpc::kUnsupportedProtocolVersion,
+                  "protocol version \"" + e.requested + "\" is not served over _meta; send \"" +
+                      std::string(kModernRevision) +
+                      "\", or use initialize for the 2025 revisions",
+                  Json{{"supported", {std::string(kModernRevision)}}, {"requested", e.requested}});
+      return false;
+    case Kind::kNone:
+      // Why: the revision requires the envelope on every request; a 2025 client never
+      // sends server/discover, so nothing it sees changes.
+      if (method == "server/discover") {
+        reply.Error(rpc::kInvalidParams,
+                    std::string("server/discover needs params._meta[\"") +
+                        std::string(kProtocolVersionKey) + "\"] and [\"" +
+                        std::string(kClientCapabilitiesKey) + "\"] (2026-07-28)");
+        return false;
+      }
+      // Why: once a connection speaks 2026-07-28, a request without the envelope has no
+      // revision to be served under; it is refused, not guessed to be 2025.
+      if (era_ == Era::kModern) {
+        reply.Error(RemovedIn2026(method) ? rpc::kMethodNotFound : rpc::kInvalidParams,
+                    RemovedIn2026(method)
+                        ? "\"" + method + "\" does not exist in 2026-07-28, which this "
+                                          "connection speaks"
+                        : std::string("this connection speaks 2026-07-28: every request needs "
+                                      "params._meta[\"") +
+                              std::string(kProtocolVersionKey) + "\"]");
+        return false;
+      }
+      return true;
+    case Kind::kModern:
+      break;
+  }
+  // Why: a connection that negotiated a 2025 revision keeps it; its gate and capabilities
+  // were fixed by initialize, and a request cannot switch them midway.
+  if (era_ == Era::kLegacy) {
+    reply.Error(rpc::kUnsupportedProtocolVersion,
+                "this connection negotiated " + protocol_ +
+                    " with initialize; 2026-07-28 requests need a connection of their own",
+                Json{{"supported", {protocol_}}, {"requested", std::string(kModernRevision)}});
+    return false;
+  }
+  if (RemovedIn2026(method)) {
+    reply.Error(rpc::kMethodNotFound, "\"" + method + "\" does not exist in 2026-07-28");
+    return false;
+  }
+  // server/discover is a probe: it fixes nothing, so a client may still fall back to
+  // initialize on the same connection.
+  if (method != "server/discover" && era_ != Era::kModern) {
+    era_ = Era::kModern;
+    // The 2026 schema, like 2025-11-25's, allows only a string or integer id (session.h).
+    session_.SetOmitNullErrorId(true);
+  }
+  Json info = ServerInfo();
+  reply.StampModern(ResultStampFields(WritesOwnResultType(method) ? "" : "complete",
+                                      CacheTtlMs(method), info),
+                    ResultStampFields("input_required", std::nullopt, info));
+  return true;
+}
+
 void McpServer::Register() {
-  session_.OnRequest("initialize", [this](const RpcMessage& m, Reply r) { Initialize(m, r); });
-  session_.OnRequest("ping", [](const RpcMessage&, Reply r) { r.ResultJson("{}"); });
+  session_.OnRequest("initialize", [this](const RpcMessage& m, Reply r) {
+    Envelope e = ReadEnvelope(m.params);
+    if (e.kind == Envelope::Kind::kNone && era_ != Era::kModern) return Initialize(m, r);
+    // Admit refuses every other case: initialize does not exist in 2026-07-28.
+    Admit("initialize", e, r);
+  });
+  On("ping", [](const RpcMessage&, Reply r, const Envelope&) { r.ResultJson("{}"); });
+  On("server/discover", [this](const RpcMessage&, Reply r, const Envelope&) { Discover(r); });
   // The lists are fixed while the process lives: serialised once (README.md "Performance").
-  session_.OnRequest("tools/list", [this](const RpcMessage&, Reply r) {
+  On("tools/list", [this](const RpcMessage&, Reply r, const Envelope&) {
     r.ResultJson(view_.cache->Get("tools/list", [this] {
       return DumpJson(ToolDefinitions(run_ != nullptr));
     }));
   });
-  session_.OnRequest("tools/call", [this](const RpcMessage& m, Reply r) { CallTool(m, r); });
-  session_.OnRequest("prompts/list", [this](const RpcMessage&, Reply r) {
+  On("tools/call", [this](const RpcMessage& m, Reply r, const Envelope& e) { CallTool(m, r, e); });
+  On("prompts/list", [this](const RpcMessage&, Reply r, const Envelope&) {
     r.ResultJson(view_.cache->Get("prompts/list", [this] { return DumpJson(PromptsList(view_)); }));
   });
-  session_.OnRequest("resources/list", [this](const RpcMessage&, Reply r) {
+  On("resources/list", [this](const RpcMessage&, Reply r, const Envelope&) {
     r.ResultJson(
         view_.cache->Get("resources/list", [this] { return DumpJson(ResourcesList(view_)); }));
   });
-  session_.OnRequest("resources/templates/list", [](const RpcMessage&, Reply r) {
+  On("resources/templates/list", [](const RpcMessage&, Reply r, const Envelope&) {
     r.Result(OrderedJson{{"resourceTemplates", OrderedJson::array()}});
   });
   auto answer = [](Reply r, SurfaceAnswer a) {
@@ -41,21 +134,21 @@ void McpServer::Register() {
       r.Result(std::move(a.result));
     }
   };
-  session_.OnRequest("prompts/get", [this, answer](const RpcMessage& m, Reply r) {
-    answer(r, PromptsGet(view_, m.params.is_object() ? m.params : Json::object()));
+  On("prompts/get", [this, answer](const RpcMessage& m, Reply r, const Envelope&) {
+    answer(r, PromptsGet(view_, ParamsOf(m)));
   });
-  session_.OnRequest("resources/read", [this, answer](const RpcMessage& m, Reply r) {
-    answer(r, ResourcesRead(view_, m.params.is_object() ? m.params : Json::object()));
+  On("resources/read", [this, answer](const RpcMessage& m, Reply r, const Envelope&) {
+    answer(r, ResourcesRead(view_, ParamsOf(m)));
   });
   // The Skills over MCP extension (broker/tools/skills_ext.h).
-  session_.OnRequest("skills/list", [this, answer](const RpcMessage& m, Reply r) {
-    answer(r, skills_ext_.List(m.params.is_object() ? m.params : Json::object()));
+  On("skills/list", [this, answer](const RpcMessage& m, Reply r, const Envelope&) {
+    answer(r, skills_ext_.List(ParamsOf(m)));
   });
-  session_.OnRequest("skills/get", [this, answer](const RpcMessage& m, Reply r) {
-    answer(r, skills_ext_.Get(m.params.is_object() ? m.params : Json::object()));
+  On("skills/get", [this, answer](const RpcMessage& m, Reply r, const Envelope&) {
+    answer(r, skills_ext_.Get(ParamsOf(m)));
   });
-  session_.OnRequest("resources/directory/read", [this, answer](const RpcMessage& m, Reply r) {
-    answer(r, skills_ext_.ReadDirectory(m.params.is_object() ? m.params : Json::object()));
+  On("resources/directory/read", [this, answer](const RpcMessage& m, Reply r, const Envelope&) {
+    answer(r, skills_ext_.ReadDirectory(ParamsOf(m)));
   });
   session_.OnNotification("notifications/initialized", [](const RpcMessage&) {});
   session_.OnNotification("notifications/cancelled", [this](const RpcMessage& m) {
@@ -64,6 +157,18 @@ void McpServer::Register() {
     if (run_ != nullptr) run_->Cancel(id);
     session_.CancelInFlight(id);
   });
+}
+
+Json McpServer::ServerInfo() const { return Json{{"name", kServerName}, {"version", version_}}; }
+
+std::string McpServer::Instructions() const {
+  return "Agent Skills server. Call skill_list to see the skills and any problems, skill_load "
+         "for a skill's instructions and file manifest, skill_file to read the files those "
+         "instructions mention." +
+         std::string(run_ != nullptr
+                         ? " skill_run runs a script a skill declares, only after the user "
+                           "confirms the exact preview."
+                         : "");
 }
 
 void McpServer::Initialize(const RpcMessage& m, Reply reply) {
@@ -76,6 +181,7 @@ void McpServer::Initialize(const RpcMessage& m, Reply reply) {
   for (const char* v : kProtocolVersions) {
     if (requested == v) protocol_ = v;
   }
+  era_ = Era::kLegacy;
   // Why: only a client that offered form elicitation on a revision that has it is ever
   // sent elicitation/create (broker/confirm/gate_config.h).
   client_elicits_ = m.params.is_object() &&
@@ -88,20 +194,27 @@ void McpServer::Initialize(const RpcMessage& m, Reply reply) {
                                        {"extensions",
                                         {{kSkillsExtensionId, SkillsExtension::Capability()}}}};
   result["serverInfo"] = OrderedJson{{"name", kServerName}, {"version", version_}};
-  result["instructions"] =
-      "Agent Skills server. Call skill_list to see the skills and any problems, skill_load "
-      "for a skill's instructions and file manifest, skill_file to read the files those "
-      "instructions mention." +
-      std::string(run_ != nullptr
-                      ? " skill_run runs a script a skill declares, only after the user "
-                        "confirms the exact preview."
-                      : "");
+  result["instructions"] = Instructions();
   // Errors about messages with no usable id follow the negotiated revision (session.h).
   session_.SetOmitNullErrorId(protocol_ >= std::string("2025-11-25"));
   reply.Result(std::move(result));
 }
 
-void McpServer::CallTool(const RpcMessage& m, Reply reply) {
+// server/discover (docs/wire.md §8): no listChanged, since 2026-07-28 delivers those only
+// on subscriptions/listen, which this server does not offer (its lists never change).
+void McpServer::Discover(Reply reply) {
+  OrderedJson result;
+  result["supportedVersions"] = OrderedJson::array({std::string(kModernRevision)});
+  result["capabilities"] = OrderedJson{{"tools", OrderedJson::object()},
+                                       {"prompts", OrderedJson::object()},
+                                       {"resources", OrderedJson::object()},
+                                       {"extensions",
+                                        {{kSkillsExtensionId, SkillsExtension::Capability()}}}};
+  result["instructions"] = Instructions();
+  reply.Result(std::move(result));
+}
+
+void McpServer::CallTool(const RpcMessage& m, Reply reply, const Envelope& e) {
   auto name_it = m.params.find("name");
   if (!m.params.is_object() || name_it == m.params.end() || !name_it->is_string()) {
     reply.Error(rpc::kInvalidParams, "tools/call needs \"name\", a string");
@@ -121,7 +234,19 @@ void McpServer::CallTool(const RpcMessage& m, Reply reply) {
   if (name == "skill_load") return done(SkillLoad(view_, args));
   if (name == "skill_file") return done(SkillFile(view_, args));
   if (name == "skill_run" && run_ != nullptr) {
-    run_->Call(args, m.id, client_elicits_, done);
+    if (e.kind != Envelope::Kind::kModern) {
+      run_->Call(args, m.id, client_elicits_, done);
+      return;
+    }
+    // 2026-07-28: no request ever goes to the client; the gate asks through an
+    // input_required result instead (docs/wire.md §8).
+    RoundCall round;
+    round.client_elicits = ClientTakesFormPrompt(e.capabilities, kModernRevision);
+    round.request_state = m.params.value("requestState", Json());
+    round.input_responses = m.params.value("inputResponses", Json());
+    run_->CallRound(args, m.id, round, done, [reply](OrderedJson body) {
+      reply.InputRequired(body);
+    });
     return;
   }
   reply.Error(rpc::kInvalidParams, "unknown tool \"" + name + "\"; tools/list names the tools");

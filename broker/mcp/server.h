@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "broker/mcp/era.h"
 #include "broker/mcp/session.h"
 #include "broker/tools/skills_ext.h"
 #include "broker/tools/tool.h"
@@ -21,8 +22,19 @@ class McpServer {
   void Register();
 
  private:
+  // Which lifecycle the connection follows (docs/wire.md §8): none yet, 2025 (fixed by
+  // initialize) or 2026-07-28 (fixed by the first request served under it).
+  enum class Era { kUnset, kLegacy, kModern };
+  using Handler = std::function<void(const RpcMessage&, Reply, const Envelope&)>;
+  // Registers `method` behind the era checks: a 2025 request reaches `handler` as today,
+  // a 2026 one with its reply stamped; the others are refused here.
+  void On(const std::string& method, Handler handler);
+  bool Admit(const std::string& method, const Envelope& e, Reply& reply);
   void Initialize(const RpcMessage& m, Reply reply);
-  void CallTool(const RpcMessage& m, Reply reply);
+  void Discover(Reply reply);
+  void CallTool(const RpcMessage& m, Reply reply, const Envelope& e);
+  std::string Instructions() const;
+  Json ServerInfo() const;
 
   Session& session_;
   CatalogueView view_;
@@ -31,6 +43,7 @@ class McpServer {
   SkillsExtension skills_ext_;  // skills/list, skills/get, resources/directory/read
   bool client_elicits_ = false;
   std::string protocol_;
+  Era era_ = Era::kUnset;
 };
 
 }  // namespace skillmcp

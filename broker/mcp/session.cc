@@ -5,11 +5,32 @@
 
 #include <cerrno>
 
+#include "broker/mcp/era.h"
 #include "shared/log.h"
 
 namespace skillmcp {
+namespace {
+
+std::string DumpResult(const OrderedJson& result) {
+  return result.dump(-1, ' ', false, OrderedJson::error_handler_t::replace);
+}
+
+}  // namespace
+
+void Reply::StampModern(std::string complete_fields, std::string input_required_fields) const {
+  state_->modern = true;
+  state_->complete_fields = std::move(complete_fields);
+  state_->input_required_fields = std::move(input_required_fields);
+}
+
+void Reply::InputRequired(const OrderedJson& body) const {
+  if (!state_->modern) return Error(rpc::kInternalError, "input_required outside 2026-07-28");
+  ResultJson(JsonParts{"", PrependFields(state_->input_required_fields, DumpResult(body)), ""},
+             /*stamped=*/true);
+}
 
 void Reply::Result(OrderedJson result) const {
+  if (state_->modern) return ResultJson(DumpResult(result));
   if (state_->answered) return;
   state_->answered = true;
   if (state_->session == nullptr) return;  // cancelled: the client asked for no answer
@@ -21,8 +42,22 @@ void Reply::ResultJson(std::string result_json) const {
   ResultJson(JsonParts{"", std::move(result_json), ""});
 }
 
-void Reply::ResultJson(JsonParts result) const {
+void Reply::ResultJson(JsonParts result) const { ResultJson(std::move(result), false); }
+
+void Reply::ResultJson(JsonParts result, bool stamped) const {
   if (state_->answered) return;
+  if (state_->modern && !stamped) {
+    // The fields go in after the opening brace of whichever part holds it; a multi-MiB
+    // body is shifted in place, not copied (README.md "Performance").
+    std::string& first = result.head.empty() ? result.body : result.head;
+    if (&first == &result.body && !first.empty() && first.front() == '{') {
+      const bool empty_object = first.size() > 1 && first[1] == '}';
+      result.head = "{" + state_->complete_fields + (empty_object ? "" : ",");
+      result.body.erase(0, 1);
+    } else {
+      first = PrependFields(state_->complete_fields, first);
+    }
+  }
   state_->answered = true;
   if (state_->session == nullptr) return;
   state_->session->SendResultJson(state_->id, std::move(result));
@@ -31,6 +66,9 @@ void Reply::ResultJson(JsonParts result) const {
 
 void Reply::Error(int code, std::string_view message, std::optional<Json> data) const {
   if (state_->answered) return;
+  // Why: 2026-07-28 answers a missing resource -32602 with data.uri; the 2025 revisions
+  // keep -32002, byte for byte (docs/wire.md §8).
+  if (state_->modern && code == rpc::kResourceNotFound) code = rpc::kInvalidParams;
   state_->answered = true;
   if (state_->session == nullptr) return;
   state_->session->Send(MakeError(state_->id, code, message, std::move(data)));

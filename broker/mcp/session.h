@@ -29,13 +29,25 @@ class Reply {
   void ResultJson(JsonParts result) const;
   void Error(int code, std::string_view message, std::optional<Json> data = std::nullopt) const;
 
+  // 2026-07-28 (docs/wire.md §8): every result object then starts with `complete_fields`
+  // (resultType "complete", cache hints, _meta), and a missing resource (-32002) is
+  // answered -32602. Set before the handler runs.
+  void StampModern(std::string complete_fields, std::string input_required_fields) const;
+  // A 2026 `input_required` result: `body` ({inputRequests, requestState}) after the
+  // stamp's input_required fields. Only after StampModern.
+  void InputRequired(const OrderedJson& body) const;
+
  private:
   friend class Session;
   struct State {
     class Session* session = nullptr;
     Json id;
     bool answered = false;
+    bool modern = false;
+    std::string complete_fields;
+    std::string input_required_fields;
   };
+  void ResultJson(JsonParts result, bool stamped) const;
   std::shared_ptr<State> state_;
 };
 

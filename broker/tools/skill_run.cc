@@ -59,6 +59,52 @@ std::optional<ToolResult> CheckArgContent(const std::vector<std::string>& args) 
   return std::nullopt;
 }
 
+ToolResult NoTokens() {
+  return Gate(RefusedPayload("Confirmation tokens cannot be signed on this host "
+                             "(libsodium guarded memory is unavailable), so nothing "
+                             "can be confirmed and nothing ran."),
+              true);
+}
+
+ToolResult NoSharedRecord(const std::string& why) {
+  return Gate(
+      RefusedPayload("No confirmation token can be used on this server: " + why + ". Nothing ran."),
+      true);
+}
+
+ToolResult NotConfirmable() {
+  return Refusal("NOT_CONFIRMABLE",
+                 "this run cannot be shown faithfully for confirmation (an argument "
+                 "is not valid UTF-8), so it cannot be confirmed; pass UTF-8 "
+                 "arguments");
+}
+
+// The user's answer to the confirmation prompt (an elicitation/create result, or the
+// matching inputResponses entry). nullptr: no usable answer (an error, a timeout).
+struct PromptAnswer {
+  bool approved = false;
+  bool declined = false;
+};
+
+PromptAnswer ReadPromptAnswer(const Json* result) {
+  PromptAnswer a;
+  if (result == nullptr || !result->is_object()) return a;
+  // The answer is the client's: fields of the wrong type read as absent, never as a
+  // throw (json::value() throws on a type mismatch).
+  auto action_it = result->find("action");
+  const std::string action =
+      action_it != result->end() && action_it->is_string() ? action_it->get<std::string>()
+                                                            : std::string();
+  auto content_it = result->find("content");
+  const bool approve_true = content_it != result->end() && content_it->is_object() &&
+                            content_it->contains(kApproveProperty) &&
+                            (*content_it)[std::string(kApproveProperty)] == true;
+  // Why: only an explicit accept carrying approve == true authorises the run.
+  a.approved = action == "accept" && approve_true;
+  a.declined = action == "decline" || (action == "accept" && !a.approved);
+  return a;
+}
+
 }  // namespace
 
 SkillRunTool::SkillRunTool(SkillRunDeps deps) : deps_(std::move(deps)) {}
@@ -147,36 +193,29 @@ void SkillRunTool::Call(const Json& args, const Json& request_id, bool client_el
   if (auto refusal = Prepare(args, p.get())) return done(*refusal);
 
   // 6. the gate: one decision function says what happens (broker/confirm/gate_config.h).
-  if (deps_.tokens == nullptr) {
-    return done(Gate(RefusedPayload("Confirmation tokens cannot be signed on this host "
-                                    "(libsodium guarded memory is unavailable), so nothing "
-                                    "can be confirmed and nothing ran."),
-                     true));
-  }
+  if (deps_.tokens == nullptr) return done(NoTokens());
+  GateStep step = NextGateStep(deps_.gate, client_elicits, p->token.has_value());
+  if (step == GateStep::kElicit) return Elicit(p, request_id, done);
+  PassGate(*p, step, request_id, done);
+}
+
+void SkillRunTool::PassGate(Prepared& prepared, GateStep step, const Json& request_id,
+                            ToolDone done) {
+  Prepared* p = &prepared;
   const std::optional<std::string>& token = p->token;
-  switch (NextGateStep(deps_.gate, client_elicits, token.has_value())) {
+  switch (step) {
     case GateStep::kRefuse:
       // Mode refuse is an answer, not a failure (docs/wire.md); a gate that cannot be read is.
       return done(
           Gate(RefusedPayload(deps_.gate.refusal.value_or("")), deps_.gate.refusal.has_value()));
-    case GateStep::kElicit:
-      return Elicit(p, request_id, done);
+    case GateStep::kElicit:  // handled by the caller
     case GateStep::kIssueToken: {
       // Why before issuing: a token that can never be spent would only ask the user to
       // approve a run that cannot happen.
-      if (auto why = deps_.tokens->SharedRecordError()) {
-        return done(Gate(RefusedPayload("No confirmation token can be used on this server: " +
-                                        *why + ". Nothing ran."),
-                         true));
-      }
+      if (auto why = deps_.tokens->SharedRecordError()) return done(NoSharedRecord(*why));
       std::optional<IssuedToken> issued =
           deps_.tokens->Issue(p->will_run, Now(), deps_.gate.ttl_seconds);
-      if (!issued) {
-        return done(Refusal("NOT_CONFIRMABLE",
-                            "this run cannot be shown faithfully for confirmation (an argument "
-                            "is not valid UTF-8), so it cannot be confirmed; pass UTF-8 "
-                            "arguments"));
-      }
+      if (!issued) return done(NotConfirmable());
       return done(Gate(ConfirmationRequiredPayload(p->will_run, *issued, deps_.gate.mode), false));
     }
     case GateStep::kCheckToken:
@@ -206,6 +245,87 @@ void SkillRunTool::Call(const Json& args, const Json& request_id, bool client_el
   Dispatch(*p, request_id, done);
 }
 
+void SkillRunTool::CallRound(const Json& args, const Json& request_id, const RoundCall& round,
+                             ToolDone answer, AskDone ask) {
+  ToolDone done = [answer, args](ToolResult r) { answer(NameRun(std::move(r), args)); };
+  Prepared p;
+  if (auto refusal = Prepare(args, &p)) return done(*refusal);
+  if (deps_.tokens == nullptr) return done(NoTokens());
+  // Why a retry is always a round: a request carrying a round state or an answer is
+  // settled by that state (checked and spent) whatever it declares, so an answer can never
+  // slip past it into the token flow.
+  const bool retry = !round.request_state.is_null() || !round.input_responses.is_null();
+  GateStep step = NextGateStep(deps_.gate, round.client_elicits || retry, p.token.has_value());
+  if (step != GateStep::kElicit) return PassGate(p, step, request_id, done);
+  // Why an answer without a state is asked again: nothing binds it to this run.
+  if (round.request_state.is_null()) return Ask(p, nullptr, done, ask);
+  Answer(p, request_id, round, done, ask);
+}
+
+void SkillRunTool::Ask(const Prepared& p, const std::string* state, ToolDone done,
+                       AskDone ask) {
+  std::string request_state;
+  if (state != nullptr) {
+    request_state = *state;
+  } else {
+    // Why before issuing: a state that can never be spent would only ask the user to
+    // approve a run that cannot happen.
+    if (auto why = deps_.tokens->SharedRecordError()) return done(NoSharedRecord(*why));
+    std::optional<IssuedToken> issued = deps_.tokens->Issue(
+        p.will_run, Now(), deps_.gate.ttl_seconds, kSkillRunRoundTool);
+    if (!issued) return done(NotConfirmable());
+    request_state = std::move(issued->token);
+  }
+  OrderedJson prompt{{"method", "elicitation/create"},
+                     {"params", ElicitationRequestParams(p.will_run)}};
+  ask(OrderedJson{{"inputRequests", {{std::string(kConfirmInputKey), std::move(prompt)}}},
+                  {"requestState", std::move(request_state)}});
+}
+
+void SkillRunTool::Answer(Prepared& p, const Json& request_id, const RoundCall& round,
+                          ToolDone done, AskDone ask) {
+  // Checks in the token order (signature, spent, expired, payload), spending nothing yet.
+  if (!round.request_state.is_string()) return done(Gate(RejectionPayload(TokenVerdict::kInvalid), true));
+  const std::string state = round.request_state.get<std::string>();
+  TokenVerdict v = deps_.tokens->Check(state, p.will_run, Now(), kSkillRunRoundTool);
+  if (v == TokenVerdict::kDraftChanged) {
+    // The same answer as the token flow: a fresh preview, the old state left unspent.
+    std::optional<IssuedToken> fresh =
+        deps_.tokens->Issue(p.will_run, Now(), deps_.gate.ttl_seconds);
+    if (!fresh) return done(Gate(RejectionPayload(TokenVerdict::kInvalid), true));
+    return done(Gate(DraftChangedPayload(p.will_run, *fresh, deps_.gate.mode), true));
+  }
+  if (v != TokenVerdict::kValid) return done(Gate(RejectionPayload(v), true));
+  const Json* response = nullptr;
+  if (round.input_responses.is_object()) {
+    auto it = round.input_responses.find(std::string(kConfirmInputKey));
+    if (it != round.input_responses.end()) response = &*it;
+  }
+  // The revision's answer to a retry that lacks the response: ask again, same state.
+  if (response == nullptr) return Ask(p, &state, done, ask);
+  PromptAnswer answer = ReadPromptAnswer(response);
+  if (answer.approved) {
+    // Checked before the state is spent, so neither burns the user's approval.
+    if (deps_.runner->Busy()) {
+      return done(Refusal("RUN_IN_PROGRESS",
+                          "another skill_run is still running (one at a time); nothing ran and "
+                          "the request state is still valid, retry when it has finished"));
+    }
+    if (auto err = CheckArgContent(p.run.args)) return done(*err);
+  }
+  // Why spend on every answer: one state, one answer; a replayed retry, even a decline,
+  // is TOKEN_REUSED.
+  std::string detail;
+  v = deps_.tokens->CheckAndSpend(state, p.will_run, Now(), &detail, kSkillRunRoundTool);
+  if (v != TokenVerdict::kValid) return done(Gate(RejectionPayload(v, detail), true));
+  if (!answer.approved) {
+    return done(Gate(ElicitationCancelledPayload(answer.declined ? ElicitationOutcome::kDeclined
+                                                                 : ElicitationOutcome::kCancelled),
+                     false));
+  }
+  Dispatch(p, request_id, done);
+}
+
 void SkillRunTool::Elicit(std::shared_ptr<Prepared> p, const Json& request_id, ToolDone done) {
   // Why: one open prompt at a time, so the user always knows which run a prompt is for
   // and a client cannot queue prompts to wear the user down.
@@ -223,27 +343,11 @@ void SkillRunTool::Elicit(std::shared_ptr<Prepared> p, const Json& request_id, T
         if (!*live) return;
         *live = false;
         prompt_.reset();
-        bool approved = false;
-        bool declined = false;
-        if (error == nullptr && result != nullptr && result->is_object()) {
-          // The answer is the client's: fields of the wrong type read as absent, never
-          // as a throw (json::value() throws on a type mismatch).
-          auto action_it = result->find("action");
-          const std::string action =
-              action_it != result->end() && action_it->is_string() ? action_it->get<std::string>()
-                                                                    : std::string();
-          auto content_it = result->find("content");
-          const bool approve_true =
-              content_it != result->end() && content_it->is_object() &&
-              content_it->contains(kApproveProperty) &&
-              (*content_it)[std::string(kApproveProperty)] == true;
-          // Why: only an explicit accept carrying approve == true authorises the run.
-          approved = action == "accept" && approve_true;
-          declined = action == "decline" || (action == "accept" && !approved);
-        }
-        if (!approved) {
-          return done(Gate(ElicitationCancelledPayload(declined ? ElicitationOutcome::kDeclined
-                                                                : ElicitationOutcome::kCancelled),
+        PromptAnswer answer = ReadPromptAnswer(error == nullptr ? result : nullptr);
+        if (!answer.approved) {
+          return done(Gate(ElicitationCancelledPayload(answer.declined
+                                                           ? ElicitationOutcome::kDeclined
+                                                           : ElicitationOutcome::kCancelled),
                            false));
         }
         if (deps_.runner->Busy()) {

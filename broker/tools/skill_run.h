@@ -23,6 +23,8 @@ inline constexpr size_t kMaxRunArgBytes = 8192;
 // How long a confirmation prompt may stay unanswered before the call ends with nothing
 // run (documented in the README).
 inline constexpr int64_t kElicitationTimeoutMs = 300000;
+// The key of the confirmation prompt in a 2026-07-28 input_required round (docs/wire.md §8).
+inline constexpr std::string_view kConfirmInputKey = "confirm";
 
 struct SkillRunDeps {
   CatalogueView view;
@@ -49,6 +51,10 @@ class SkillRunTool : public RunToolHandler {
   explicit SkillRunTool(SkillRunDeps deps);
   void Call(const Json& args, const Json& request_id, bool client_elicits,
             ToolDone done) override;
+  // 2026-07-28 (docs/wire.md §8): the prompt is an input_required round whose requestState
+  // is a single-use token in its own domain (kSkillRunRoundTool), bound to the willRun.
+  void CallRound(const Json& args, const Json& request_id, const RoundCall& round,
+                 ToolDone done, AskDone ask) override;
   void Cancel(const Json& request_id) override;
 
  private:
@@ -60,6 +66,14 @@ class SkillRunTool : public RunToolHandler {
   // Everything before the gate; returns a refusal or fills `out`.
   std::optional<ToolResult> Prepare(const Json& args, Prepared* out);
   void Elicit(std::shared_ptr<Prepared> p, const Json& request_id, ToolDone done);
+  // The gate when no prompt is shown: refuse, issue a preview token, or check one.
+  void PassGate(Prepared& p, GateStep step, const Json& request_id, ToolDone done);
+  // Round one: the prompt and a fresh round state; the same state again (`state`) when
+  // a retry carried no answer.
+  void Ask(const Prepared& p, const std::string* state, ToolDone done, AskDone ask);
+  // A retry carrying a round state: checked, then spent with the answer.
+  void Answer(Prepared& p, const Json& request_id, const RoundCall& round, ToolDone done,
+              AskDone ask);
   void Dispatch(Prepared& p, const Json& request_id, ToolDone done);
   int64_t Now() const;
 

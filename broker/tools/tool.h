@@ -74,12 +74,31 @@ struct CatalogueView {
 };
 
 // The asynchronous skill_run tool, when the run side is available.
+// One 2026-07-28 tools/call (docs/wire.md §8): what the request declared and carried for
+// a Multi Round-Trip Request.
+struct RoundCall {
+  bool client_elicits = false;  // its clientCapabilities offer form elicitation
+  Json request_state;           // params.requestState as sent; null when absent
+  Json input_responses;         // params.inputResponses as sent; null when absent
+};
+// Answers the call with an input_required result whose body is {inputRequests, requestState}.
+using AskDone = std::function<void(OrderedJson body)>;
+
 class RunToolHandler {
  public:
   virtual ~RunToolHandler() = default;
   // `client_elicits`: the client declared the elicitation capability.
   virtual void Call(const Json& args, const Json& request_id, bool client_elicits,
                     ToolDone done) = 0;
+  // The same call under 2026-07-28, where no request goes to the client: a prompt is an
+  // input_required answer (`ask`), and the retry carries the user's answer. By default the
+  // preview-and-token flow, which never asks.
+  virtual void CallRound(const Json& args, const Json& request_id, const RoundCall& round,
+                         ToolDone done, AskDone ask) {
+    (void)round;
+    (void)ask;
+    Call(args, request_id, false, std::move(done));
+  }
   // notifications/cancelled for a request this handler is serving.
   virtual void Cancel(const Json& request_id) = 0;
 };
