@@ -36,6 +36,11 @@ void Append(std::string& s, const std::string& more) {
 }  // namespace
 
 std::string ResolveRunIdentity(const EnvStore& env, const PrivilegeState& p, LaunchConfig& c) {
+  return ResolveRunIdentity(env, p, c, HostIdFiles{});
+}
+
+std::string ResolveRunIdentity(const EnvStore& env, const PrivilegeState& p, LaunchConfig& c,
+                               const HostIdFiles& files) {
   const std::optional<std::string> option = env.GetConfig("SKILL_MCP_RUN_UIDS");
   if (option == "off") {
     c.run_uids_off_reason = "turned off by SKILL_MCP_RUN_UIDS=off: every run shares " +
@@ -61,6 +66,21 @@ std::string ResolveRunIdentity(const EnvStore& env, const PrivilegeState& p, Lau
     if (range.contains(taken))
       return "SKILL_MCP_RUN_UIDS=" + RangeText(range) + " holds uid " + std::to_string(taken) +
              ", which the broker or the run-as identity uses; choose a range apart";
+  }
+  // why: the probe does not see the range's uids in user namespaces other uids created
+  // (containers, subordinate ids, mapped host users): only a range no one else uses is
+  // safe. A named range then runs nothing; the default turns identity off.
+  if (std::string clash = RangeClashWithHostIds(range, files); !clash.empty()) {
+    const std::string blind =
+        " (the uid probe cannot see processes of these ids in user namespaces other uids "
+        "created)";
+    c.run_uids_off_reason =
+        c.run_uids_demanded
+            ? "the range " + clash + blind +
+                  "; name a range apart from the host's users, groups and subordinate ids"
+            : "the default range " + clash + blind + ", so every run shares " + c.run_as +
+                  "; set SKILL_MCP_RUN_UIDS to a range apart from them";
+    return "";
   }
   std::string uid_map;
   int err = 0;

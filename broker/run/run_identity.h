@@ -8,6 +8,7 @@
 
 #include "broker/harden/env_store.h"
 #include "broker/harden/privileges.h"
+#include "broker/run/host_ids.h"
 #include "broker/run/launch_config.h"
 
 namespace skillmcp {
@@ -17,6 +18,11 @@ namespace skillmcp {
 // and c.gid must be set.
 std::string ResolveRunIdentity(const EnvStore& env, const PrivilegeState& privileges,
                                LaunchConfig& c);
+
+// The same, checking the range against `files` (broker/run/host_ids.h): a clash turns
+// identity off with the reason for the default range, and refuses runs for a named one.
+std::string ResolveRunIdentity(const EnvStore& env, const PrivilegeState& privileges,
+                               LaunchConfig& c, const HostIdFiles& files);
 
 // Why runs are refused for the identity option, or "".
 std::string RunIdentityRefusal(const LaunchConfig& c);
