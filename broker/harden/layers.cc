@@ -91,7 +91,10 @@ std::vector<Layer> ComputeLayers(const IsolationFacts& f) {
       "run-identity", own_uid, wf.run_uids_demanded,
       own_uid ? "each run gets a uid of its own from " + wf.run_uids + ", keeping the run-as "
                     "group " + std::to_string(wf.run_gid) + ": runs of other connections cannot "
-                    "read, trace or signal each other, and RLIMIT_NPROC bounds one run" +
+                    "read, trace or signal each other, and RLIMIT_NPROC bounds one run; the "
+                    "pool is shared only by brokers using " + wf.run_uids_lock_dir + ": give "
+                    "every broker of this host the same SKILL_MCP_STATE_DIR or disjoint "
+                    "SKILL_MCP_RUN_UIDS" +
                     (wf.run_uids_warning.empty() ? "" : "; warning: " + wf.run_uids_warning)
               : wf.run_uids_off_reason,
       "start the broker as root or with CAP_SETUID/CAP_SETGID, give it a host-wide state "

@@ -40,6 +40,7 @@ struct WorkerLayerFacts {
   bool run_uids_demanded = false;   // SKILL_MCP_RUN_UIDS names a range
   std::string run_uids_off_reason;  // why runs share one uid
   std::string run_uids_warning;     // on, with a weakness
+  std::string run_uids_lock_dir;    // on: the directory of the uid locks
   uint32_t run_gid = 0;             // the run-as group every run keeps
   bool limits_configured = false;
   std::string limits_text;  // e.g. "nproc 64, as 4096 MiB, cpu 300 s, fsize 64 MiB, nofile 256"

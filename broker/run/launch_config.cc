@@ -403,6 +403,7 @@ WorkerLayerFacts LayerFacts(const LaunchConfig& c) {
     f.run_uids = std::to_string(r.first) + "-" + std::to_string(r.last) + " (" +
                  std::to_string(r.size()) + " uids, " + std::to_string(r.size() - held) +
                  " free now; locks in " + c.run_uids->path() + ")";
+    f.run_uids_lock_dir = c.run_uids->path();
   }
   f.run_uids_demanded = c.run_uids_demanded;
   f.run_uids_off_reason = c.run_uids_off_reason;

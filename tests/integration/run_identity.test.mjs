@@ -197,6 +197,9 @@ describe('own identity per run: doctor', () => {
     const d = doctor(ROOT_MODE);
     assert.match(d.stdout, /run-identity: on\n\s+each run gets a uid of its own from 1879048192-1879113727 \(65536 uids, \d+ free now; locks in .*\/run-uids\), keeping the run-as group 64100/, d.stdout);
     assert.equal(d.status, 0, d.stdout);
+    // The pool is host-wide only among brokers sharing this lock directory: doctor names it.
+    assert.ok(d.stdout.includes(`the pool is shared only by brokers using ${state}/run-uids: give every ` +
+                                'broker of this host the same SKILL_MCP_STATE_DIR or disjoint SKILL_MCP_RUN_UIDS'), d.stdout);
     const off = doctor(ROOT_MODE, { SKILL_MCP_RUN_UIDS: 'off' });
     assert.match(off.stdout, /run-identity: off\n\s+turned off by SKILL_MCP_RUN_UIDS=off/, off.stdout);
     const nostate = doctor(ROOT_MODE, { SKILL_MCP_STATE_DIR: undefined });
@@ -207,6 +210,15 @@ describe('own identity per run: doctor', () => {
     assert.equal(demanded.status, 1);
     const bad = doctor(ROOT_MODE, { SKILL_MCP_RUN_UIDS: '64000-64200' });
     assert.match(bad.stdout, /SKILL_MCP_RUN_UIDS=64000-64200 holds uid 641\d\d, which the broker or the run-as identity uses/, bad.stdout);
+  });
+
+  test('a named range among the host\'s users runs nothing, and doctor says why', (t) => {
+    if (!isRoot) return t.skip('needs root: only a broker that can switch uids has the layer');
+    // The probe cannot see a uid's processes in a user namespace another uid created
+    // (docs/isolation.md): ids the host hands out are refused.
+    const low = doctor(ROOT_MODE, { SKILL_MCP_RUN_UIDS: '1000-1009' });
+    assert.match(low.stdout, /run-identity: off  << required by this configuration\n\s+the range 1000-1009 overlaps 0-60000, the system and regular users of a Debian host/, low.stdout);
+    assert.equal(low.status, 1, low.stdout);
   });
 
   test('doctor warns when MCP_DATA_DIR cannot be written by a run', (t) => {

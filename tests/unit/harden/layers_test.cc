@@ -145,6 +145,26 @@ TEST(Layers, RunIdentityOnWithItsRangeOffWithItsReason) {
             0);
 }
 
+// The uid pool is host-wide only among brokers sharing a lock directory: doctor names it
+// and says what the operator must do for the other brokers of the host.
+TEST(Layers, RunIdentityNamesItsLockDirectory) {
+  EXPECT_EQ(InChild([] {
+              IsolationFacts f = GoodFacts();
+              f.worker.run_uids = "70000-70009 (10 uids, 9 free now; locks in /srv/s/run-uids)";
+              f.worker.run_uids_lock_dir = "/srv/s/run-uids";
+              auto layers = ComputeLayers(f);
+              const Layer* l = Find(layers, "run-identity");
+              if (!l || !l->on) return 1;
+              if (l->reason.find("the pool is shared only by brokers using /srv/s/run-uids: "
+                                 "give every broker of this host the same "
+                                 "SKILL_MCP_STATE_DIR or disjoint SKILL_MCP_RUN_UIDS") ==
+                  std::string::npos)
+                return 2;
+              return 0;
+            }),
+            0);
+}
+
 // The spent-token record: on without a shared key or with a host-wide record; off (a
 // warning, never a doctor failure) when the record lies in a private /tmp.
 TEST(Layers, SpentTokensNotHostWideIsAWarning) {
