@@ -36,7 +36,8 @@ Running scripts (skill_run):
                              uids, the group every run keeps
   SKILL_MCP_RUN_UIDS         A-B | off: each run under a uid of its own from this range
                              (default 1879048192-1879113727 where the broker can switch
-                             uids and has a state dir; a named range is required)
+                             uids and has a state dir; a named range is required; ids
+                             of 0-60000, /etc/passwd, group, subuid, subgid are refused)
   SKILL_MCP_WORKER           the worker binary (default: beside the build or in libexecdir)
   SKILL_MCP_SECCOMP          on (default) | off: the worker's syscall filter
   SKILL_MCP_NAMESPACES       auto (default) | on | off: each run in its own user, mount,
