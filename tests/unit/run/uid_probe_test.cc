@@ -24,12 +24,28 @@
 namespace skillmcp {
 namespace {
 
-// A process of `uid` that stops every other process of its uid, forever.
+// A process of `uid` that stops every other process of its uid, forever; returned once
+// it runs as the uid (-1 when it could not switch).
 pid_t StartStopper(uint32_t uid) {
+  int ready[2];
+  if (pipe(ready) != 0) return -1;
   const pid_t pid = fork();
-  if (pid != 0) return pid;
-  if (syscall(SYS_setresuid, uid, uid, uid) != 0) _exit(1);
-  for (;;) kill(-1, SIGSTOP);  // kill(-1) spares the caller itself
+  if (pid == 0) {
+    close(ready[0]);
+    if (syscall(SYS_setresuid, uid, uid, uid) != 0) _exit(1);
+    (void)!write(ready[1], "y", 1);
+    close(ready[1]);
+    for (;;) kill(-1, SIGSTOP);  // kill(-1) spares the caller itself
+  }
+  close(ready[1]);
+  char c = 0;
+  const bool switched = pid > 0 && read(ready[0], &c, 1) == 1;
+  close(ready[0]);
+  if (pid > 0 && !switched) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+  return switched ? pid : -1;
 }
 
 void Stop(pid_t pid) {
