@@ -52,6 +52,8 @@ bool ReadIdFile(const std::string& path, const std::string& range, std::string* 
                 std::string* why) {
   int err = 0;
   if (ReadSmallFile(path.c_str(), out, &err)) return true;
+  // why: a file that does not exist (no /etc/subuid in most images) lists no id; any
+  // other failure leaves the range unchecked, which counts as a clash (fail closed).
   if (err == ENOENT) {
     out->clear();
     return true;
@@ -60,13 +62,26 @@ bool ReadIdFile(const std::string& path, const std::string& range, std::string* 
   return false;
 }
 
+// "kind N (name)" when field `at` of an entry is a decimal id in `range`, else "".
+std::string IdFieldInRange(const std::vector<std::string_view>& f, size_t at, RunUidRange range,
+                           std::string_view kind) {
+  uint64_t id = 0;
+  if (f.size() <= at || !ParseU64(f[at], &id) || !Overlap(id, id, range)) return "";
+  return std::string(kind) + " " + std::to_string(id) + " (" + std::string(f[0]) + ")";
+}
+
 }  // namespace
 
-std::string IdEntryInRange(std::string_view text, RunUidRange range, std::string_view kind) {
-  return EachEntry(text, [&](const std::vector<std::string_view>& f) -> std::string {
-    uint64_t id = 0;
-    if (f.size() < 3 || !ParseU64(f[2], &id) || !Overlap(id, id, range)) return "";
-    return std::string(kind) + " " + std::to_string(id) + " (" + std::string(f[0]) + ")";
+std::string PasswdIdInRange(std::string_view passwd, RunUidRange range) {
+  return EachEntry(passwd, [&](const std::vector<std::string_view>& f) {
+    std::string found = IdFieldInRange(f, 2, range, "uid");
+    return found.empty() ? IdFieldInRange(f, 3, range, "gid") : found;
+  });
+}
+
+std::string GroupIdInRange(std::string_view group, RunUidRange range) {
+  return EachEntry(group, [&](const std::vector<std::string_view>& f) {
+    return IdFieldInRange(f, 2, range, "gid");
   });
 }
 
@@ -86,11 +101,12 @@ std::string RangeClashWithHostIds(RunUidRange range, const HostIdFiles& files) {
   if (Overlap(kHostUserIds.first, kHostUserIds.last, range))
     return text + " overlaps 0-60000, the system and regular users of a Debian host";
   std::string content, why;
-  for (const auto& [path, kind] : {std::pair{&files.passwd, "uid"}, {&files.group, "gid"}}) {
-    if (!ReadIdFile(*path, text, &content, &why)) return why;
-    if (std::string e = IdEntryInRange(content, range, kind); !e.empty())
-      return text + " holds " + e + " of " + *path;
-  }
+  if (!ReadIdFile(files.passwd, text, &content, &why)) return why;
+  if (std::string e = PasswdIdInRange(content, range); !e.empty())
+    return text + " holds " + e + " of " + files.passwd;
+  if (!ReadIdFile(files.group, text, &content, &why)) return why;
+  if (std::string e = GroupIdInRange(content, range); !e.empty())
+    return text + " holds " + e + " of " + files.group;
   for (const std::string* path : {&files.subuid, &files.subgid}) {
     if (!ReadIdFile(*path, text, &content, &why)) return why;
     if (std::string e = SubordinateRangeOverlapping(content, range); !e.empty())

@@ -26,10 +26,11 @@ struct HostIdFiles {
 // UIDS-GIDS document); nobody (65534) is refused by ParseRunUidRange already.
 inline constexpr RunUidRange kHostUserIds{0, 60000};
 
-// Pure: the first id of a passwd or group text (its third field) in `range`, as "uid N
-// (name)"-like text with `kind` ("uid" or "gid"); "" when none. Comments, NIS "+"/"-"
-// lines and lines without a decimal third field are skipped.
-std::string IdEntryInRange(std::string_view text, RunUidRange range, std::string_view kind);
+// Pure: the first id in `range` of a passwd or group text, as "uid N (name)" (third
+// field) or "gid N (name)" (a group's third field, a user's fourth); "" when none.
+// Comments, NIS "+"/"-" lines and fields that are not decimal are skipped.
+std::string PasswdIdInRange(std::string_view passwd, RunUidRange range);
+std::string GroupIdInRange(std::string_view group, RunUidRange range);
 
 // Pure: the first "name:start:count" line of a subuid or subgid text overlapping `range`,
 // as "start-end of name"; "" when none.

@@ -20,19 +20,22 @@ namespace {
 
 constexpr RunUidRange kDefault = kDefaultRunUidRange;
 
-TEST(IdEntryInRange, FindsTheThirdFieldInTheRange) {
+TEST(PasswdAndGroupIdInRange, FindTheIdFieldsInTheRange) {
   const std::string passwd =
       "root:x:0:0:root:/root:/bin/bash\n"
       "# a comment:x:1879048200:0\n"
       "+nis:x:1879048201:0::/:\n"
       "odd:x:notanumber:0::/:\n"
       "alice:x:1000:1000::/home/alice:/bin/bash\n";
-  EXPECT_EQ(IdEntryInRange(passwd, kDefault, "uid"), "");
-  EXPECT_EQ(IdEntryInRange(passwd + "mapped:x:1879048300:100::/:/bin/sh\n", kDefault, "uid"),
+  EXPECT_EQ(PasswdIdInRange(passwd, kDefault), "");
+  EXPECT_EQ(PasswdIdInRange(passwd + "mapped:x:1879048300:100::/:/bin/sh\n", kDefault),
             "uid 1879048300 (mapped)");
-  EXPECT_EQ(IdEntryInRange("ops:x:1879113727:\n", kDefault, "gid"), "gid 1879113727 (ops)");
-  EXPECT_EQ(IdEntryInRange("ops:x:1879113728:\n", kDefault, "gid"), "");
-  EXPECT_EQ(IdEntryInRange("ops:x:1879048191:\n", kDefault, "gid"), "");
+  // A user whose primary group lies in the range.
+  EXPECT_EQ(PasswdIdInRange(passwd + "grp:x:1001:1879048301::/:/bin/sh\n", kDefault),
+            "gid 1879048301 (grp)");
+  EXPECT_EQ(GroupIdInRange("ops:x:1879113727:\n", kDefault), "gid 1879113727 (ops)");
+  EXPECT_EQ(GroupIdInRange("ops:x:1879113728:\n", kDefault), "");
+  EXPECT_EQ(GroupIdInRange("ops:x:1879048191:\n", kDefault), "");
 }
 
 TEST(SubordinateRangeOverlapping, AnyOverlapCounts) {
