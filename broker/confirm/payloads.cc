@@ -105,6 +105,18 @@ ordered_json RejectionPayload(TokenVerdict verdict, const std::string& detail) {
           "to track another; nothing ran. Wait for older tokens to lapse, then "
           "ask for a new token.";
       break;
+    case TokenVerdict::kSharedFull:
+      // Why its own note: the record is shared by every broker on the host, so being full
+      // says nothing about this client's own runs.
+      out["note"] =
+          "Nothing ran, and this confirmation is still unused: the host-wide record "
+          "of used confirmations (" +
+          detail +
+          "), shared by every skill-mcp server on this host that signs with the "
+          "same MCP_CONFIRM_SECRET, is full. It empties as older confirmations "
+          "lapse; call again later (with a new token if this one has lapsed), and "
+          "tell the owner of this server if it persists.";
+      break;
     case TokenVerdict::kUnrecorded:
       out["note"] =
           "Nothing ran: this server could not record that the confirmToken is used (" + detail +

@@ -98,6 +98,7 @@ const char* TokenErrorCode(TokenVerdict verdict) {
       return "TOKEN_REUSED";
     case TokenVerdict::kExpired:
     case TokenVerdict::kSpentSetFull:
+    case TokenVerdict::kSharedFull:
       return "TOKEN_EXPIRED";
     case TokenVerdict::kDraftChanged:
       return "DRAFT_CHANGED";
@@ -252,7 +253,8 @@ TokenVerdict ConfirmTokens::SpendLocked(const Nonce& nonce, int64_t expiry, int6
       case SpentDir::State::kSpent:
         return TokenVerdict::kReused;
       case SpentDir::State::kFull:
-        return TokenVerdict::kSpentSetFull;
+        *detail = shared_->path();
+        return TokenVerdict::kSharedFull;
       case SpentDir::State::kFailed:
         return TokenVerdict::kUnrecorded;
     }
@@ -262,11 +264,12 @@ TokenVerdict ConfirmTokens::SpendLocked(const Nonce& nonce, int64_t expiry, int6
 }
 
 TokenVerdict ConfirmTokens::Check(std::string_view token, const WillRun& will_run, int64_t now,
-                                  std::string_view tool) {
+                                  std::string_view tool, std::string* detail) {
   Nonce nonce{};
   int64_t expiry = 0;
-  std::string detail;
-  return CheckLocked(token, &will_run, now, &nonce, &expiry, &detail, tool);
+  std::string ignored;
+  if (detail == nullptr) detail = &ignored;
+  return CheckLocked(token, &will_run, now, &nonce, &expiry, detail, tool);
 }
 
 TokenVerdict ConfirmTokens::Spend(std::string_view token, int64_t now, std::string* detail) {

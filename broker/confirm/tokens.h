@@ -29,12 +29,14 @@ enum class TokenVerdict {
   kReused,        // TOKEN_REUSED: already spent (this process, or the shared record)
   kExpired,       // TOKEN_EXPIRED
   kDraftChanged,  // DRAFT_CHANGED: genuine and unspent, but bound to another willRun
-  kSpentSetFull,  // cannot record one more spend before older tokens lapse; refused
+  kSpentSetFull,  // this process cannot track one more spend before older tokens lapse
+  kSharedFull,    // the host-wide spent record is full (every broker sharing it); refused
   kUnrecorded,    // SPEND_UNRECORDED: the shared spent record cannot be read or written
 };
 
 // The wire `error` value: TOKEN_INVALID | TOKEN_REUSED | TOKEN_EXPIRED | DRAFT_CHANGED.
-// kSpentSetFull is reported as TOKEN_EXPIRED (ask for a fresh token later); kValid as "";
+// kSpentSetFull and kSharedFull are reported as TOKEN_EXPIRED (ask again later), each with
+// its own note (broker/confirm/payloads.h); kValid as "";
 // kUnrecorded as SPEND_UNRECORDED (nothing ran, the token is unspent).
 const char* TokenErrorCode(TokenVerdict verdict);
 
@@ -77,12 +79,14 @@ class ConfirmTokens {
                                    std::string_view tool = kSkillRunTool);
 
   // Signature/claims, then spent, then expired, then payload. Spends nothing. `tool` is the
-  // domain the token must have been issued for (kSkillRunTool or kSkillRunRoundTool).
+  // domain the token must have been issued for (kSkillRunTool or kSkillRunRoundTool);
+  // `detail` says why for kUnrecorded.
   TokenVerdict Check(std::string_view token, const WillRun& will_run, int64_t now,
-                     std::string_view tool = kSkillRunTool);
+                     std::string_view tool = kSkillRunTool, std::string* detail = nullptr);
 
   // Marks a genuine token spent: kValid when it was not spent before, kReused when it was,
-  // kInvalid when it is not ours, kExpired, kSpentSetFull. No payload check.
+  // kInvalid when it is not ours, kExpired, kSpentSetFull, kSharedFull (`detail`: the
+  // record's path). No payload check.
   // kUnrecorded when the shared record cannot be read or written (`detail` says why).
   TokenVerdict Spend(std::string_view token, int64_t now, std::string* detail = nullptr);
 

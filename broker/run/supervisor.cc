@@ -129,6 +129,11 @@ RunSupervisor::~RunSupervisor() { KillAndReapNow(); }
 pid_t RunSupervisor::pid() const { return run_ ? run_->pid : -1; }
 
 std::optional<StartRefusal> RunSupervisor::Start(PreparedRun prepared, Done on_done) {
+  return StartCommitted(std::move(prepared), nullptr, std::move(on_done));
+}
+
+std::optional<StartRefusal> RunSupervisor::StartCommitted(PreparedRun prepared, Commit commit,
+                                                          Done on_done) {
   // why: one run at a time bounds what a client can make the host do.
   if (Busy()) return StartRefusal{StartProblem::kBusy};
   if (!config_.ready()) return StartRefusal{StartProblem::kUnavailable, config_.refusal};
@@ -173,6 +178,16 @@ std::optional<StartRefusal> RunSupervisor::Start(PreparedRun prepared, Done on_d
                          spawned.error.err);
   }
   Spawned& s = *spawned.spawned;
+  if (commit && !commit()) {
+    // why: the worker has not been told what to run (the spec goes down fd 3 only below),
+    // so killing it now runs nothing; the lease and the scratch directory go back as the
+    // locals drop, the reaper collects the worker.
+    Wipe(*encoded);
+    PidfdSendSignal(s.pidfd.get(), SIGKILL);
+    spawned.spawned.reset();
+    reaper_.Sweep();
+    return StartRefusal{StartProblem::kUnavailable, "withdrawn before it started"};
+  }
   auto run = std::make_unique<Run>();
   run->start_ms = EventLoop::NowMs();
   run->pid = s.pid;

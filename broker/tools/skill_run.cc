@@ -230,11 +230,8 @@ void SkillRunTool::PassGate(Prepared& prepared, GateStep step, const Json& reque
   // Why check before spending: the argument checks come after the gate (docs/wire.md
   // order), and a genuine token for arguments that can never run must not be spent, or
   // a client could fill the host-wide spent record without running anything.
-  if (deps_.tokens->Check(*token, p->will_run, Now()) == TokenVerdict::kValid) {
-    if (auto err = CheckArgContent(p->run.args)) return done(*err);
-  }
   std::string detail;
-  TokenVerdict v = deps_.tokens->CheckAndSpend(*token, p->will_run, Now(), &detail);
+  TokenVerdict v = deps_.tokens->Check(*token, p->will_run, Now(), kSkillRunTool, &detail);
   if (v == TokenVerdict::kDraftChanged) {
     std::optional<IssuedToken> fresh =
         deps_.tokens->Issue(p->will_run, Now(), deps_.gate.ttl_seconds);
@@ -242,7 +239,8 @@ void SkillRunTool::PassGate(Prepared& prepared, GateStep step, const Json& reque
     return done(Gate(DraftChangedPayload(p->will_run, *fresh, deps_.gate.mode), true));
   }
   if (v != TokenVerdict::kValid) return done(Gate(RejectionPayload(v, detail), true));
-  Dispatch(*p, request_id, done);
+  if (auto err = CheckArgContent(p->run.args)) return done(*err);
+  Dispatch(*p, request_id, done, std::string(*token), kSkillRunTool);
 }
 
 void SkillRunTool::CallRound(const Json& args, const Json& request_id, const RoundCall& round,
@@ -251,11 +249,11 @@ void SkillRunTool::CallRound(const Json& args, const Json& request_id, const Rou
   Prepared p;
   if (auto refusal = Prepare(args, &p)) return done(*refusal);
   if (deps_.tokens == nullptr) return done(NoTokens());
-  // Why a retry is always a round: a request carrying a round state or an answer is
-  // settled by that state (checked and spent) whatever it declares, so an answer can never
-  // slip past it into the token flow.
-  const bool retry = !round.request_state.is_null() || !round.input_responses.is_null();
-  GateStep step = NextGateStep(deps_.gate, round.client_elicits || retry, p.token.has_value());
+  // Why the declared capabilities alone decide: a client that does not offer elicitation
+  // must never be sent an input_required it cannot answer (docs/wire.md §8), so it gets the
+  // preview-and-token flow like its first request did; a requestState or inputResponses it
+  // sends is ignored there, and an answer alone authorises nothing.
+  GateStep step = NextGateStep(deps_.gate, round.client_elicits, p.token.has_value());
   if (step != GateStep::kElicit) return PassGate(p, step, request_id, done);
   // Why an answer without a state is asked again: nothing binds it to this run.
   if (round.request_state.is_null()) return Ask(p, nullptr, done, ask);
@@ -287,7 +285,8 @@ void SkillRunTool::Answer(Prepared& p, const Json& request_id, const RoundCall& 
   // Checks in the token order (signature, spent, expired, payload), spending nothing yet.
   if (!round.request_state.is_string()) return done(Gate(RejectionPayload(TokenVerdict::kInvalid), true));
   const std::string state = round.request_state.get<std::string>();
-  TokenVerdict v = deps_.tokens->Check(state, p.will_run, Now(), kSkillRunRoundTool);
+  std::string detail;
+  TokenVerdict v = deps_.tokens->Check(state, p.will_run, Now(), kSkillRunRoundTool, &detail);
   if (v == TokenVerdict::kDraftChanged) {
     // The same answer as the token flow: a fresh preview, the old state left unspent.
     std::optional<IssuedToken> fresh =
@@ -295,7 +294,7 @@ void SkillRunTool::Answer(Prepared& p, const Json& request_id, const RoundCall& 
     if (!fresh) return done(Gate(RejectionPayload(TokenVerdict::kInvalid), true));
     return done(Gate(DraftChangedPayload(p.will_run, *fresh, deps_.gate.mode), true));
   }
-  if (v != TokenVerdict::kValid) return done(Gate(RejectionPayload(v), true));
+  if (v != TokenVerdict::kValid) return done(Gate(RejectionPayload(v, detail), true));
   const Json* response = nullptr;
   if (round.input_responses.is_object()) {
     auto it = round.input_responses.find(std::string(kConfirmInputKey));
@@ -304,26 +303,22 @@ void SkillRunTool::Answer(Prepared& p, const Json& request_id, const RoundCall& 
   // The revision's answer to a retry that lacks the response: ask again, same state.
   if (response == nullptr) return Ask(p, &state, done, ask);
   PromptAnswer answer = ReadPromptAnswer(response);
-  if (answer.approved) {
-    // Checked before the state is spent, so neither burns the user's approval.
-    if (deps_.runner->Busy()) {
-      return done(Refusal("RUN_IN_PROGRESS",
-                          "another skill_run is still running (one at a time); nothing ran and "
-                          "the request state is still valid, retry when it has finished"));
-    }
-    if (auto err = CheckArgContent(p.run.args)) return done(*err);
-  }
-  // Why spend on every answer: one state, one answer; a replayed retry, even a decline,
-  // is TOKEN_REUSED.
-  std::string detail;
-  v = deps_.tokens->CheckAndSpend(state, p.will_run, Now(), &detail, kSkillRunRoundTool);
-  if (v != TokenVerdict::kValid) return done(Gate(RejectionPayload(v, detail), true));
+  // Why a decline spends nothing: it authorises nothing, so a replay can do no harm (it
+  // declines again), and recording it would let declines fill the host-wide spent record
+  // that every confirmation on the host needs. Only the approval that starts a run is spent.
   if (!answer.approved) {
     return done(Gate(ElicitationCancelledPayload(answer.declined ? ElicitationOutcome::kDeclined
                                                                  : ElicitationOutcome::kCancelled),
                      false));
   }
-  Dispatch(p, request_id, done);
+  // Checked before the state is spent, so neither burns the user's approval.
+  if (deps_.runner->Busy()) {
+    return done(Refusal("RUN_IN_PROGRESS",
+                        "another skill_run is still running (one at a time); nothing ran and "
+                        "the request state is still valid, retry when it has finished"));
+  }
+  if (auto err = CheckArgContent(p.run.args)) return done(*err);
+  Dispatch(p, request_id, done, state, kSkillRunRoundTool);
 }
 
 void SkillRunTool::Elicit(std::shared_ptr<Prepared> p, const Json& request_id, ToolDone done) {
@@ -355,12 +350,13 @@ void SkillRunTool::Elicit(std::shared_ptr<Prepared> p, const Json& request_id, T
                               "another skill_run started while the prompt was open (one at a "
                               "time); nothing ran, ask again when it has finished"));
         }
-        Dispatch(*p, request_id, done);
+        Dispatch(*p, request_id, done, std::nullopt, kSkillRunTool);
       });
   if (prompt_ && prompt_->live == live) prompt_->elicitation_id = std::move(id);
 }
 
-void SkillRunTool::Dispatch(Prepared& p, const Json& request_id, ToolDone done) {
+void SkillRunTool::Dispatch(Prepared& p, const Json& request_id, ToolDone done,
+                            std::optional<std::string> token, std::string_view domain) {
   // 7. argument checks, after the gate (docs/wire.md order).
   if (auto err = CheckArgContent(p.run.args)) return done(*err);
   ReceiptContext context;
@@ -369,18 +365,30 @@ void SkillRunTool::Dispatch(Prepared& p, const Json& request_id, ToolDone done) 
   context.timeout_ms = p.run.timeout_ms;
   context.env = p.run.env_names;
   context.network_note = NetworkNote(deps_.is_set);
+  // Why spend in the runner's commit step: only once everything that can refuse the run
+  // (uid lease, scratch directory, worker) has succeeded is the approval used up; a run
+  // that cannot start leaves it valid for the retry. The spend itself can still refuse
+  // (another broker spent it first: TOKEN_REUSED), and then nothing runs.
+  TokenVerdict spent = TokenVerdict::kValid;
+  std::string detail;
+  Runner::Commit commit = [&] {
+    if (!token) return true;
+    spent = deps_.tokens->CheckAndSpend(*token, p.will_run, Now(), &detail, domain);
+    return spent == TokenVerdict::kValid;
+  };
   running_ = request_id.dump();
-  std::optional<StartRefusal> refused = deps_.runner->Start(
-      std::move(p.run), [this, done, context = std::move(context)](RunResult result) {
+  std::optional<StartRefusal> refused = deps_.runner->StartCommitted(
+      std::move(p.run), std::move(commit),
+      [this, done, context = std::move(context)](RunResult result) {
         running_.reset();
         if (result.failure)
           return done(Refusal("RUN_SETUP_FAILED", DescribeSetupFailure(*result.failure)));
         done(ToolResult{BuildReceipt(context, result)});
       });
-  if (refused) {
-    running_.reset();
-    done(Refusal("RUN_NOT_STARTED", DescribeStartRefusal(*refused)));
-  }
+  if (!refused) return;
+  running_.reset();
+  if (spent != TokenVerdict::kValid) return done(Gate(RejectionPayload(spent, detail), true));
+  done(Refusal("RUN_NOT_STARTED", DescribeStartRefusal(*refused)));
 }
 
 void SkillRunTool::Cancel(const Json& request_id) {

@@ -71,10 +71,13 @@ class SkillRunTool : public RunToolHandler {
   // Round one: the prompt and a fresh round state; the same state again (`state`) when
   // a retry carried no answer.
   void Ask(const Prepared& p, const std::string* state, ToolDone done, AskDone ask);
-  // A retry carrying a round state: checked, then spent with the answer.
+  // A retry carrying a round state: checked; an approval is spent when its run starts.
   void Answer(Prepared& p, const Json& request_id, const RoundCall& round, ToolDone done,
               AskDone ask);
-  void Dispatch(Prepared& p, const Json& request_id, ToolDone done);
+  // Starts the run; `token` (in `domain`), when given, is spent only once the run side is
+  // ready to start it (Runner::StartCommitted), and nothing runs if that spend fails.
+  void Dispatch(Prepared& p, const Json& request_id, ToolDone done,
+                std::optional<std::string> token, std::string_view domain);
   int64_t Now() const;
 
   SkillRunDeps deps_;

@@ -271,17 +271,23 @@ describe('skill_run under 2026-07-28: Multi Round-Trip confirmation', () => {
     assert.equal(runs(mark), 1);
   });
 
-  test('decline: the declined-prompt answer, nothing runs, and the state is spent', async () => {
+  test('decline: the declined-prompt answer, nothing runs, nothing is spent', async () => {
     const mark = marker();
     const first = assertInputRequired(await runCall(raw, { mark }));
-    const { result, json } = toolJson(await runCall(raw, { mark, state: first.requestState, responses: decline }));
-    assert.notEqual(result.isError, true);
-    assert.equal(json.confirmed, false);
-    assert.equal(json.cancelled, true);
-    assert.match(json.note, /declin/i);
+    for (let i = 0; i < 2; i++) {
+      // A decline authorises nothing, so it is not recorded: replayed, it declines again.
+      const { result, json } = toolJson(await runCall(raw, { mark, state: first.requestState, responses: decline }));
+      assert.notEqual(result.isError, true);
+      assert.equal(json.confirmed, false);
+      assert.equal(json.cancelled, true);
+      assert.match(json.note, /declin/i);
+    }
     assert.equal(runs(mark), 0);
+    // Only the approval that runs is spent: it runs once, and its replay is TOKEN_REUSED.
+    const ran = toolJson(await runCall(raw, { mark, state: first.requestState, responses: accept }));
+    assert.equal(ran.json.exitCode, 0, JSON.stringify(ran.json));
     assertRejected(await runCall(raw, { mark, state: first.requestState, responses: accept }), 'TOKEN_REUSED');
-    assert.equal(runs(mark), 0);
+    assert.equal(runs(mark), 1);
   });
 
   test('accept without approve true is a decline', async () => {
@@ -334,17 +340,24 @@ describe('skill_run under 2026-07-28: Multi Round-Trip confirmation', () => {
     assert.equal(runs(mark), 1);
   });
 
-  test('a retry carrying the state is settled as a round, whatever it declares', async () => {
+  test('a retry without the elicitation capability is never asked: the token flow, the answer ignored', async () => {
     const mark = marker();
     const first = assertInputRequired(await runCall(raw, { mark }));
-    const done = toolJson(await runCall(raw, { mark, capabilities: {}, state: first.requestState, responses: accept }));
+    // The state and an approving answer, from a client that does not offer elicitation:
+    // the preview-and-token flow, as for its first request; nothing runs.
+    const preview = toolJson(await runCall(raw, { mark, capabilities: {}, state: first.requestState, responses: accept }));
+    assert.equal(preview.result.resultType, 'complete');
+    assert.equal(preview.json.status, 'confirmation-required', JSON.stringify(preview.json));
+    assert.equal(runs(mark), 0);
+    // A confirmToken is the approval in that flow; the answer beside it changes nothing.
+    const args = { name: 'marker', script: 'scripts/mark.js', args: [mark], confirmToken: preview.json.confirmToken };
+    const done = toolJson(await ask(raw, 'tools/call', meta({ name: 'skill_run', arguments: args, inputResponses: accept }, {})));
     assert.equal(done.json.exitCode, 0, JSON.stringify(done.json));
     assert.equal(runs(mark), 1);
-    // An answer with a confirmToken but no state is a round too: asked, not run.
-    const preview = toolJson(await runCall(raw, { mark, capabilities: {} }));
-    const args = { name: 'marker', script: 'scripts/mark.js', args: [mark], confirmToken: preview.json.confirmToken };
-    assertInputRequired(await ask(raw, 'tools/call', meta({ name: 'skill_run', arguments: args, inputResponses: accept }, {})));
-    assert.equal(runs(mark), 1);
+    // The round state was left alone: the eliciting retry still runs once.
+    const ran = toolJson(await runCall(raw, { mark, state: first.requestState, responses: accept }));
+    assert.equal(ran.json.exitCode, 0, JSON.stringify(ran.json));
+    assert.equal(runs(mark), 2);
   });
 
   test('no server-to-client request is ever written', () => {

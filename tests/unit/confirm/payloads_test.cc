@@ -55,7 +55,7 @@ TEST(Payloads, InstructionDependsOnMode) {
 TEST(Payloads, Rejections) {
   for (TokenVerdict verdict :
        {TokenVerdict::kInvalid, TokenVerdict::kReused, TokenVerdict::kExpired,
-        TokenVerdict::kSpentSetFull, TokenVerdict::kUnrecorded}) {
+        TokenVerdict::kSpentSetFull, TokenVerdict::kSharedFull, TokenVerdict::kUnrecorded}) {
     ordered_json payload = RejectionPayload(verdict, "ENOSPC here");
     // docs/wire.md: `action` right after `error`.
     EXPECT_EQ(Keys(payload), (std::vector<std::string>{"status", "confirmed", "dispatched", "error",

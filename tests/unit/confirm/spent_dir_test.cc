@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <string>
 
+#include "broker/confirm/payloads.h"
 #include "broker/confirm/tokens.h"
 #include "tests/unit/confirm/will_run_fixture.h"
 
@@ -222,6 +223,32 @@ TEST_F(SpentDirTest, AFullRecordRefusesAndIsRescannedOnlyNowAndThen) {
   EXPECT_EQ(opened.dir->Record(nonce, kNow + kTtl, kNow + kFullPruneEverySeconds, &error),
             SpentDir::State::kUnspent)
       << error;
+}
+
+// A full host-wide record is not this client's doing (every broker on the host shares it):
+// the refusal says so, names the record, keeps the wire code, and spends nothing.
+TEST_F(SpentDirTest, AFullHostRecordIsReportedAsSuchNotAsTooManyRuns) {
+  auto broker = Broker();
+  const std::string records = base_ + "/spent-tokens";
+  for (size_t i = 0; i < kMaxSharedSpent; ++i) {
+    char name[80];
+    snprintf(name, sizeof name, "%032zx-%lld", i, static_cast<long long>(kNow + kTtl));
+    FILE* f = fopen((records + "/" + name).c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fclose(f);
+  }
+  const std::string token = Issue(*broker);
+  std::string detail;
+  TokenVerdict v = broker->CheckAndSpend(token, SampleWillRun(), kNow, &detail);
+  EXPECT_EQ(v, TokenVerdict::kSharedFull);
+  EXPECT_EQ(detail, records);
+  EXPECT_STREQ(TokenErrorCode(v), "TOKEN_EXPIRED");  // the wire's codes are unchanged
+  const std::string note = RejectionPayload(v, detail)["note"].get<std::string>();
+  EXPECT_NE(note.find("host-wide"), std::string::npos) << note;
+  EXPECT_NE(note.find(records), std::string::npos) << note;
+  EXPECT_EQ(note.find("Too many runs"), std::string::npos) << note;
+  EXPECT_EQ(broker->SpentCount(), 0u);
+  EXPECT_EQ(broker->Check(token, SampleWillRun(), kNow), TokenVerdict::kValid);
 }
 
 }  // namespace

@@ -383,6 +383,47 @@ TEST_F(SupervisorTest, WithoutACheckedDescriptorNothingRuns) {
   EXPECT_FALSE(called);
 }
 
+// The commit step (broker/run/runner.h): called once, after everything that can refuse the
+// run; when it says no, the worker is killed before it is told what to run (no callback
+// comes, nothing is left behind), and the next run starts as usual.
+TEST_F(SupervisorTest, AWithdrawnCommitRunsNothingAndGivesEverythingBack) {
+  Script("scripts/say.js", "console.log('ran');");
+  int commits = 0;
+  bool called = false;
+  std::string refused = Refused(sup_->StartCommitted(
+      Request("scripts/say.js"), [&] { return ++commits, false; },
+      [&](RunResult) { called = true; }));
+  EXPECT_EQ(refused, "unavailable: withdrawn before it started");
+  EXPECT_EQ(commits, 1);
+  EXPECT_FALSE(sup_->Busy());
+  // The killed worker is reaped from the loop; then nothing of it is left.
+  int64_t until = EventLoop::NowMs() + 5000;
+  while (sup_->leftovers() != 0 && EventLoop::NowMs() < until) loop_.RunOnce(50);
+  EXPECT_EQ(sup_->leftovers(), 0u);
+  EXPECT_FALSE(called);
+  // A run the commit allows runs, once.
+  ASSERT_EQ(Refused(sup_->StartCommitted(
+                Request("scripts/say.js"), [&] { return ++commits, true; },
+                [this](RunResult o) { outcome_ = Render(std::move(o)); })),
+            "");
+  auto o = Wait(20000);
+  ASSERT_TRUE(o && o->ran) << (o ? o->error : "no outcome");
+  EXPECT_EQ(commits, 2);
+  EXPECT_EQ(o->receipt["stdout"], "ran\n");
+}
+
+// A run refused before the commit (here: no checked descriptor) never asks for it, so the
+// caller's approval is not spent.
+TEST_F(SupervisorTest, ARunRefusedBeforeTheCommitNeverCallsIt) {
+  PreparedRun run = Request("scripts/absent.js");
+  ASSERT_FALSE(run.script_fd.valid());
+  int commits = 0;
+  std::string refused = Refused(sup_->StartCommitted(
+      std::move(run), [&] { return ++commits, true; }, [](RunResult) {}));
+  EXPECT_NE(refused, "");
+  EXPECT_EQ(commits, 0);
+}
+
 TEST_F(SupervisorTest, ScriptSwappedAfterStartRunsTheOriginal) {
   Script("scripts/run.js", "console.log('original');");
   std::ofstream(root_ + "/evil.js") << "console.log('evil');";

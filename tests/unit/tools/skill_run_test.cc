@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 
 namespace skillmcp {
@@ -23,9 +24,19 @@ class FakeRunner : public Runner {
     done = std::move(on_done);
     return std::nullopt;
   }
+  // As the supervisor: whatever can refuse the run (here `refuse`) comes before the commit.
+  std::optional<StartRefusal> StartCommitted(PreparedRun run, Commit commit,
+                                             Done on_done) override {
+    if (refuse) return refuse;
+    if (before_commit) before_commit();
+    if (!commit()) return StartRefusal{StartProblem::kUnavailable, "withdrawn"};
+    return Start(std::move(run), std::move(on_done));
+  }
   void Cancel() override { ++cancels; }
 
   bool busy = false;
+  std::optional<StartRefusal> refuse;   // e.g. every uid of the range taken
+  std::function<void()> before_commit;  // e.g. another broker spends the token first
   std::vector<PreparedRun> started;
   Done done;
   int cancels = 0;
@@ -79,6 +90,35 @@ class SkillRunTest : public ::testing::Test {
     if (!got_) return Json();  // started: the fake holds the run
     return Json::parse(got_->payload.dump());
   }
+  // One 2026-07-28 call; the answer (tool result or the input_required body), as JSON.
+  Json Round(SkillRunTool& tool, const Json& args, const RoundCall& round) {
+    got_.reset();
+    asked_.reset();
+    tool.CallRound(
+        args, Json(1), round, [this](ToolResult r) { got_ = std::move(r); },
+        [this](OrderedJson body) { asked_ = Json::parse(body.dump()); });
+    if (asked_) return *asked_;
+    if (!got_) return Json();  // started
+    return Json::parse(got_->payload.dump());
+  }
+  static RoundCall Retry(const std::string& state, const std::string& action, bool approve) {
+    RoundCall r;
+    r.client_elicits = true;
+    r.request_state = state;
+    r.input_responses =
+        Json{{"confirm", {{"action", action}, {"content", {{"approve", approve}}}}}};
+    return r;
+  }
+  std::string RoundState(SkillRunTool& tool, const Json& args) {
+    RoundCall first;
+    first.client_elicits = true;
+    Json asked = Round(tool, args, first);
+    EXPECT_TRUE(asked.contains("requestState")) << asked.dump();
+    return asked.value("requestState", "");
+  }
+  static StartRefusal UidsTaken() {
+    return StartRefusal{StartProblem::kUnavailable, "every uid of the run range is taken"};
+  }
   static Json Args(const std::string& name, const std::string& script) {
     return Json{{"name", name}, {"script", script}, {"args", Json::array()}};
   }
@@ -94,6 +134,7 @@ class SkillRunTest : public ::testing::Test {
   std::unique_ptr<ConfirmTokens> tokens_;
   FakeRunner runner_;
   std::optional<ToolResult> got_;
+  std::optional<Json> asked_;
 };
 
 TEST_F(SkillRunTest, RefusalsBeforeTheGateComeInTheirOrder) {
@@ -248,6 +289,91 @@ TEST_F(SkillRunTest, ArgumentsThatCanNeverRunDoNotSpendTheToken) {
   }
   EXPECT_EQ(tokens_->SpentCount(), 0u);
   EXPECT_TRUE(runner_.started.empty());
+}
+
+// A decline or cancel authorises nothing: it is not recorded (so declines cannot fill the
+// spent record), a replay declines again, and the state still runs once when approved.
+TEST_F(SkillRunTest, ADeclinedRoundSpendsNothingAndTheApprovalStillRunsOnce) {
+  SkillRunTool tool = Tool();
+  Json args = Args("demo", "scripts/run.js");
+  const std::string state = RoundState(tool, args);
+  for (const char* action : {"decline", "cancel", "decline"}) {
+    Json r = Round(tool, args, Retry(state, action, false));
+    EXPECT_EQ(r.value("cancelled", false), true) << r.dump();
+    EXPECT_FALSE(got_->is_error);
+  }
+  EXPECT_EQ(tokens_->SpentCount(), 0u);
+  EXPECT_TRUE(runner_.started.empty());
+  EXPECT_TRUE(Round(tool, args, Retry(state, "accept", true)).is_null());
+  ASSERT_EQ(runner_.started.size(), 1u);
+  EXPECT_EQ(tokens_->SpentCount(), 1u);
+  // The approval is spent: replayed, it is TOKEN_REUSED; a replayed decline still declines.
+  EXPECT_EQ(Round(tool, args, Retry(state, "accept", true))["error"], "TOKEN_REUSED");
+  EXPECT_EQ(Round(tool, args, Retry(state, "decline", false)).value("error", ""), "TOKEN_REUSED");
+  EXPECT_EQ(runner_.started.size(), 1u);
+}
+
+// The run side refusing to start (uid range exhausted, no scratch directory, no worker)
+// leaves the user's approval unspent: the same token runs once the cause is gone.
+TEST_F(SkillRunTest, ARunThatCannotStartLeavesTheConfirmTokenValid) {
+  SkillRunTool tool = Tool();
+  Json args = Args("demo", "scripts/run.js");
+  args["confirmToken"] = Token(tool, args);
+  runner_.refuse = UidsTaken();
+  EXPECT_EQ(Call(tool, args)["error"], "RUN_NOT_STARTED");
+  EXPECT_EQ(tokens_->SpentCount(), 0u);
+  runner_.refuse.reset();
+  EXPECT_TRUE(Call(tool, args).is_null());
+  ASSERT_EQ(runner_.started.size(), 1u);
+  EXPECT_EQ(Call(tool, args)["error"], "TOKEN_REUSED");
+}
+
+TEST_F(SkillRunTest, ARunThatCannotStartLeavesTheRoundStateValid) {
+  SkillRunTool tool = Tool();
+  Json args = Args("demo", "scripts/run.js");
+  const std::string state = RoundState(tool, args);
+  runner_.refuse = UidsTaken();
+  EXPECT_EQ(Round(tool, args, Retry(state, "accept", true))["error"], "RUN_NOT_STARTED");
+  EXPECT_EQ(tokens_->SpentCount(), 0u);
+  runner_.refuse.reset();
+  EXPECT_TRUE(Round(tool, args, Retry(state, "accept", true)).is_null());
+  ASSERT_EQ(runner_.started.size(), 1u);
+}
+
+// The spend is the last step before the start, and it can still lose (another broker spent
+// the same token first): then nothing starts and the answer is TOKEN_REUSED.
+TEST_F(SkillRunTest, ATokenSpentElsewhereBeforeTheCommitRunsNothing) {
+  SkillRunTool tool = Tool();
+  Json args = Args("demo", "scripts/run.js");
+  const std::string token = Token(tool, args);
+  args["confirmToken"] = token;
+  runner_.before_commit = [&] { EXPECT_EQ(tokens_->Spend(token, 1000), TokenVerdict::kValid); };
+  Json r = Call(tool, args);
+  EXPECT_EQ(r["error"], "TOKEN_REUSED") << r.dump();
+  EXPECT_EQ(r["status"], "confirmation-rejected");
+  EXPECT_TRUE(runner_.started.empty());
+}
+
+// A client that does not offer elicitation is never sent an input_required, even when it
+// sends a round's requestState and an approving answer: it gets the token flow (docs/wire.md
+// §8), and the answer runs nothing.
+TEST_F(SkillRunTest, ARetryWithoutTheElicitationCapabilityGetsTheTokenFlow) {
+  SkillRunTool tool = Tool();
+  Json args = Args("demo", "scripts/run.js");
+  const std::string state = RoundState(tool, args);
+  RoundCall retry = Retry(state, "accept", true);
+  retry.client_elicits = false;
+  Json r = Round(tool, args, retry);
+  EXPECT_FALSE(asked_.has_value());
+  EXPECT_EQ(r.value("status", ""), "confirmation-required") << r.dump();
+  EXPECT_TRUE(runner_.started.empty());
+  RoundCall answer_only;
+  answer_only.input_responses = retry.input_responses;
+  EXPECT_EQ(Round(tool, args, answer_only).value("status", ""), "confirmation-required");
+  EXPECT_FALSE(asked_.has_value());
+  // The state was left alone: the eliciting retry still runs once.
+  EXPECT_TRUE(Round(tool, args, Retry(state, "accept", true)).is_null());
+  EXPECT_EQ(runner_.started.size(), 1u);
 }
 
 }  // namespace
