@@ -134,8 +134,18 @@ void Session::PauseInput() {
   pump_timer_ = 0;
 }
 
+void Session::HoldInput() {
+  input_held_ = true;
+  PauseInput();
+}
+
+void Session::ReleaseInput() {
+  input_held_ = false;
+  if (!out_.over_pause()) ResumeInput();
+}
+
 void Session::ResumeInput() {
-  if (!input_paused_ || closed_) return;
+  if (!input_paused_ || closed_ || input_held_) return;
   input_paused_ = false;
   std::string held = std::move(pending_input_);
   pending_input_.clear();

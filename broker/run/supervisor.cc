@@ -128,6 +128,10 @@ std::optional<StartRefusal> RunSupervisor::Start(PreparedRun prepared, Done on_d
   // why: one run at a time bounds what a client can make the host do.
   if (Busy()) return StartRefusal{StartProblem::kBusy};
   if (!config_.ready()) return StartRefusal{StartProblem::kUnavailable, config_.refusal};
+  // why: fail closed; no run starts before the boot probe decided its namespace layers
+  // (serve holds skill_run until then, so this is a second line).
+  if (config_.namespaces_pending)
+    return StartRefusal{StartProblem::kUnavailable, "the namespace probe has not finished yet"};
   // why: the descriptor that was checked and hashed is the one that runs; without it
   // nothing runs (there is no path to fall back to).
   if (!prepared.script_fd.valid()) return SystemRefusal("the checked script descriptor", EBADF);

@@ -1,0 +1,43 @@
+#include "broker/tools/deferred_run.h"
+
+#include <utility>
+
+namespace skillmcp {
+
+DeferredRunTool::DeferredRunTool(std::function<void()> hold, std::function<void()> release)
+    : hold_(std::move(hold)), release_(std::move(release)) {}
+
+void DeferredRunTool::Open(std::unique_ptr<RunToolHandler> handler) {
+  handler_ = std::move(handler);
+  std::vector<Waiting> waiting = std::move(waiting_);
+  waiting_.clear();
+  for (Waiting& w : waiting)
+    handler_->Call(w.args, w.request_id, w.client_elicits, std::move(w.done));
+  // Only after the waiting calls: the requests read next come after their answers.
+  if (held_ && release_) release_();
+  held_ = false;
+}
+
+void DeferredRunTool::Call(const Json& args, const Json& request_id, bool client_elicits,
+                           ToolDone done) {
+  if (handler_) return handler_->Call(args, request_id, client_elicits, std::move(done));
+  // why: the call must not see the run side before it is decided (a refusal it would get,
+  // the layers its run gets); it waits, and so does every request after it.
+  if (!held_ && hold_) hold_();
+  held_ = true;
+  waiting_.push_back(Waiting{args, request_id, client_elicits, std::move(done)});
+}
+
+void DeferredRunTool::Cancel(const Json& request_id) {
+  if (handler_) return handler_->Cancel(request_id);
+  // A waiting call that is cancelled is dropped: nothing of it has started, and the
+  // session sends no answer to a cancelled request.
+  for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
+    if (it->request_id == request_id) {
+      waiting_.erase(it);
+      return;
+    }
+  }
+}
+
+}  // namespace skillmcp
