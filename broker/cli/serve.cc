@@ -110,9 +110,11 @@ int RunServe() {
   };
   // Once the run side is decided: the isolation line, then skill_run with the refusal
   // that holds (runs_blocked may only now be known).
-  auto open_runs = [&b, &run_gate, &deps] {
+  auto open_runs = [&b, &run_gate, &deps, &supervisor] {
     LOG_INFO("%s", LayersOneLine(ComputeLayers(b->facts)).c_str());
     deps.runs_blocked = b->runs_blocked;
+    // The first run's worker, started ahead (broker/run/worker_pool.h).
+    if (!b->runs_blocked) supervisor.Prestart();
     run_gate.Open(std::make_unique<SkillRunTool>(std::move(deps)));
   };
   LateProbe late_probe(loop, *b, open_runs);
