@@ -95,6 +95,9 @@ void Session::OnReadable() {
   if (n < 0) LOG_WARN_ERRNO("could not read stdin; closing the session");
   if (n <= 0) {
     reader_.Finish([this](std::string_view line) { HandleLine(line); });
+    // A last line that holds the input (HoldInput) is answered first: the end of input
+    // is read again, and the session closed, once it is released.
+    if (input_held_) return;
     Close();
     return;
   }

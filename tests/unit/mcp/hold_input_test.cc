@@ -79,6 +79,22 @@ TEST_F(HoldInputTest, LaterLinesAndTheEndOfInputWaitUntilReleased) {
   EXPECT_TRUE(closed_);
 }
 
+TEST_F(HoldInputTest, ALastLineWithoutNewlineIsAnsweredBeforeTheSessionCloses) {
+  Write("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"wait\"}");
+  close(in_[1]);
+  in_[1] = -1;
+  Spin();
+  ASSERT_EQ(held_.size(), 1u);
+  EXPECT_FALSE(closed_) << "the session closed under a held request";
+  held_[0].ResultJson("{}");
+  session_->ReleaseInput();
+  Spin();
+  std::vector<Json> a = Answers();
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0]["id"], 3);
+  EXPECT_TRUE(closed_);
+}
+
 TEST_F(HoldInputTest, ReleaseWithoutHoldChangesNothing) {
   session_->ReleaseInput();
   Write("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}\n");
