@@ -11,21 +11,28 @@ void DeferredRunTool::Open(std::unique_ptr<RunToolHandler> handler) {
   handler_ = std::move(handler);
   std::vector<Waiting> waiting = std::move(waiting_);
   waiting_.clear();
-  for (Waiting& w : waiting)
-    handler_->Call(w.args, w.request_id, w.client_elicits, std::move(w.done));
+  for (Waiting& w : waiting) w.call(*handler_);
   // Only after the waiting calls: the requests read next come after their answers.
   if (held_ && release_) release_();
   held_ = false;
 }
 
-void DeferredRunTool::Call(const Json& args, const Json& request_id, bool client_elicits,
-                           ToolDone done) {
-  if (handler_) return handler_->Call(args, request_id, client_elicits, std::move(done));
+void DeferredRunTool::Forward(const Json& request_id,
+                              std::function<void(RunToolHandler&)> call) {
+  if (handler_) return call(*handler_);
   // why: the call must not see the run side before it is decided (a refusal it would get,
   // the layers its run gets); it waits, and so does every request after it.
   if (!held_ && hold_) hold_();
   held_ = true;
-  waiting_.push_back(Waiting{args, request_id, client_elicits, std::move(done)});
+  waiting_.push_back(Waiting{request_id, std::move(call)});
+}
+
+void DeferredRunTool::Call(const Json& args, const Json& request_id, bool client_elicits,
+                           ToolDone done) {
+  Forward(request_id, [args, request_id, client_elicits, done = std::move(done)](
+                          RunToolHandler& h) mutable {
+    h.Call(args, request_id, client_elicits, std::move(done));
+  });
 }
 
 void DeferredRunTool::Cancel(const Json& request_id) {

@@ -28,12 +28,14 @@ class DeferredRunTool : public RunToolHandler {
   void Cancel(const Json& request_id) override;
 
  private:
+  // A call that waits: which request, and how to hand it to the handler. Every entry
+  // point of RunToolHandler goes through Forward, so each one waits the same way.
   struct Waiting {
-    Json args;
     Json request_id;
-    bool client_elicits;
-    ToolDone done;
+    std::function<void(RunToolHandler&)> call;
   };
+  void Forward(const Json& request_id, std::function<void(RunToolHandler&)> call);
+
   std::function<void()> hold_, release_;
   std::unique_ptr<RunToolHandler> handler_;
   std::vector<Waiting> waiting_;
