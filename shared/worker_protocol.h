@@ -17,6 +17,9 @@
 //             or with namespaces via chdir to the bound path checked against it; the
 //             run-as uid needs search permission on it, else step kChdir fails)
 // The probe mode (RunSpec::probe) needs only 0..4.
+// A worker started ahead of its run (broker/run/worker_pool.h) gets 0..5 only, and fd 3
+// is a unix stream socket: the description's bytes carry 6 and 7 as SCM_RIGHTS, which
+// the worker places before its fd check (worker/spec_input.h).
 #pragma once
 
 #include <cstdint>

@@ -1,29 +1,124 @@
 #include "worker/spec_input.h"
 
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <string>
 
 namespace skillmcp::worker {
+namespace {
+
+constexpr int kLiftFloor = 10;  // above the 0..7 layout while the received fds are placed
+
+StepResult Fail(int err) { return StepFailed(WorkerStep::kReadSpec, err); }
+
+// Whether 6 or 7 was inherited (checked before anything is received, which may land there).
+bool RunSlotsInherited() {
+  return fcntl(kWorkerScriptFd, F_GETFD) >= 0 || fcntl(kWorkerSkillDirFd, F_GETFD) >= 0;
+}
+
+// Places the two descriptors a started-ahead worker receives with its description
+// (shared/worker_protocol.h) at 6 (script) and 7 (skill directory). They may have landed
+// on 6 or 7 themselves: each is lifted above the layout first.
+StepResult PlaceReceived(const int (&got)[2]) {
+  int lifted[2] = {-1, -1};
+  StepResult result = StepOk();
+  for (int i = 0; i < 2 && !result; ++i) {
+    lifted[i] = fcntl(got[i], F_DUPFD_CLOEXEC, kLiftFloor);
+    if (lifted[i] < 0) result = Fail(errno);
+  }
+  for (int fd : got) close(fd);
+  const int slots[2] = {kWorkerScriptFd, kWorkerSkillDirFd};
+  for (int i = 0; i < 2 && !result; ++i) {
+    if (dup2(lifted[i], slots[i]) < 0) result = Fail(errno);  // dup2 clears close-on-exec
+  }
+  for (int fd : lifted)
+    if (fd >= 0) close(fd);
+  return result;
+}
+
+// One recvmsg: the bytes, and at most one SCM_RIGHTS message of exactly two descriptors
+// over the whole stream (`got` filled once). Anything else fails the step.
+ssize_t ReceiveSome(int fd, char* buf, size_t len, int (&got)[2], bool& have, int& err) {
+  alignas(cmsghdr) char control[CMSG_SPACE(3 * sizeof(int))];
+  iovec iov{buf, len};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  const ssize_t n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+  if (n < 0) {
+    err = errno;
+    return n;
+  }
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    int fds[3];
+    std::memcpy(fds, CMSG_DATA(c), count * sizeof(int));
+    // why: exactly the script and the skill directory, once; a third descriptor or a
+    // second message is not this protocol, and whatever came is closed.
+    if (count != 2 || have) {
+      for (size_t i = 0; i < count && i < 3; ++i) close(fds[i]);
+      err = EBADMSG;
+      return -1;
+    }
+    got[0] = fds[0];
+    got[1] = fds[1];
+    have = true;
+  }
+  if (msg.msg_flags & MSG_CTRUNC) {  // more descriptors than the buffer held: refused
+    err = EBADMSG;
+    return -1;
+  }
+  return n;
+}
+
+}  // namespace
 
 StepResult ReadRunSpec(int fd, RunSpec& out) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return Fail(errno);
+  const bool socket = S_ISSOCK(st.st_mode);
+  // why: a descriptor both inherited and sent would leave two candidates for the run.
+  const bool inherited = socket && RunSlotsInherited();
   std::string bytes;
   char buf[16384];
+  int got[2] = {-1, -1};
+  bool have = false;
   for (;;) {
-    const ssize_t n = read(fd, buf, sizeof(buf));
+    int err = 0;
+    const ssize_t n = socket ? ReceiveSome(fd, buf, sizeof buf, got, have, err)
+                             : read(fd, buf, sizeof(buf));
     if (n < 0) {
-      if (errno == EINTR) continue;
-      return StepFailed(WorkerStep::kReadSpec, errno);
+      if (!socket) err = errno;
+      if (err == EINTR) continue;
+      if (have)
+        for (int g : got) close(g);
+      return Fail(err);
     }
     if (n == 0) break;  // EOF terminates the spec: the broker closed its end
     // Bounded: a broker bug or a hostile writer cannot make the worker grow without end.
-    if (bytes.size() + static_cast<size_t>(n) > kRunSpecMaxBytes)
-      return StepFailed(WorkerStep::kReadSpec, EMSGSIZE);
+    if (bytes.size() + static_cast<size_t>(n) > kRunSpecMaxBytes) {
+      if (have)
+        for (int g : got) close(g);
+      return Fail(EMSGSIZE);
+    }
     bytes.append(buf, static_cast<size_t>(n));
   }
+  if (have && inherited) {
+    for (int g : got) close(g);
+    return Fail(EEXIST);
+  }
+  if (have)
+    if (auto e = PlaceReceived(got)) return e;
   std::optional<RunSpec> spec = DecodeRunSpec(bytes);
-  if (!spec) return StepFailed(WorkerStep::kReadSpec, EINVAL);
+  if (!spec) return Fail(EINVAL);
   out = std::move(*spec);
   return StepOk();
 }

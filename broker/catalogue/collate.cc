@@ -1,17 +1,16 @@
 #include "broker/catalogue/collate.h"
 
-#include <unicode/ucol.h>
-
 #include <climits>
 #include <memory>
 
+#include "shared/lazy_icu.h"
 #include "shared/log.h"
 
 namespace skillmcp {
 namespace {
 
 struct CollatorCloser {
-  void operator()(UCollator* c) const { ucol_close(c); }
+  void operator()(UCollator* c) const { lazy_icu::Get()->ucol_close(c); }
 };
 
 // The root collator at primary strength, made once. Null when ICU cannot open it, in
@@ -19,15 +18,21 @@ struct CollatorCloser {
 // deterministic), with a warning.
 UCollator* RootPrimaryCollator() {
   static std::unique_ptr<UCollator, CollatorCloser> collator = [] {
-    UErrorCode status = U_ZERO_ERROR;
-    UCollator* c = ucol_open("", &status);
-    if (U_FAILURE(status) || c == nullptr) {
-      LOG_WARN("ICU root collator unavailable (%s); listings fall back to byte order",
-               u_errorName(status));
-      if (c != nullptr) ucol_close(c);
+    const lazy_icu::Api* icu = lazy_icu::Get();
+    if (icu == nullptr) {
+      LOG_WARN("ICU root collator unavailable; listings of non-ASCII names fall back to byte "
+               "order");
       return std::unique_ptr<UCollator, CollatorCloser>();
     }
-    ucol_setStrength(c, UCOL_PRIMARY);
+    UErrorCode status = U_ZERO_ERROR;
+    UCollator* c = icu->ucol_open("", &status);
+    if (U_FAILURE(status) || c == nullptr) {
+      LOG_WARN("ICU root collator unavailable (%s); listings fall back to byte order",
+               icu->u_errorName(status));
+      if (c != nullptr) icu->ucol_close(c);
+      return std::unique_ptr<UCollator, CollatorCloser>();
+    }
+    icu->ucol_setStrength(c, UCOL_PRIMARY);
     return std::unique_ptr<UCollator, CollatorCloser>(c);
   }();
   return collator.get();
@@ -47,14 +52,53 @@ int FoldedCompare(std::string_view a, std::string_view b) {
   return a.size() == b.size() ? 0 : (a.size() < b.size() ? -1 : 1);
 }
 
+// The root collator's primary order of the ASCII characters: 0 is ignorable (the C0
+// controls but TAB, LF, VT, FF, CR; and DEL), then whitespace, punctuation and symbols,
+// digits, letters (a letter's two cases equal). ASCII has no contraction or expansion
+// there, so an ASCII string's primary key is the ranks of its characters without the
+// zeros. tests/unit/catalogue/collate_ascii_test.cc checks every entry against ICU.
+constexpr uint8_t kAsciiPrimary[128] = {
+    0,  0,  0,  0,  0,  0,  0,  0,  0,  1,  2,  3,  4,  5,  0,  0,   // 0x00
+    0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,   // 0x10
+    6,  12, 16, 28, 38, 29, 27, 15, 17, 18, 24, 32, 9,  8,  14, 25,  // 0x20
+    39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 11, 10, 33, 34, 35, 13,  // 0x30
+    23, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63,  // 0x40
+    64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 19, 26, 20, 31, 7,   // 0x50
+    30, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63,  // 0x60
+    64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 21, 36, 22, 37, 0,   // 0x70
+};
+
+bool IsAscii(std::string_view s) {
+  for (char ch : s)
+    if (static_cast<unsigned char>(ch) >= 0x80) return false;
+  return true;
+}
+
+// The primary comparison of two ASCII strings, as the root collator makes it.
+int AsciiPrimaryCompare(std::string_view a, std::string_view b) {
+  size_t i = 0, j = 0;
+  for (;;) {
+    while (i < a.size() && kAsciiPrimary[static_cast<unsigned char>(a[i])] == 0) ++i;
+    while (j < b.size() && kAsciiPrimary[static_cast<unsigned char>(b[j])] == 0) ++j;
+    const bool a_done = i == a.size(), b_done = j == b.size();
+    if (a_done || b_done) return a_done == b_done ? 0 : (a_done ? -1 : 1);
+    const uint8_t x = kAsciiPrimary[static_cast<unsigned char>(a[i++])];
+    const uint8_t y = kAsciiPrimary[static_cast<unsigned char>(b[j++])];
+    if (x != y) return x < y ? -1 : 1;
+  }
+}
+
 }  // namespace
 
 int CollateCompare(std::string_view a, std::string_view b) {
   int primary = 0;
-  if (UCollator* c = RootPrimaryCollator()) {
+  if (IsAscii(a) && IsAscii(b)) {
+    // why: ICU stays unloaded for ASCII trees (shared/lazy_icu.h); same order.
+    primary = AsciiPrimaryCompare(a, b);
+  } else if (UCollator* c = RootPrimaryCollator()) {
     UErrorCode status = U_ZERO_ERROR;
-    UCollationResult r = ucol_strcollUTF8(c, a.data(), ToInt32Len(a.size()), b.data(),
-                                          ToInt32Len(b.size()), &status);
+    UCollationResult r = lazy_icu::Get()->ucol_strcollUTF8(
+        c, a.data(), ToInt32Len(a.size()), b.data(), ToInt32Len(b.size()), &status);
     if (U_SUCCESS(status))
       primary = r == UCOL_LESS ? -1 : (r == UCOL_GREATER ? 1 : 0);
     else

@@ -4,6 +4,7 @@
 #include <iterator>
 
 #include "broker/catalogue/reasons.h"
+#include "broker/catalogue/yaml_json.h"
 #include "broker/catalogue/yaml_strict.h"
 #include "shared/utf8.h"
 
@@ -217,6 +218,9 @@ ParsedSkillMd ParseSkillMd(std::string_view text, bool truncated) {
     NoteUnknownTopLevelKeys(root, line_offset, &out);
   }
   out.servable = true;
+  // why: one strict parse per SKILL.md (it is most of the start-up's instructions); the
+  // JSON exists only where the whole frontmatter parsed, as FrontmatterJsonText says.
+  if (!declaration_error) out.frontmatter_json = FrontmatterJson(root).value_or("");
   if (declaration_error) {
     out.declaration_present = true;
     out.issues.push_back(

@@ -60,6 +60,9 @@ struct ParsedSkillMd {
   bool body_truncated = false;
   bool declaration_present = false;
   Declaration declaration;  // .ok false when absent or refused
+  // FrontmatterJsonText of the frontmatter (yaml_json.h), from this parse: "" when the
+  // whole does not parse strictly or is no mapping JSON can carry.
+  std::string frontmatter_json;
   std::vector<FrontmatterIssue> issues;
 };
 

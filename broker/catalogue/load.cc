@@ -103,7 +103,7 @@ std::optional<Skill> LoadSkill(Candidate candidate, std::vector<Problem>* proble
   skill.body_truncated = parsed.body_truncated;
   skill.declaration_present = parsed.declaration_present;
   skill.declaration_ok = parsed.declaration.ok;
-  skill.frontmatter_json = FrontmatterJsonText(SplitSkillMd(*text).frontmatter).value_or("");
+  skill.frontmatter_json = std::move(parsed.frontmatter_json);
   if (parsed.declaration.ok) {
     skill.runs = PresentRuns(c, std::move(parsed.declaration.runs), problems);
     skill.declared_egress = std::move(parsed.declaration.egress);

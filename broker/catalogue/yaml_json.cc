@@ -61,7 +61,11 @@ std::optional<nlohmann::ordered_json> YamlToJson(const YAML::Node& node) {
 std::optional<std::string> FrontmatterJsonText(std::string_view frontmatter) {
   StrictYaml yaml = LoadStrictYaml(frontmatter);
   if (!yaml.ok) return std::nullopt;
-  std::optional<OrderedJson> json = YamlToJson(yaml.root);
+  return FrontmatterJson(yaml.root);
+}
+
+std::optional<std::string> FrontmatterJson(const YAML::Node& root) {
+  std::optional<OrderedJson> json = YamlToJson(root);
   if (!json || !json->is_object()) return std::nullopt;
   // Why: the checked frontmatter is UTF-8 (frontmatter.h); replace rather than throw if not.
   return json->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -18,4 +18,7 @@ std::optional<nlohmann::ordered_json> YamlToJson(const YAML::Node& node);
 // parse strictly as a whole or holds a value JSON cannot carry.
 std::optional<std::string> FrontmatterJsonText(std::string_view frontmatter);
 
+// The same from the root LoadStrictYaml gave for the whole frontmatter (one parse).
+std::optional<std::string> FrontmatterJson(const YAML::Node& root);
+
 }  // namespace skillmcp

@@ -17,7 +17,13 @@ extern char** environ;
 
 namespace skillmcp {
 
-std::unique_ptr<Boot> BootBroker() {
+void SettleRunFacts(Boot& b) {
+  b.facts.worker = LayerFacts(*b.launch);
+  if (!b.runs_blocked && !b.launch->ready())
+    b.runs_blocked = "no script can run here: " + b.launch->refusal;
+}
+
+std::unique_ptr<Boot> BootBroker(NamespaceProbeTiming probe) {
   auto b = std::make_unique<Boot>();
   // 1. Before reading any configuration: no dumping, no core, fds 0-2 present.
   b->facts.process = HardenProcess();
@@ -52,7 +58,7 @@ std::unique_ptr<Boot> BootBroker() {
     return b;
   }
   // 4. The pinned node and the worker, opened by descriptor now.
-  LaunchConfigResult launch = ResolveLaunchConfig(b->env, b->facts.privileges);
+  LaunchConfigResult launch = ResolveLaunchConfig(b->env, b->facts.privileges, probe);
   if (!launch.config) {
     b->fatal = launch.error;
     return b;
@@ -67,7 +73,6 @@ std::unique_ptr<Boot> BootBroker() {
     for (const Skill& s : b->catalogue.skills) dirs.push_back(s.source);
     SetHiddenRoots(*b->launch, b->roots.paths, dirs);
   }
-  b->facts.worker = LayerFacts(*b->launch);
   b->grants = DecideGrants(b->catalogue, b->env.GetConfig("MCP_SKILL_RUN"), b->facts.hosted);
 
   // 6. Whether anything may run at all.
@@ -82,9 +87,8 @@ std::unique_ptr<Boot> BootBroker() {
     b->catalogue.problems.push_back(
         Problem{"/proc/" + std::to_string(getpid()) + "/environ", std::string(reason::kEnvironUnscrubbed),
                 *b->runs_blocked});
-  } else if (!b->launch->ready()) {
-    b->runs_blocked = "no script can run here: " + b->launch->refusal;
   }
+  SettleRunFacts(*b);
 
   // 7. The confirmation gate and its signing key.
   b->gate = ParseGateConfig([env = &b->env](std::string_view n) { return env->GetConfig(n); });

@@ -32,6 +32,11 @@ struct Boot {
 
 // Hardens the process, captures and wipes the environment, drops privileges, resolves
 // the launch configuration, scans the catalogue once, decides grants and the gate.
-std::unique_ptr<Boot> BootBroker();
+// kDeferred (serve) leaves the namespace probe for after start: launch->namespaces_pending
+// then says one is due, and SettleRunFacts follows its DecideNamespaces.
+std::unique_ptr<Boot> BootBroker(NamespaceProbeTiming probe = NamespaceProbeTiming::kNow);
+
+// The isolation facts and runs_blocked from the launch configuration as it stands.
+void SettleRunFacts(Boot& b);
 
 }  // namespace skillmcp

@@ -12,7 +12,9 @@
 #include "broker/loop/event_loop.h"
 #include "broker/mcp/server.h"
 #include "broker/mcp/session.h"
+#include "broker/run/namespace_probe.h"
 #include "broker/run/supervisor.h"
+#include "broker/tools/deferred_run.h"
 #include "broker/tools/skill_run.h"
 #include "config.h"
 #include "shared/log.h"
@@ -35,10 +37,42 @@ UniqueFd BlockTerminationSignals() {
   return fd;
 }
 
+// The namespace probe BootBroker left for after start (launch->namespaces_pending): with a
+// fresh /proc, and again without it where only that mount is refused; then the run side
+// is settled (boot.h) and `decided` is called. All on the loop.
+class LateProbe {
+ public:
+  LateProbe(EventLoop& loop, Boot& b, std::function<void()> decided)
+      : task_(loop), b_(b), decided_(std::move(decided)) {}
+  void Start() {
+    task_.Start(*b_.launch, /*fresh_proc=*/true, [this](NamespaceProbe p) { OnFirst(p); });
+  }
+
+ private:
+  void OnFirst(NamespaceProbe first) {
+    if (!ProbeAgainWithoutFreshProc(first)) return Decide(first, nullptr);
+    first_ = first;
+    task_.Start(*b_.launch, /*fresh_proc=*/false,
+                [this](NamespaceProbe second) { Decide(first_, &second); });
+  }
+  void Decide(const NamespaceProbe& first, const NamespaceProbe* second) {
+    DecideNamespaces(*b_.launch, first, second);
+    SettleRunFacts(b_);
+    decided_();
+  }
+
+  NamespaceProbeTask task_;
+  Boot& b_;
+  std::function<void()> decided_;
+  NamespaceProbe first_;
+};
+
 }  // namespace
 
 int RunServe() {
-  std::unique_ptr<Boot> b = BootBroker();
+  // The namespace probe runs on the loop after start: the first answer does not wait
+  // for it, skill_run does (DeferredRunTool).
+  std::unique_ptr<Boot> b = BootBroker(NamespaceProbeTiming::kDeferred);
   if (!b->fatal.empty()) {
     LOG_ERROR("%s", b->fatal.c_str());
     return 1;
@@ -58,13 +92,14 @@ int RunServe() {
   }
   Session session(loop, STDIN_FILENO, STDOUT_FILENO);
   RunSupervisor supervisor(loop, *b->launch, b->env);
+  DeferredRunTool run_gate([&session] { session.HoldInput(); },
+                           [&session] { session.ReleaseInput(); });
   SkillRunDeps deps;
   deps.view = CatalogueView{&b->catalogue, &b->grants};
   deps.is_set = [env = &b->env](std::string_view n) { return env->IsSet(n); };
   deps.gate = b->gate;
   deps.tokens = b->tokens.get();
   deps.runner = &supervisor;
-  deps.runs_blocked = b->runs_blocked;
   deps.elicit = [&session](OrderedJson params, int64_t timeout_ms,
                            std::function<void(const Json*, const Json*)> handler) {
     return session.SendRequest("elicitation/create", std::move(params), timeout_ms,
@@ -73,9 +108,18 @@ int RunServe() {
   deps.withdraw = [&session](const Json& id) {
     session.WithdrawRequest(id, "the skill_run call this prompt was for was cancelled");
   };
-  SkillRunTool run_tool(std::move(deps));
+  // Once the run side is decided: the isolation line, then skill_run with the refusal
+  // that holds (runs_blocked may only now be known).
+  auto open_runs = [&b, &run_gate, &deps, &supervisor] {
+    LOG_INFO("%s", LayersOneLine(ComputeLayers(b->facts)).c_str());
+    deps.runs_blocked = b->runs_blocked;
+    // The first run's worker, started ahead (broker/run/worker_pool.h).
+    if (!b->runs_blocked) supervisor.Prestart();
+    run_gate.Open(std::make_unique<SkillRunTool>(std::move(deps)));
+  };
+  LateProbe late_probe(loop, *b, open_runs);
   McpServer server(session, CatalogueView{&b->catalogue, &b->grants}, SKILL_MCP_VERSION,
-                   &run_tool);
+                   &run_gate);
   server.Register();
   session.OnClosed([&loop] { loop.Stop(); });
   UniqueFd sigfd = BlockTerminationSignals();
@@ -103,8 +147,14 @@ int RunServe() {
            isatty(STDIN_FILENO) ? "; this is a stdio MCP server: start it from an MCP client "
                                   "(e.g. an mcpServers entry with command \"skill-mcp\")"
                                 : "");
-  LOG_INFO("%s", LayersOneLine(ComputeLayers(b->facts)).c_str());
+  if (b->launch->namespaces_pending) {
+    loop.AddTimer(0, [&late_probe] { late_probe.Start(); });
+  } else {
+    open_runs();
+  }
   loop.Run();
+  if (b->launch->namespaces_pending)
+    LOG_INFO("the client left before the namespace probe had decided; no script ran");
   // Why: no worker outlives its client; the group is killed and reaped before exit.
   supervisor.KillAndReapNow();
   // What the client has not read yet still reaches a client that keeps reading.

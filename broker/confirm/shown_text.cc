@@ -6,8 +6,24 @@
 
 #include <cstdio>
 
+#include "shared/lazy_icu.h"
+
 namespace skillmcp {
 namespace {
+
+// ICU's general category of `c`, loaded on first use (shared/lazy_icu.h); callers ask only
+// for c >= 0xA0 (ASCII and C1 are decided without it). Without ICU, U_UNASSIGNED: the
+// character is escaped, which shows more, never less.
+int8_t CharType(UChar32 c) {
+  const lazy_icu::Api* icu = lazy_icu::Get();
+  return icu ? icu->u_charType(c) : static_cast<int8_t>(U_UNASSIGNED);
+}
+
+// A binary property of `c` (c >= 0xA0); without ICU, true: escaped (see CharType).
+bool HasProperty(UChar32 c, UProperty which) {
+  const lazy_icu::Api* icu = lazy_icu::Get();
+  return icu ? icu->u_hasBinaryProperty(c, which) : true;
+}
 
 std::string Hex(unsigned value, int digits) {
   char buffer[16];
@@ -32,7 +48,8 @@ std::string Escaped(UChar32 c) {
 }
 
 bool IsCombiningMark(UChar32 c) {
-  const int8_t type = u_charType(c);
+  if (c < 0xA0) return false;  // no ASCII or C1 character is a mark
+  const int8_t type = CharType(c);
   return type == U_NON_SPACING_MARK || type == U_ENCLOSING_MARK || type == U_COMBINING_SPACING_MARK;
 }
 
@@ -42,7 +59,10 @@ bool IsHiddenCodePoint(int code_point) {
   const UChar32 c = code_point;
   if (c == ' ') return false;
   if (c < 0x20 || (c >= 0x7F && c <= 0x9F)) return true;  // C0, DEL, C1 (NEL, CSI...)
-  switch (u_charType(c)) {
+  // The rest of ASCII is letters, digits, punctuation and symbols: none hidden (and ICU
+  // stays unloaded for ASCII text).
+  if (c < 0x7F) return false;
+  switch (CharType(c)) {
     case U_CONTROL_CHAR:
     case U_FORMAT_CHAR:          // bidi marks, embeddings, overrides, isolates; ZW*; tags
     case U_LINE_SEPARATOR:       // U+2028
@@ -56,8 +76,8 @@ bool IsHiddenCodePoint(int code_point) {
       break;
   }
   // Hangul fillers, variation selectors, the combining grapheme joiner: drawn as nothing.
-  return u_hasBinaryProperty(c, UCHAR_DEFAULT_IGNORABLE_CODE_POINT) ||
-         u_hasBinaryProperty(c, UCHAR_BIDI_CONTROL);
+  return HasProperty(c, UCHAR_DEFAULT_IGNORABLE_CODE_POINT) ||
+         HasProperty(c, UCHAR_BIDI_CONTROL);
 }
 
 // Combining marks shown on one base character before the rest are escaped.
@@ -71,7 +91,7 @@ bool LooksLikeQuote(UChar32 c) {
     case 0x3003: case 0xFF02:
       return true;
     default:
-      return u_hasBinaryProperty(c, UCHAR_QUOTATION_MARK);
+      return c >= 0xA0 && HasProperty(c, UCHAR_QUOTATION_MARK);
   }
 }
 

@@ -229,7 +229,8 @@ void McpServer::CallTool(const RpcMessage& m, Reply reply, const Envelope& e) {
     }
     args = *a;
   }
-  auto done = [reply](ToolResult r) { reply.ResultJson(ToolResultJson(r)); };
+  // The result is moved, never copied: a skill_file body is megabytes.
+  auto done = [reply](ToolResult r) { reply.ResultJson(ToolResultJson(std::move(r))); };
   if (name == "skill_list") return done(SkillList(view_));
   if (name == "skill_load") return done(SkillLoad(view_, args));
   if (name == "skill_file") return done(SkillFile(view_, args));

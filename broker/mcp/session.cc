@@ -133,6 +133,9 @@ void Session::OnReadable() {
   if (n < 0) LOG_WARN_ERRNO("could not read stdin; closing the session");
   if (n <= 0) {
     reader_.Finish([this](std::string_view line) { HandleLine(line); });
+    // A last line that holds the input (HoldInput) is answered first: the end of input
+    // is read again, and the session closed, once it is released.
+    if (input_held_) return;
     Close();
     return;
   }
@@ -172,8 +175,18 @@ void Session::PauseInput() {
   pump_timer_ = 0;
 }
 
+void Session::HoldInput() {
+  input_held_ = true;
+  PauseInput();
+}
+
+void Session::ReleaseInput() {
+  input_held_ = false;
+  if (!out_.over_pause()) ResumeInput();
+}
+
 void Session::ResumeInput() {
-  if (!input_paused_ || closed_) return;
+  if (!input_paused_ || closed_ || input_held_) return;
   input_paused_ = false;
   std::string held = std::move(pending_input_);
   pending_input_.clear();

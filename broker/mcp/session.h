@@ -97,6 +97,11 @@ class Session {
   size_t pending_outgoing() const { return outgoing_.size(); }
   size_t queued_output_bytes() const { return out_.queued_bytes(); }
   bool reading_paused() const { return input_paused_; }
+  // Reads no further request until ReleaseInput: a request that waits for the broker
+  // itself (skill_run before the boot probe has decided) keeps every later line, the
+  // end of input included, behind it. What was read already waits unframed.
+  void HoldInput();
+  void ReleaseInput();
   // At exit: hands the queued output to the client, giving up after `stall_ms` without
   // progress.
   void DrainOutput(int stall_ms) { out_.DrainBlocking(stall_ms); }
@@ -122,6 +127,7 @@ class Session {
   bool closed_ = false;
   bool input_watched_ = false;         // in_ is in the loop (pollable input)
   bool input_paused_ = false;          // backpressure: too much output queued
+  bool input_held_ = false;            // HoldInput: paused until ReleaseInput
   std::string pending_input_;          // read, not yet framed, while paused
   EventLoop::TimerId pump_timer_ = 0;  // input epoll refuses: the next chunk
   bool omit_null_error_id_ = false;

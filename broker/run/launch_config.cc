@@ -121,38 +121,73 @@ std::string MiB(uint64_t bytes) { return std::to_string(bytes / kMiB) + " MiB"; 
 
 // The boot probe (broker/run/namespace_probe.h), first with a fresh /proc, then, where
 // only that mount is refused (a runtime that masks parts of /proc), without it.
-void ProbeNamespaces(LaunchConfig& c, std::string& why_not) {
-  NamespaceProbe probe = ProbeRunNamespaces(c, /*fresh_proc=*/true);
-  if (probe.err != 0 && probe.step == WorkerStep::kMountProc) {
-    c.fresh_proc_problem = std::string("the runtime refuses a fresh /proc in the run's pid "
-                                       "namespace (") + std::strerror(probe.err) +
-                           "); runs see the host's /proc, but signal only their own processes";
-    probe = ProbeRunNamespaces(c, /*fresh_proc=*/false);
-  } else if (probe.err == 0) {
-    c.fresh_proc = true;
+void ProbeNamespacesNow(LaunchConfig& c) {
+  NamespaceProbe first = ProbeRunNamespaces(c, /*fresh_proc=*/true);
+  if (!ProbeAgainWithoutFreshProc(first)) return DecideNamespaces(c, first, nullptr);
+  NamespaceProbe second = ProbeRunNamespaces(c, /*fresh_proc=*/false);
+  DecideNamespaces(c, first, &second);
+}
+
+// After SetHiddenRoots: a view that cannot hide every skills directory is not built.
+void LimitHiddenRoots(LaunchConfig& c) {
+  // why: a view that cannot hide every skills directory is not built at all (fail closed).
+  if (c.namespaces && c.hidden_roots.size() > kRunSpecMaxHiddenRoots &&
+      c.namespaces_problem.empty()) {
+    const std::string why = "the skills live in " + std::to_string(c.hidden_roots.size()) +
+                            " directories (at most " + std::to_string(kRunSpecMaxHiddenRoots) +
+                            " can be hidden from a run)";
+    if (!c.namespaces_demanded) {
+      c.namespaces = false;  // auto: runs go on without the view, and doctor says why
+      c.fresh_proc = false;
+      c.namespaces_off_reason = why;
+      return;
+    }
+    c.namespaces_problem = "SKILL_MCP_NAMESPACES=on, but " + why;
+    if (c.refusal.empty()) c.refusal = c.namespaces_problem;
   }
-  if (probe.err == 0) return;
-  c.fresh_proc = false;
-  const std::string why = std::string(c.switch_ids ? "the run-as user" : "this user") +
-                          " cannot create its user, mount, pid and IPC namespaces here (" +
-                          (probe.step ? std::string(DescribeWorkerStep(*probe.step)) + ": " : "") +
-                          std::strerror(probe.err) + ")";
-  if (!c.namespaces_demanded) {
-    // why: auto never costs a run; doctor and the boot banner say what is missing.
-    c.namespaces = false;
-    c.namespaces_off_reason = why + "; SKILL_MCP_NAMESPACES=auto runs without them";
-    return;
-  }
-  // why: the view is demanded, so a host that cannot build it runs nothing (fail closed)
-  // and says so at boot rather than at every run.
-  c.namespaces_problem = "SKILL_MCP_NAMESPACES=on, but " + why +
-                         "; allow unprivileged user namespaces and mount in them "
-                         "(under systemd: RestrictNamespaces=user mnt pid ipc) or set "
-                         "SKILL_MCP_NAMESPACES=off";
-  why_not = c.namespaces_problem;
 }
 
 }  // namespace
+
+bool ProbeAgainWithoutFreshProc(const NamespaceProbe& first) {
+  return first.err != 0 && first.step == WorkerStep::kMountProc;
+}
+
+void DecideNamespaces(LaunchConfig& c, const NamespaceProbe& first, const NamespaceProbe* second) {
+  c.namespaces_pending = false;
+  NamespaceProbe probe = first;
+  if (second != nullptr) {
+    c.fresh_proc_problem = std::string("the runtime refuses a fresh /proc in the run's pid "
+                                       "namespace (") + std::strerror(first.err) +
+                           "); runs see the host's /proc, but signal only their own processes";
+    probe = *second;
+  } else if (probe.err == 0) {
+    c.fresh_proc = true;
+  }
+  if (probe.err != 0) {
+    c.fresh_proc = false;
+    const std::string why =
+        std::string(c.switch_ids ? "the run-as user" : "this user") +
+        " cannot create its user, mount, pid and IPC namespaces here (" +
+        (probe.step ? std::string(DescribeWorkerStep(*probe.step)) + ": " : "") +
+        std::strerror(probe.err) + ")";
+    if (!c.namespaces_demanded) {
+      // why: auto never costs a run; doctor and the boot banner say what is missing.
+      c.namespaces = false;
+      c.namespaces_off_reason = why + "; SKILL_MCP_NAMESPACES=auto runs without them";
+    } else {
+      // why: the view is demanded, so a host that cannot build it runs nothing (fail
+      // closed) and says so at boot rather than at every run.
+      c.namespaces_problem = "SKILL_MCP_NAMESPACES=on, but " + why +
+                             "; allow unprivileged user namespaces and mount in them "
+                             "(under systemd: RestrictNamespaces=user mnt pid ipc) or set "
+                             "SKILL_MCP_NAMESPACES=off";
+      if (c.refusal.empty()) c.refusal = c.namespaces_problem;
+    }
+  }
+  // Deferred probe: SetHiddenRoots has already filled the lists and left this to here.
+  LimitHiddenRoots(c);
+}
 
 std::optional<uint64_t> ParsePositive(std::string_view text) {
   if (text.empty() || text[0] == '0') return std::nullopt;
@@ -177,7 +212,8 @@ std::string SearchPath(std::string_view path_value, std::string_view name) {
   return "";
 }
 
-LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState& privileges) {
+LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState& privileges,
+                                       NamespaceProbeTiming timing) {
   LaunchConfigResult result;
   LaunchConfig c;
 
@@ -299,10 +335,16 @@ LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState
       c.namespaces = false;
       c.namespaces_off_reason = not_tried;
     }
-  } else if (c.namespaces) {
-    ProbeNamespaces(c, why_not);
   }
   c.refusal = why_not;
+  if (c.namespaces && why_not.empty()) {
+    // why: until the probe has decided, no run starts (RunSupervisor::Start refuses).
+    if (timing == NamespaceProbeTiming::kDeferred) {
+      c.namespaces_pending = true;
+    } else {
+      ProbeNamespacesNow(c);
+    }
+  }
   result.config = std::move(c);
   return result;
 }
@@ -361,21 +403,8 @@ void SetHiddenRoots(LaunchConfig& c, const std::vector<std::string>& roots,
              "may read none of them", c.module_dirs.size(), kRunSpecMaxReadDirs);
     c.module_dirs.clear();
   }
-  // why: a view that cannot hide every skills directory is not built at all (fail closed).
-  if (c.namespaces && c.hidden_roots.size() > kRunSpecMaxHiddenRoots &&
-      c.namespaces_problem.empty()) {
-    const std::string why = "the skills live in " + std::to_string(c.hidden_roots.size()) +
-                            " directories (at most " + std::to_string(kRunSpecMaxHiddenRoots) +
-                            " can be hidden from a run)";
-    if (!c.namespaces_demanded) {
-      c.namespaces = false;  // auto: runs go on without the view, and doctor says why
-      c.fresh_proc = false;
-      c.namespaces_off_reason = why;
-      return;
-    }
-    c.namespaces_problem = "SKILL_MCP_NAMESPACES=on, but " + why;
-    if (c.refusal.empty()) c.refusal = c.namespaces_problem;
-  }
+  // A deferred probe applies the limit once it has decided (DecideNamespaces).
+  if (!c.namespaces_pending) LimitHiddenRoots(c);
 }
 
 WorkerLayerFacts LayerFacts(const LaunchConfig& c) {

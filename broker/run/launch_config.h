@@ -12,6 +12,7 @@
 #include "broker/harden/layers.h"
 #include "broker/harden/privileges.h"
 #include "broker/run/run_uids.h"
+#include "broker/run/namespace_probe.h"
 #include "shared/worker_protocol.h"
 #include "shared/unique_fd.h"
 
@@ -41,6 +42,9 @@ struct LaunchConfig {
   // probe succeeds and off with namespaces_off_reason where not; =on demands it.
   bool namespaces = false;
   bool namespaces_demanded = false;   // SKILL_MCP_NAMESPACES=on
+  // The probe is still running (serve probes after start): nothing about the namespaces
+  // is decided yet, and no run may start (RunSupervisor::Start refuses).
+  bool namespaces_pending = false;
   std::string namespaces_problem;     // demanded, but the probe failed: runs are refused
   std::string namespaces_off_reason;  // auto, and the probe failed: runs go on without
   bool fresh_proc = false;            // namespaced runs get their own /proc
@@ -74,7 +78,21 @@ struct LaunchConfigResult {
 // the runs' scratch directories; /tmp when unset or relative),
 // SKILL_MCP_LIMIT_{NPROC,AS_MB,DATA_MB,CPU_SECONDS,FSIZE_MB,NOFILE} (strict positive
 // integers). The run-as identity comes from what DropPrivileges resolved.
-LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState& privileges);
+// kDeferred leaves the namespace probe to the caller (namespaces_pending is then set when
+// one is needed): run it with NamespaceProbeTask and hand the results to DecideNamespaces.
+enum class NamespaceProbeTiming { kNow, kDeferred };
+LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState& privileges,
+                                       NamespaceProbeTiming timing = NamespaceProbeTiming::kNow);
+
+// The first probe (with a fresh /proc) failed only at that mount: probe again without it.
+bool ProbeAgainWithoutFreshProc(const NamespaceProbe& first);
+
+// Settles the namespace layer from the probe results (`second`: the probe without a
+// fresh /proc, when ProbeAgainWithoutFreshProc asked for it, else nullptr): on, off with
+// the reason (auto) or refused (on), then the hidden-roots limit of SetHiddenRoots.
+// Clears namespaces_pending.
+void DecideNamespaces(LaunchConfig& config, const NamespaceProbe& first,
+                      const NamespaceProbe* second);
 
 // Pure: a strict positive decimal integer ("1".."18446744073709551615"), no sign,
 // no spaces, no leading zero. nullopt otherwise.
@@ -86,7 +104,8 @@ std::string SearchPath(std::string_view path_value, std::string_view name);
 
 // After the catalogue scan: the directories a namespaced run must not see, i.e. every
 // skills root (real path) and every skill's parent directory, without "/", shortest
-// first. More than kRunSpecMaxHiddenRoots refuses runs (a view could not be built).
+// first. More than kRunSpecMaxHiddenRoots refuses runs (a view could not be built);
+// while the probe is pending that check waits for DecideNamespaces.
 void SetHiddenRoots(LaunchConfig& config, const std::vector<std::string>& roots,
                     const std::vector<std::string>& skill_dirs);
 

@@ -1,9 +1,17 @@
 // Whether runs can get their own user, mount, pid and IPC namespace here (auto or on):
 // tried once at boot, the way a run would, by the real worker in its probe mode.
+// `doctor` probes synchronously; `serve` probes on its event loop after start, so the
+// probe does not delay the first answer (README.md "Performance").
 #pragma once
 
-#include <optional>
+#include <sys/types.h>
 
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "broker/loop/event_loop.h"
+#include "shared/unique_fd.h"
 #include "shared/worker_protocol.h"
 
 namespace skillmcp {
@@ -24,5 +32,35 @@ struct NamespaceProbe {
 // a system call filter without @mount, or from the /proc mount where the runtime masks
 // parts of /proc; ENOSPC when user.max_user_namespaces is 0, ...).
 NamespaceProbe ProbeRunNamespaces(const LaunchConfig& config, bool fresh_proc);
+
+// The same probe on an event loop: the worker's report pipe and its pidfd are watched,
+// nothing blocks. `done` is called exactly once, from the loop (also when the spawn
+// fails), unless the task is destroyed first: then the worker is killed and reaped.
+class NamespaceProbeTask {
+ public:
+  using Done = std::function<void(NamespaceProbe)>;
+  explicit NamespaceProbeTask(EventLoop& loop) : loop_(loop) {}
+  ~NamespaceProbeTask();
+  NamespaceProbeTask(const NamespaceProbeTask&) = delete;
+  NamespaceProbeTask& operator=(const NamespaceProbeTask&) = delete;
+
+  // `config` is read only here. One probe at a time.
+  void Start(const LaunchConfig& config, bool fresh_proc, Done done);
+  bool running() const { return pid_ > 0; }
+
+ private:
+  void OnReport();
+  void OnExit();
+  void MaybeFinish();
+  void Finish(NamespaceProbe result);
+
+  EventLoop& loop_;
+  Done done_;
+  pid_t pid_ = -1;
+  UniqueFd pidfd_, report_;
+  std::string report_bytes_;
+  bool report_eof_ = false, exited_ = false, exit_zero_ = false;
+  EventLoop::TimerId defer_ = 0;
+};
 
 }  // namespace skillmcp

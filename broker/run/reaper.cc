@@ -65,7 +65,10 @@ Reaper::~Reaper() {
 
 size_t Reaper::SweepOnce(pid_t spare) {
   size_t left = 0;
+  const pid_t waiting = waiting_ ? waiting_() : -1;
   for (pid_t pid : ListChildren()) {
+    // The worker waiting for the next run's description is no leftover.
+    if (waiting > 0 && pid == waiting) continue;
     // A child of ours cannot be reaped by anyone else, so pid and group stay its own.
     // Before its setsid() the active worker is still in our group: spared by pid.
     if (spare > 0 && (pid == spare || getpgid(pid) == spare)) continue;

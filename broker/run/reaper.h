@@ -34,6 +34,10 @@ class Reaper {
   Reaper(const Reaper&) = delete;
   Reaper& operator=(const Reaper&) = delete;
 
+  // A second child to spare at every sweep (-1: none): the worker started ahead of the
+  // next run (broker/run/worker_pool.h), which waits for its description.
+  void SpareAlso(std::function<pid_t()> waiting) { waiting_ = std::move(waiting); }
+
   // Kills (SIGKILL) and reaps every child except the active run's leader and the members
   // of its process group; never blocks. If any are left (still dying), sweeps again
   // from the loop after a short, growing delay until none are.
@@ -54,6 +58,7 @@ class Reaper {
 
   EventLoop& loop_;
   std::function<pid_t()> active_run_;
+  std::function<pid_t()> waiting_;
   EventLoop::TimerId timer_ = 0;
   int64_t delay_ms_ = 0;
   size_t left_ = 0;

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -94,8 +95,14 @@ SpawnOutcome Fail(const char* call, int err) {
 
 SpawnOutcome SpawnWorker(const SpawnRequest& req) {
   int p[4][2];  // stdout, stderr, spec, report
-  for (auto& pipe : p) {
-    if (pipe2(pipe, O_CLOEXEC) != 0) return Fail("pipe2", errno);
+  for (int i = 0; i < 4; ++i) {
+    if (i == 2 && req.spec_socket) {
+      // [0] the worker's end (fd 3), [1] ours, as with the pipe.
+      if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p[i]) != 0)
+        return Fail("socketpair", errno);
+    } else if (pipe2(p[i], O_CLOEXEC) != 0) {
+      return Fail("pipe2", errno);
+    }
   }
   UniqueFd out_r(p[0][0]), out_w(p[0][1]), err_r(p[1][0]), err_w(p[1][1]);
   UniqueFd spec_r(p[2][0]), spec_w(p[2][1]), report_r(p[3][0]), report_w(p[3][1]);

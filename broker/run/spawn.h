@@ -20,6 +20,9 @@ struct SpawnRequest {
   int node_fd = -1;       // placed as fd 5; -1 leaves 5 closed (a probe)
   int script_fd = -1;     // placed as fd 6; -1 leaves 6 closed
   int skill_dir_fd = -1;  // placed as fd 7; -1 leaves 7 closed
+  // fd 3 a unix stream socket instead of a pipe: a worker started ahead of its run gets
+  // 6 and 7 with its description (SCM_RIGHTS; broker/run/worker_pool.h).
+  bool spec_socket = false;
   // Pass CAP_SETUID and CAP_SETGID (and CAP_SETPCAP where held) on as ambient
   // capabilities: an unprivileged broker holding them hands them to the worker, which
   // has no file capabilities.
@@ -39,7 +42,8 @@ struct Spawned {
   UniqueFd pidfd;
   UniqueFd out;     // fd 1's read end
   UniqueFd err;     // fd 2's read end
-  UniqueFd spec;    // fd 3's write end: write the encoded RunSpec, then close
+  UniqueFd spec;    // fd 3's write end: write the encoded RunSpec, then close (a socket
+                    // with SpawnRequest::spec_socket)
   UniqueFd report;  // fd 4's read end: EOF after a successful exec, else one WorkerReport
 };
 

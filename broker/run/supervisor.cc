@@ -103,6 +103,7 @@ struct RunSupervisor::Run {
   UniqueFd out_r, err_r, report_r, spec_w;
   std::string spec_bytes;
   size_t spec_off = 0;
+  bool fds_sent = false;  // the script and skill directory went with the first bytes
   StreamCapture out, err;
   std::string report_buf;
   bool out_eof = false, err_eof = false, report_eof = false;
@@ -118,13 +119,26 @@ RunSupervisor::RunSupervisor(EventLoop& loop, const LaunchConfig& config, const 
     : loop_(loop),
       config_(config),
       env_(env),
+      pool_(config),
       reaper_(loop, [this] { return run_ && !run_->settling ? run_->pid : -1; }) {
+  reaper_.SpareAlso([this] { return pool_.waiting_pid(); });
   // why: orphans of a run re-parent to us instead of init, so none outlives its run.
   if (!BecomeSubreaper())
     LOG_WARN_ERRNO("cannot become the runs' child subreaper; a run's orphans outlive it");
 }
 
-RunSupervisor::~RunSupervisor() { KillAndReapNow(); }
+RunSupervisor::~RunSupervisor() {
+  if (refill_timer_) loop_.CancelTimer(refill_timer_);
+  KillAndReapNow();
+}
+
+void RunSupervisor::Prestart() {
+  if (refill_timer_) return;
+  refill_timer_ = loop_.AddTimer(0, [this] {
+    refill_timer_ = 0;
+    pool_.Refill();
+  });
+}
 
 pid_t RunSupervisor::pid() const { return run_ ? run_->pid : -1; }
 
@@ -137,6 +151,10 @@ std::optional<StartRefusal> RunSupervisor::StartCommitted(PreparedRun prepared, 
   // why: one run at a time bounds what a client can make the host do.
   if (Busy()) return StartRefusal{StartProblem::kBusy};
   if (!config_.ready()) return StartRefusal{StartProblem::kUnavailable, config_.refusal};
+  // why: fail closed; no run starts before the boot probe decided its namespace layers
+  // (serve holds skill_run until then, so this is a second line).
+  if (config_.namespaces_pending)
+    return StartRefusal{StartProblem::kUnavailable, "the namespace probe has not finished yet"};
   // why: the descriptor that was checked and hashed is the one that runs; without it
   // nothing runs (there is no path to fall back to).
   if (!prepared.script_fd.valid()) return SystemRefusal("the checked script descriptor", EBADF);
@@ -163,15 +181,9 @@ std::optional<StartRefusal> RunSupervisor::StartCommitted(PreparedRun prepared, 
   for (std::string& e : spec.envp) Wipe(e);  // why: values leave plain memory at once
   if (!encoded) return StartRefusal{StartProblem::kBadDescription};
 
-  SpawnRequest req;
-  req.worker_fd = config_.worker.get();
-  req.node_fd = config_.node.get();
-  req.script_fd = prepared.script_fd.get();
-  req.skill_dir_fd = prepared.skill_dir_fd;
-  // why: an unprivileged broker holding CAP_SETUID/CAP_SETGID passes them to the worker
-  // as ambient caps (the worker binary has no file caps); the worker clears them itself.
-  req.raise_ambient_setid = spec.switch_ids && geteuid() != 0;
-  SpawnOutcome spawned = SpawnWorker(req);
+  // A worker started ahead (broker/run/worker_pool.h) or now, holding run-independent
+  // descriptors only; the script and skill directory go with its description.
+  SpawnOutcome spawned = pool_.Take();
   if (!spawned.spawned) {
     Wipe(*encoded);
     return SystemRefusal("could not start the worker (" + spawned.error.call + ")",
@@ -226,8 +238,14 @@ void RunSupervisor::OnSpecWritable() {
   if (!run_ || !run_->spec_w.valid()) return;
   Run& r = *run_;
   while (r.spec_off < r.spec_bytes.size()) {
-    ssize_t n =
-        write(r.spec_w.get(), r.spec_bytes.data() + r.spec_off, r.spec_bytes.size() - r.spec_off);
+    // why: the descriptors that were checked (the sealed script, the opened skill
+    // directory) travel with the first bytes, so the worker has them before any step.
+    ssize_t n = r.fds_sent ? write(r.spec_w.get(), r.spec_bytes.data() + r.spec_off,
+                                   r.spec_bytes.size() - r.spec_off)
+                           : SendRunDescription(r.spec_w.get(), r.spec_bytes,
+                                                r.prepared.script_fd.get(),
+                                                r.prepared.skill_dir_fd);
+    if (n > 0) r.fds_sent = true;
     if (n > 0) {
       r.spec_off += static_cast<size_t>(n);
       continue;
@@ -392,6 +410,7 @@ void RunSupervisor::Settle() {
   Done done = std::move(r.done);
   Teardown();
   if (done) done(std::move(result));  // after Teardown: it may start the next run
+  Prestart();  // the next run's worker, from the loop: the answer goes out first
 }
 
 RunResult RunSupervisor::Result(Run& r) const {
@@ -435,6 +454,9 @@ void RunSupervisor::Teardown() {
 }
 
 void RunSupervisor::KillAndReapNow() {
+  if (refill_timer_) loop_.CancelTimer(refill_timer_);
+  refill_timer_ = 0;
+  pool_.Discard();  // the waiting worker goes first: the sweep below spares none then
   std::unique_ptr<ScratchDir> scratch;
   std::optional<RunUidLease> lease;  // released last, once the run's processes are reaped
   if (run_) {

@@ -20,6 +20,7 @@
 #include "broker/run/launch_config.h"
 #include "broker/run/reaper.h"
 #include "broker/run/runner.h"
+#include "broker/run/worker_pool.h"
 
 namespace skillmcp {
 
@@ -52,6 +53,10 @@ class RunSupervisor : public Runner {
   // Kills the run's whole process group; the run then settles as usual (signal SIGKILL).
   void Cancel() override;
 
+  // Starts a worker ahead of the first run (from the loop, right away): call once runs
+  // are possible. After each run the next one is started the same way.
+  void Prestart();
+
   // Shutdown (client gone, SIGTERM): SIGKILL to the group, drop the run, then kill and
   // reap every child left (the run's and earlier runs' leftovers), waiting at most
   // kShutdownReapMs. on_done is not called. Nothing a run started outlives its client.
@@ -61,6 +66,7 @@ class RunSupervisor : public Runner {
   size_t leftovers() const { return reaper_.left(); }
 
   pid_t pid() const;  // the worker's pid while a run is active, else -1 (tests)
+  pid_t waiting_pid() const { return pool_.waiting_pid(); }  // the started-ahead worker (tests)
 
  private:
   struct Run;
@@ -79,6 +85,8 @@ class RunSupervisor : public Runner {
   const LaunchConfig& config_;
   const EnvStore& env_;
   std::unique_ptr<Run> run_;
+  WorkerPool pool_;  // the worker the next run takes
+  EventLoop::TimerId refill_timer_ = 0;
   Reaper reaper_;  // kills and reaps what finished runs leave behind
 };
 

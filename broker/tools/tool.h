@@ -91,14 +91,10 @@ class RunToolHandler {
   virtual void Call(const Json& args, const Json& request_id, bool client_elicits,
                     ToolDone done) = 0;
   // The same call under 2026-07-28, where no request goes to the client: a prompt is an
-  // input_required answer (`ask`), and the retry carries the user's answer. By default the
-  // preview-and-token flow, which never asks.
+  // input_required answer (`ask`), and the retry carries the user's answer. Pure, so that
+  // a wrapper (DeferredRunTool) cannot silently send 2026 calls down another path.
   virtual void CallRound(const Json& args, const Json& request_id, const RoundCall& round,
-                         ToolDone done, AskDone ask) {
-    (void)round;
-    (void)ask;
-    Call(args, request_id, false, std::move(done));
-  }
+                         ToolDone done, AskDone ask) = 0;
   // notifications/cancelled for a request this handler is serving.
   virtual void Cancel(const Json& request_id) = 0;
 };

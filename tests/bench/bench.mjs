@@ -158,6 +158,22 @@ try {
   console.log(`the same run with /bin/true as interpreter: ${fmt(shell.run)} ms ` +
               `(spawning /bin/true directly: ${fmt(base)} ms; broker + worker share: ` +
               `${fmt(shell.run - base)} ms)`);
+  // The issue's table (issue 11): each figure, its floor from this run, the ratio, the target.
+  const x = (v, f) => `${(v / f).toFixed(2)}x`;
+  const rows = [
+    ['spawn -> initialize, 32 skills', `${fmt(start)} ms`, `${fmt(base)} ms (spawn /bin/true)`, x(start, base), '<= 2 ms'],
+    ['peak RSS, 32 skills', `${(rss.hwmKiB / 1024).toFixed(1)} MiB`, '-', '-', '<= 8 MiB'],
+    ['confirmed run, every layer on', `${fmt(ns.run)} ms`, `${fmt(ns.bare)} ms (bare node)`,
+     `+${fmt(ns.run - ns.bare)} ms`, '<= +1.0 ms'],
+    ['confirmed run, namespaces off', `${fmt(ov.run)} ms`, `${fmt(ov.bare)} ms (bare node)`,
+     `+${fmt(ov.run - ov.bare)} ms`, ''],
+    ['confirmed run of /bin/true', `${fmt(shell.run)} ms`, `${fmt(base)} ms (spawn /bin/true)`,
+     `+${fmt(shell.run - base)} ms`, ''],
+  ];
+  console.log('\n| figure | server | floor (this run) | ratio | target |\n|---|---|---|---|---|');
+  for (const r of rows) console.log(`| ${r.join(' | ')} |`);
+  console.log(`load average: ${os.loadavg().map((v) => v.toFixed(2)).join(' ')} ` +
+              '(the read-path rows are printed by the read benchmark)');
 } finally {
   fs.rmSync(root, { recursive: true, force: true });
 }

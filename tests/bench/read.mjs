@@ -3,10 +3,11 @@
 // floor measured in the same run, with the ratio; nothing is asserted (tests/bench/README.md).
 //   skill_file  8 files x 512 KiB (4 text, 4 binary; 4 MiB payload) per call, MB/s and ms,
 //               against ECHO writing a prebuilt line of the same size to the same reader
-//   skill_list  32 skills, median latency
+//   skill_list  32 skills, median latency, against ECHO writing the same answer line
 //   ping        median, against ECHO answering `{}`
 //   start       spawn to the `initialize` answer (one skill), against ECHO's start
 //   peak RSS    VmHWM after skill_list on 32 skills, and after the skill_file calls
+//               (ECHO's own VmHWM beside it: what any process of this build costs)
 //   scan        spawn to the first skill_list answer, 32 skills x 2000 files, against `du -s`
 import { spawn, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
@@ -171,6 +172,7 @@ try {
   const hwmFile = hwmKiB(b.child.pid);
   const ping = await timeCalls(b, 2000, 'ping', {});
   await b.stop();
+  const lineRest = (msg) => { const t = JSON.stringify(msg); return t.slice(t.indexOf(',"result"') + 1) + '\n'; };
 
   // The floors: the same reader receiving the same bytes, with no server work.
   const rest = answer.slice(answer.indexOf(',"result"') + 1) + '\n';
@@ -178,6 +180,11 @@ try {
   await e.init();
   const fileFloor = await timeCalls(e, N, 'tools/call', {});
   await e.stop();
+  const le = echoPeer(lineRest(list.last));
+  await le.init();
+  const listFloor = await timeCalls(le, 200, 'tools/call', {});
+  const hwmEcho = hwmKiB(le.child.pid);
+  await le.stop();
   const pe = echoPeer('"result":{}}\n');
   const pingFloor = await timeCalls(pe, 2000, 'ping', {});
   await pe.stop();
@@ -201,15 +208,34 @@ try {
               `pipe floor ${f2(mb(fileFloor.median))} MB/s (${f2(fileFloor.median)} ms); ` +
               `${(fileFloor.median / file.median * 100).toFixed(0)}% of the floor's throughput`);
   console.log(`skill_list, ${skills} skills (${list.last.result.content[0].text.length} bytes), median of 200: ` +
-              `${f2(list.median * 1000)} us`);
+              `${f2(list.median * 1000)} us; C echo server writing the same line ` +
+              `${f2(listFloor.median * 1000)} us; ${ratio(list.median, listFloor.median)}`);
   console.log(`ping, median of 2000: ${f2(ping.median * 1000)} us; C echo server ` +
               `${f2(pingFloor.median * 1000)} us; ${ratio(ping.median, pingFloor.median)}`);
   console.log(`spawn -> initialize answer (1 skill), median of ${N}: ${f2(start)} ms; C echo server ` +
               `${f2(startFloor)} ms; ${ratio(start, startFloor)}`);
   console.log(`peak RSS (VmHWM): ${(hwmList / 1024).toFixed(1)} MiB after skill_list on ${skills} skills; ` +
-              `${(hwmFile / 1024).toFixed(1)} MiB after the skill_file calls`);
+              `${(hwmFile / 1024).toFixed(1)} MiB after the skill_file calls; the C echo server ` +
+              `${(hwmEcho / 1024).toFixed(1)} MiB`);
   console.log(`spawn -> first skill_list, 32 skills x 2000 files, median of 5: ${f2(scan)} ms; ` +
               `du -s of the same tree ${f2(du)} ms; ${ratio(scan, du)}`);
+  // The issue's table (issue 11): each figure, its floor from this run, the ratio, the target.
+  const rows = [
+    ['skill_file 4 MiB', `${f2(mb(file.median))} MB/s`, `${f2(mb(fileFloor.median))} MB/s`,
+     `${(fileFloor.median / file.median * 100).toFixed(0)}% of floor`, '>= 75% of floor'],
+    ['skill_list 32 skills', `${f2(list.median * 1000)} us`, `${f2(listFloor.median * 1000)} us`,
+     ratio(list.median, listFloor.median), '<= 25 us'],
+    ['ping', `${f2(ping.median * 1000)} us`, `${f2(pingFloor.median * 1000)} us`,
+     ratio(ping.median, pingFloor.median), '<= 12 us'],
+    ['spawn -> initialize', `${f2(start)} ms`, `${f2(startFloor)} ms`, ratio(start, startFloor), '<= 2 ms'],
+    ['peak RSS 32 skills', `${(hwmList / 1024).toFixed(1)} MiB`, `${(hwmEcho / 1024).toFixed(1)} MiB`,
+     ratio(hwmList, hwmEcho), '<= 8 MiB'],
+    ['first skill_list 32x2000', `${f2(scan)} ms`, `${f2(du)} ms (du -s)`, ratio(scan, du), '< du -s'],
+  ];
+  console.log('\n| figure | server | floor (this run) | ratio | target |\n|---|---|---|---|---|');
+  for (const r of rows) console.log(`| ${r.join(' | ')} |`);
+  console.log(`load average: ${os.loadavg().map((x) => x.toFixed(2)).join(' ')} ` +
+              '(the run-path rows are printed by the bench benchmark)');
 } finally {
   fs.rmSync(small, { recursive: true, force: true });
   fs.rmSync(one, { recursive: true, force: true });

@@ -59,15 +59,32 @@ function startBroker(root) {
   return { child, send, stderr: () => stderr };
 }
 
+// The process group of `pid` (/proc/<pid>/stat, the field after state and ppid).
+function pgrp(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+  } catch {
+    return -1;
+  }
+}
+
+// `children` leaves out the worker started ahead for the next run (broker/run/
+// worker_pool.h): the one child still in the broker's process group (a run's worker
+// makes its own session first); `waiting` says whether it is there.
 function sample(pid) {
   const fds = fs.readdirSync(`/proc/${pid}/fd`).length;
   const rss = Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
   let children = 0;
+  let waiting = 0;
   for (const task of fs.readdirSync(`/proc/${pid}/task`)) {
     const list = fs.readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim();
-    if (list) children += list.split(/\s+/).length;
+    for (const child of list ? list.split(/\s+/) : []) {
+      if (waiting === 0 && pgrp(child) === pgrp(pid)) waiting = 1;
+      else children += 1;
+    }
   }
-  return { fds, rssKiB: rss, children };
+  return { fds, rssKiB: rss, children, waiting };
 }
 
 async function confirmedRun(b, n) {
@@ -93,9 +110,10 @@ async function pings(b, count) {
 }
 
 // Children are reaped just after a result is sent: give the broker a moment to settle.
+// Both samples are taken in the same steady state: the next run's worker started ahead.
 async function settled(pid) {
   let s = sample(pid);
-  for (let i = 0; i < 50 && s.children > 0; i++) {
+  for (let i = 0; i < 50 && (s.children > 0 || s.waiting === 0); i++) {
     await new Promise((r) => setTimeout(r, 20));
     s = sample(pid);
   }
@@ -121,11 +139,12 @@ try {
   const end = await settled(b.child.pid);
   const secs = ((Date.now() - t0) / 1000).toFixed(1);
   console.log(`soak: ${RUNS} confirmed runs and ${PINGS} pings on one connection in ${secs} s`);
-  console.log(`  after warm-up (${warmRuns} runs, ${warmPings} pings): ${warm.fds} fds, ${warm.rssKiB} KiB resident, ${warm.children} children`);
-  console.log(`  at the end:                              ${end.fds} fds, ${end.rssKiB} KiB resident, ${end.children} children`);
+  console.log(`  after warm-up (${warmRuns} runs, ${warmPings} pings): ${warm.fds} fds, ${warm.rssKiB} KiB resident, ${warm.children} children (+${warm.waiting} waiting worker)`);
+  console.log(`  at the end:                              ${end.fds} fds, ${end.rssKiB} KiB resident, ${end.children} children (+${end.waiting} waiting worker)`);
   const problems = [];
   if (end.fds > warm.fds) problems.push(`descriptors grew from ${warm.fds} to ${end.fds}`);
   if (end.children > 0) problems.push(`${end.children} children left`);
+  if (end.waiting !== warm.waiting) problems.push('the worker started ahead came or went');
   if (end.rssKiB - warm.rssKiB > RSS_SLACK_KIB) problems.push(`memory grew by ${end.rssKiB - warm.rssKiB} KiB`);
   b.child.stdin.end();
   const code = await new Promise((r) => b.child.on('exit', r));

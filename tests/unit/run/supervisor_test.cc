@@ -668,12 +668,79 @@ TEST_F(SupervisorTest, NoDescriptorLeaksAcrossRuns) {
   };
   Script("scripts/ok.js", "console.log(1);");
   Script("scripts/fail.js", "process.exit(2);");
+  // After a first run the worker for the next one waits (broker/run/worker_pool.h) and
+  // holds its five descriptors from then on: the count is taken in that steady state.
+  auto first = RunToEnd(Request("scripts/ok.js"));
+  ASSERT_TRUE(first && first->ran) << (first ? first->error : "no outcome");
   size_t before = count();
   for (const char* s : {"scripts/ok.js", "scripts/fail.js", "scripts/ok.js"}) {
     auto o = RunToEnd(Request(s));
     ASSERT_TRUE(o && o->ran) << (o ? o->error : "no outcome");
   }
   EXPECT_EQ(count(), before);
+}
+
+// The worker for the next run is started ahead (broker/run/worker_pool.h) and waits
+// holding run-independent descriptors only; the next run takes it and sends its own
+// script and skill directory with the description, and the script that runs is the one
+// that run checked. At shutdown the waiting worker dies with the rest.
+TEST_F(SupervisorTest, TheNextRunTakesTheWorkerStartedAhead) {
+  Script("scripts/a.js", "console.log('a');");
+  Script("scripts/b.js", "console.log('b');");
+  EXPECT_EQ(sup_->waiting_pid(), -1) << "nothing is started before runs are opened";
+  auto a = RunToEnd(Request("scripts/a.js"));
+  ASSERT_TRUE(a && a->ran) << (a ? a->error : "no outcome");
+  EXPECT_EQ(a->receipt["stdout"], "a\n");
+  for (int i = 0; i < 20 && sup_->waiting_pid() < 0; ++i) loop_.RunOnce(50);
+  const pid_t waiting = sup_->waiting_pid();
+  ASSERT_GT(waiting, 0) << "no worker was started ahead after the run";
+  EXPECT_FALSE(Gone(waiting));
+  PreparedRun b = Request("scripts/b.js");
+  // The run's descriptors are not the waiting worker's: once exec'd and waiting (between
+  // fork and exec, and while the loader opens its libraries, 6 and 7 may be busy), it
+  // holds no 6 or 7 at all.
+  auto holds = [waiting](const char* fd) {
+    return std::filesystem::exists("/proc/" + std::to_string(waiting) + "/fd/" + fd);
+  };
+  bool clear = false;
+  for (int i = 0; i < 200 && !clear; ++i) {
+    clear = !holds("6") && !holds("7");
+    if (!clear) usleep(10000);
+  }
+  EXPECT_TRUE(clear) << "the waiting worker holds fd 6 or 7";
+  std::optional<RunOutcome> got;
+  ASSERT_EQ(Refused(sup_->Start(std::move(b), [&got](RunResult o) { got = Render(std::move(o)); })), "");
+  EXPECT_EQ(sup_->pid(), waiting) << "the run did not take the waiting worker";
+  for (int i = 0; i < 600 && !got; ++i) loop_.RunOnce(50);
+  ASSERT_TRUE(got && got->ran) << (got ? got->error : "no outcome");
+  EXPECT_EQ(got->receipt["stdout"], "b\n");
+  for (int i = 0; i < 20 && sup_->waiting_pid() < 0; ++i) loop_.RunOnce(50);
+  const pid_t next = sup_->waiting_pid();
+  ASSERT_GT(next, 0);
+  sup_->KillAndReapNow();
+  EXPECT_EQ(sup_->waiting_pid(), -1);
+  EXPECT_TRUE(WaitGone(next, 2000)) << "the waiting worker outlived the shutdown";
+}
+
+// A waiting worker that died is not handed a run: the run starts a fresh one.
+TEST_F(SupervisorTest, AWaitingWorkerThatDiedIsReplaced) {
+  Script("scripts/a.js", "console.log('a');");
+  auto a = RunToEnd(Request("scripts/a.js"));
+  ASSERT_TRUE(a && a->ran) << (a ? a->error : "no outcome");
+  for (int i = 0; i < 20 && sup_->waiting_pid() < 0; ++i) loop_.RunOnce(50);
+  const pid_t waiting = sup_->waiting_pid();
+  ASSERT_GT(waiting, 0);
+  ASSERT_EQ(kill(waiting, SIGKILL), 0);
+  for (int i = 0; i < 100; ++i) {
+    siginfo_t info{};
+    if (waitid(P_PID, static_cast<id_t>(waiting), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+        info.si_pid == waiting)
+      break;
+    usleep(10000);
+  }
+  auto b = RunToEnd(Request("scripts/a.js"));
+  ASSERT_TRUE(b && b->ran) << (b ? b->error : "no outcome");
+  EXPECT_EQ(b->receipt["stdout"], "a\n");
 }
 
 }  // namespace

@@ -1,0 +1,159 @@
+// serve probes the run namespaces on its loop after start (broker/cli/serve.cc): the
+// asynchronous probe must reach the very decision the synchronous one (doctor) does, and
+// no run may start while it is pending.
+#include <gtest/gtest.h>
+#include <seccomp.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "broker/loop/event_loop.h"
+#include "broker/run/launch_config.h"
+#include "broker/run/namespace_probe.h"
+#include "broker/run/supervisor.h"
+
+namespace skillmcp {
+namespace {
+
+EnvStore WorkingEnv(const char* namespaces) {
+  EnvStore env;
+  env.Set("SKILL_MCP_WORKER", SKILL_MCP_TEST_WORKER);
+  env.Set("SKILL_MCP_NODE", "/usr/bin/node");
+  env.Set("SKILL_MCP_NAMESPACES", namespaces);
+  return env;
+}
+
+// Runs one probe on a loop of its own; the loop spins until `done`.
+NamespaceProbe ProbeOnLoop(const LaunchConfig& c, bool fresh_proc) {
+  EventLoop loop;
+  NamespaceProbeTask task(loop);
+  std::optional<NamespaceProbe> got;
+  task.Start(c, fresh_proc, [&got](NamespaceProbe p) { got = p; });
+  while (!got) loop.RunOnce(1000);
+  EXPECT_FALSE(task.running());
+  return *got;
+}
+
+// The deferred decision as serve takes it: probe (again without a fresh /proc where only
+// that mount failed), then DecideNamespaces.
+void DecideOnLoop(LaunchConfig& c) {
+  NamespaceProbe first = ProbeOnLoop(c, true);
+  if (!ProbeAgainWithoutFreshProc(first)) return DecideNamespaces(c, first, nullptr);
+  NamespaceProbe second = ProbeOnLoop(c, false);
+  DecideNamespaces(c, first, &second);
+}
+
+bool SameDecision(const LaunchConfig& a, const LaunchConfig& b) {
+  return a.namespaces == b.namespaces && a.fresh_proc == b.fresh_proc &&
+         a.namespaces_problem == b.namespaces_problem &&
+         a.namespaces_off_reason == b.namespaces_off_reason &&
+         a.fresh_proc_problem == b.fresh_proc_problem && a.refusal == b.refusal &&
+         !a.namespaces_pending && !b.namespaces_pending;
+}
+
+TEST(DeferredProbe, LeavesTheLayerUndecidedUntilTheProbeAnswers) {
+  LaunchConfigResult r =
+      ResolveLaunchConfig(WorkingEnv("on"), PrivilegeState{}, NamespaceProbeTiming::kDeferred);
+  ASSERT_TRUE(r.config.has_value()) << r.error;
+  EXPECT_TRUE(r.config->namespaces_pending);
+  EXPECT_TRUE(r.config->refusal.empty()) << r.config->refusal;
+  EXPECT_FALSE(r.config->fresh_proc);
+  // Off: nothing to probe, nothing pending.
+  LaunchConfigResult off =
+      ResolveLaunchConfig(WorkingEnv("off"), PrivilegeState{}, NamespaceProbeTiming::kDeferred);
+  ASSERT_TRUE(off.config.has_value());
+  EXPECT_FALSE(off.config->namespaces_pending);
+}
+
+TEST(DeferredProbe, OnTheLoopItDecidesWhatTheSynchronousProbeDecides) {
+  for (const char* mode : {"auto", "on"}) {
+    LaunchConfigResult now = ResolveLaunchConfig(WorkingEnv(mode), PrivilegeState{});
+    LaunchConfigResult later =
+        ResolveLaunchConfig(WorkingEnv(mode), PrivilegeState{}, NamespaceProbeTiming::kDeferred);
+    ASSERT_TRUE(now.config && later.config);
+    DecideOnLoop(*later.config);
+    EXPECT_TRUE(SameDecision(*now.config, *later.config))
+        << mode << ": " << now.config->namespaces_problem << now.config->namespaces_off_reason
+        << " | " << later.config->namespaces_problem << later.config->namespaces_off_reason;
+  }
+}
+
+// Where mount is refused the probe fails: the deferred decision carries the same reason
+// and, with the layer demanded, the same refusal of every run.
+TEST(DeferredProbe, AFailedProbeOnTheLoopRefusesOrTurnsOffAsAtBoot) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+    if (!ctx || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(mount), 0) != 0 ||
+        seccomp_load(ctx) != 0)
+      _exit(10);
+    for (const char* mode : {"auto", "on"}) {
+      LaunchConfigResult now = ResolveLaunchConfig(WorkingEnv(mode), PrivilegeState{});
+      LaunchConfigResult later =
+          ResolveLaunchConfig(WorkingEnv(mode), PrivilegeState{}, NamespaceProbeTiming::kDeferred);
+      if (!now.config || !later.config) _exit(11);
+      if (!later.config->ready()) _exit(12);  // pending: nothing refused yet
+      DecideOnLoop(*later.config);
+      if (!SameDecision(*now.config, *later.config)) _exit(13);
+      if (later.config->ready() != (std::string(mode) == "auto")) _exit(14);
+    }
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: no filter, 11: no config, 12: refused while pending, "
+                                       "13: another decision, 14: runs on/off wrongly";
+}
+
+// SetHiddenRoots runs before a deferred probe has answered; its limit then waits, so the
+// reason reported is the one the synchronous order gives (the probe's failure first).
+TEST(DeferredProbe, TheHiddenRootsLimitWaitsForTheDecision) {
+  std::vector<std::string> dirs;
+  for (size_t i = 0; i <= kRunSpecMaxHiddenRoots; ++i)
+    dirs.push_back("/srv/root" + std::to_string(i) + "/skill");
+  const NamespaceProbe failed{EPERM, WorkerStep::kUserNamespace};
+  for (const NamespaceProbe& probe : {NamespaceProbe{}, failed}) {
+    LaunchConfig now;  // probe, then the lists (boot's order)
+    now.namespaces = now.namespaces_demanded = true;
+    DecideNamespaces(now, probe, nullptr);
+    SetHiddenRoots(now, {}, dirs);
+    LaunchConfig later;  // the lists while pending, then the probe (serve's order)
+    later.namespaces = later.namespaces_demanded = later.namespaces_pending = true;
+    SetHiddenRoots(later, {}, dirs);
+    EXPECT_TRUE(later.namespaces_problem.empty()) << "decided before the probe answered";
+    DecideNamespaces(later, probe, nullptr);
+    EXPECT_FALSE(later.namespaces_problem.empty());
+    EXPECT_TRUE(SameDecision(now, later)) << now.namespaces_problem << " | "
+                                          << later.namespaces_problem;
+  }
+}
+
+// why: fail closed; even if a call got past serve's gate, the supervisor refuses it.
+TEST(DeferredProbe, NoRunStartsWhileTheProbeIsPending) {
+  LaunchConfigResult r =
+      ResolveLaunchConfig(WorkingEnv("auto"), PrivilegeState{}, NamespaceProbeTiming::kDeferred);
+  ASSERT_TRUE(r.config.has_value());
+  ASSERT_TRUE(r.config->namespaces_pending);
+  EventLoop loop;
+  EnvStore env;
+  RunSupervisor supervisor(loop, *r.config, env);
+  bool called = false;
+  std::optional<StartRefusal> refused =
+      supervisor.Start(PreparedRun{}, [&called](RunResult) { called = true; });
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->problem, StartProblem::kUnavailable);
+  EXPECT_NE(refused->detail.find("probe"), std::string::npos) << refused->detail;
+  // The control: decided, the same call gets as far as the (missing) script descriptor.
+  r.config->namespaces_pending = false;
+  refused = supervisor.Start(PreparedRun{}, [&called](RunResult) { called = true; });
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->problem, StartProblem::kSystem);
+  EXPECT_FALSE(called);
+}
+
+}  // namespace
+}  // namespace skillmcp
