@@ -149,6 +149,10 @@ void ForkRun(const RunSpec& spec, pid_t broker, bool will_be_root) {
 void Run() {
   // The broker, as the worker's parent: the parent-death checks compare against it.
   const pid_t broker = getppid();
+  // why: a worker started ahead waits for its run; non-dumpable, no process of another
+  // run (or of the same uid) can open its /proc/<pid>/mem or environ meanwhile. Exec
+  // gives node the kernel's usual dumpable state back.
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) Check(StepFailed(WorkerStep::kReadSpec, errno));
   // 1. The run description, bounded, strictly decoded.
   RunSpec spec;
   Check(ReadRunSpec(kWorkerSpecFd, spec));

@@ -44,7 +44,11 @@ StepResult PlaceReceived(const int (&got)[2]) {
 // One recvmsg: the bytes, and at most one SCM_RIGHTS message of exactly two descriptors
 // over the whole stream (`got` filled once). Anything else fails the step.
 ssize_t ReceiveSome(int fd, char* buf, size_t len, int (&got)[2], bool& have, int& err) {
-  alignas(cmsghdr) char control[CMSG_SPACE(3 * sizeof(int))];
+  // Room for more than the protocol's two, so that a wrong count is seen and every
+  // descriptor that came is closed; the kernel never fills more than the buffer holds
+  // (CMSG_SPACE rounds up, so the real room is kRoom, computed from the buffer).
+  alignas(cmsghdr) char control[CMSG_SPACE(8 * sizeof(int))];
+  constexpr size_t kRoom = (sizeof control - CMSG_LEN(0)) / sizeof(int);
   iovec iov{buf, len};
   msghdr msg{};
   msg.msg_iov = &iov;
@@ -58,13 +62,14 @@ ssize_t ReceiveSome(int fd, char* buf, size_t len, int (&got)[2], bool& have, in
   }
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
     if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    int fds[3];
+    size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    if (count > kRoom) count = kRoom;  // cannot be: the kernel fills at most the buffer
+    int fds[kRoom];
     std::memcpy(fds, CMSG_DATA(c), count * sizeof(int));
     // why: exactly the script and the skill directory, once; a third descriptor or a
     // second message is not this protocol, and whatever came is closed.
     if (count != 2 || have) {
-      for (size_t i = 0; i < count && i < 3; ++i) close(fds[i]);
+      for (size_t i = 0; i < count; ++i) close(fds[i]);
       err = EBADMSG;
       return -1;
     }

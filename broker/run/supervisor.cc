@@ -136,6 +136,10 @@ void RunSupervisor::Prestart() {
   if (refill_timer_) return;
   refill_timer_ = loop_.AddTimer(0, [this] {
     refill_timer_ = 0;
+    // why: a worker waits only while no run is active, so no run's processes ever share
+    // the host with the next run's worker (a run that started in the same loop round as
+    // the previous one ended gets its refill when it ends).
+    if (run_) return;
     pool_.Refill();
   });
 }

@@ -722,6 +722,30 @@ TEST_F(SupervisorTest, TheNextRunTakesTheWorkerStartedAhead) {
   EXPECT_TRUE(WaitGone(next, 2000)) << "the waiting worker outlived the shutdown";
 }
 
+// A run that starts from the previous run's answer (the same loop round) runs with the
+// worker it spawns; no worker is started ahead beside it, where the run's processes could
+// reach it, until it ends.
+TEST_F(SupervisorTest, NoWorkerWaitsBesideAnActiveRun) {
+  Script("scripts/a.js", "console.log('a');");
+  Script("scripts/slow.js", "setTimeout(() => {}, 1500);");
+  bool started_b = false;
+  std::optional<RunOutcome> b;
+  ASSERT_EQ(Refused(sup_->Start(Request("scripts/a.js"), [&](RunResult) {
+              started_b = !sup_->Start(Request("scripts/slow.js"),
+                                       [&b](RunResult o) { b = Render(std::move(o)); });
+            })),
+            "");
+  for (int i = 0; i < 600 && !started_b; ++i) loop_.RunOnce(50);
+  ASSERT_TRUE(started_b);
+  for (int i = 0; i < 5; ++i) loop_.RunOnce(20);
+  EXPECT_TRUE(sup_->Busy());
+  EXPECT_EQ(sup_->waiting_pid(), -1) << "a worker waits beside the active run";
+  for (int i = 0; i < 600 && !b; ++i) loop_.RunOnce(50);
+  ASSERT_TRUE(b && b->ran) << (b ? b->error : "no outcome");
+  for (int i = 0; i < 20 && sup_->waiting_pid() < 0; ++i) loop_.RunOnce(50);
+  EXPECT_GT(sup_->waiting_pid(), 0) << "the refill comes once the run is over";
+}
+
 // A waiting worker that died is not handed a run: the run starts a fresh one.
 TEST_F(SupervisorTest, AWaitingWorkerThatDiedIsReplaced) {
   Script("scripts/a.js", "console.log('a');");

@@ -5,14 +5,18 @@
 #include "broker/run/worker_pool.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <string>
 
 #include "broker/loop/event_loop.h"
 #include "broker/run/reaper.h"
@@ -40,7 +44,7 @@ Outcome Launch(const std::string& bytes, std::vector<int> fds, int inherited = -
   EXPECT_TRUE(s.spawned.has_value());
   Outcome o;
   if (!s.spawned) return o;
-  alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))] = {};
+  alignas(cmsghdr) char control[CMSG_SPACE(8 * sizeof(int))] = {};
   iovec iov{const_cast<char*>(bytes.data()), bytes.size()};
   msghdr msg{};
   msg.msg_iov = &iov;
@@ -85,9 +89,14 @@ TEST_F(SentDescriptors, TwoIntoEmptySlotsPassTheReadStep) {
   EXPECT_EQ(o.report->err, EINVAL);
 }
 
-TEST_F(SentDescriptors, OneOrThreeAreRefused) {
-  for (std::vector<int> fds : {std::vector<int>{file_.get()},
-                               std::vector<int>{file_.get(), dir_.get(), file_.get()}}) {
+// Four and more are the case where CMSG_SPACE's rounding fits them without truncation:
+// refused like three, never copied past the receiver's array (a worker that aborts
+// writes no report).
+TEST_F(SentDescriptors, AnyCountButTwoIsRefused) {
+  const int f = file_.get(), d = dir_.get();
+  for (std::vector<int> fds : {std::vector<int>{f}, std::vector<int>{f, d, f},
+                               std::vector<int>{f, d, f, d}, std::vector<int>{f, d, f, d, f},
+                               std::vector<int>{f, d, f, d, f, d, f, d}}) {
     Outcome o = Launch("not a spec", fds);
     ASSERT_TRUE(o.report.has_value()) << fds.size();
     EXPECT_EQ(o.report->step, WorkerStep::kReadSpec);
@@ -100,6 +109,45 @@ TEST_F(SentDescriptors, SentAsWellAsInheritedIsRefused) {
   ASSERT_TRUE(o.report.has_value());
   EXPECT_EQ(o.report->step, WorkerStep::kReadSpec);
   EXPECT_EQ(o.report->err, EEXIST);
+}
+
+// A worker waiting for its description is not dumpable: its /proc files belong to root,
+// so a process of its uid cannot open its memory or environ. Shown under a uid that is
+// not root (as root, the test drops to 65534 in a child first), where a dumpable
+// worker's /proc/<pid>/mem would belong to that uid.
+TEST(WaitingWorker, IsNotDumpable) {
+  UniqueFd worker(open(SKILL_MCP_TEST_WORKER, O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(worker.valid());
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (getuid() == 0 && (setgroups(0, nullptr) != 0 || setresgid(65534, 65534, 65534) != 0 ||
+                          setresuid(65534, 65534, 65534) != 0))
+      _exit(2);
+    // The uid change made this process non-dumpable; the worker's fork starts as a copy,
+    // so before its exec it must look dumpable, or the check below would pass early.
+    if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) _exit(2);
+    SpawnRequest req;
+    req.worker_fd = worker.get();
+    req.spec_socket = true;
+    SpawnOutcome s = SpawnWorker(req);
+    if (!s.spawned) _exit(3);
+    const std::string mem = "/proc/" + std::to_string(s.spawned->pid) + "/mem";
+    bool root_owned = false;
+    for (int i = 0; i < 200 && !root_owned; ++i) {  // it sets the flag right after exec
+      struct stat st {};
+      root_owned = stat(mem.c_str(), &st) == 0 && st.st_uid == 0;
+      if (!root_owned) usleep(10000);
+    }
+    kill(s.spawned->pid, SIGKILL);
+    waitpid(s.spawned->pid, nullptr, 0);
+    _exit(root_owned ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: the waiting worker is dumpable; 2: no uid drop; "
+                                       "3: no spawn";
 }
 
 // The reaper kills every child between runs but the one waiting for the next run.
