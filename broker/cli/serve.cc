@@ -50,6 +50,10 @@ class LateProbe {
 
  private:
   void OnFirst(NamespaceProbe first) {
+    if (ProbeUndecided(first) && !retried_) {  // killed or stopped: once more, then refuse
+      retried_ = true;
+      return Start();
+    }
     if (!ProbeAgainWithoutFreshProc(first)) return Decide(first, nullptr);
     first_ = first;
     task_.Start(*b_.launch, /*fresh_proc=*/false,
@@ -65,6 +69,7 @@ class LateProbe {
   Boot& b_;
   std::function<void()> decided_;
   NamespaceProbe first_;
+  bool retried_ = false;
 };
 
 }  // namespace

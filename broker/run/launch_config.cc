@@ -164,7 +164,18 @@ void DecideNamespaces(LaunchConfig& c, const NamespaceProbe& first, const Namesp
   } else if (probe.err == 0) {
     c.fresh_proc = true;
   }
-  if (probe.err != 0) {
+  if (ProbeUndecided(probe)) {
+    // why: a probe that was killed, stopped or garbled says nothing about the host, and
+    // may be an attacker's doing (a process of the run-as uid can signal it); taking it
+    // as "no namespaces" would turn auto off, so runs are refused instead.
+    c.namespaces = false;
+    c.fresh_proc = false;
+    c.namespaces_problem = std::string("the namespace probe did not finish (") +
+                           std::strerror(probe.err) +
+                           ": killed, stopped or unreadable); runs are refused rather than "
+                           "run without namespaces that may be available; restart the server";
+    if (c.refusal.empty()) c.refusal = c.namespaces_problem;
+  } else if (probe.err != 0) {
     c.fresh_proc = false;
     const std::string why =
         std::string(c.switch_ids ? "the run-as user" : "this user") +

@@ -93,8 +93,13 @@ NamespaceProbe ProbeRunNamespaces(const LaunchConfig& config, bool fresh_proc) {
   return Interpret(report, WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+bool ProbeUndecided(const NamespaceProbe& probe) {
+  return !probe.step && (probe.err == ECHILD || probe.err == ETIMEDOUT || probe.err == EPROTO);
+}
+
 NamespaceProbeTask::~NamespaceProbeTask() {
   if (defer_) loop_.CancelTimer(defer_);
+  if (deadline_) loop_.CancelTimer(deadline_);
   if (pid_ <= 0) return;
   // why: no probe worker outlives the broker's session; it is killed and reaped here
   // (ECHILD when the runs' reaper got to it first).
@@ -112,7 +117,7 @@ NamespaceProbeTask::~NamespaceProbeTask() {
 void NamespaceProbeTask::Start(const LaunchConfig& config, bool fresh_proc, Done done) {
   done_ = std::move(done);
   report_bytes_.clear();
-  report_eof_ = exited_ = false;
+  report_eof_ = exited_ = timed_out_ = false;
   Launched l = LaunchProbe(config, fresh_proc);
   if (!l.spawned) {
     // Always from the loop, never from inside Start.
@@ -125,6 +130,13 @@ void NamespaceProbeTask::Start(const LaunchConfig& config, bool fresh_proc, Done
   pid_ = l.spawned->pid;
   pidfd_ = std::move(l.spawned->pidfd);
   report_ = std::move(l.spawned->report);
+  // why: a stopped probe would hold skill_run (and the input behind it) for ever; at the
+  // deadline it is killed and its exit is taken as ETIMEDOUT, which decides nothing.
+  deadline_ = loop_.AddTimer(deadline_ms_, [this] {
+    deadline_ = 0;
+    timed_out_ = true;
+    syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
+  });
   const int fl = fcntl(report_.get(), F_GETFL);
   if (fl < 0 || fcntl(report_.get(), F_SETFL, fl | O_NONBLOCK) != 0 ||
       !loop_.AddFd(report_.get(), EPOLLIN, [this](uint32_t) { OnReport(); }) ||
@@ -184,11 +196,13 @@ void NamespaceProbeTask::OnExit() {
 void NamespaceProbeTask::MaybeFinish() {
   // The report is read to its end and the worker is reaped, as the synchronous probe does.
   if (!exited_ || (report_.valid() && !report_eof_)) return;
-  NamespaceProbe result = Interpret(report_bytes_, exit_zero_);
+  NamespaceProbe result = timed_out_ ? NamespaceProbe{ETIMEDOUT} : Interpret(report_bytes_, exit_zero_);
   Finish(result);
 }
 
 void NamespaceProbeTask::Finish(NamespaceProbe result) {
+  if (deadline_) loop_.CancelTimer(deadline_);
+  deadline_ = 0;
   pid_ = -1;
   pidfd_.reset();
   report_.reset();

@@ -23,6 +23,16 @@ struct NamespaceProbe {
   std::optional<WorkerStep> step;  // the worker's failing step, when it reported one
 };
 
+// A probe that said nothing about the host: killed or stopped (a process of the run-as
+// uid can signal it), timed out, or ended without a report it could read. Such a probe
+// decides nothing: serve tries once more, and DecideNamespaces then refuses runs rather
+// than take it as "this host has no namespaces" (which would turn auto off).
+bool ProbeUndecided(const NamespaceProbe& probe);
+
+// How long the loop's probe may take before it is killed (ETIMEDOUT): a probe takes
+// milliseconds; this bounds a stopped one.
+inline constexpr int64_t kProbeDeadlineMs = 10000;
+
 // Spawns the worker (broker/run/spawn.h) with a probe RunSpec: it takes the run-as
 // identity (when the config switches ids) and does the run-independent namespace steps:
 // unshare(CLONE_NEWUSER | CLONE_NEWNS), the uid/gid maps, / private and a tmpfs on
@@ -39,7 +49,8 @@ NamespaceProbe ProbeRunNamespaces(const LaunchConfig& config, bool fresh_proc);
 class NamespaceProbeTask {
  public:
   using Done = std::function<void(NamespaceProbe)>;
-  explicit NamespaceProbeTask(EventLoop& loop) : loop_(loop) {}
+  explicit NamespaceProbeTask(EventLoop& loop, int64_t deadline_ms = kProbeDeadlineMs)
+      : loop_(loop), deadline_ms_(deadline_ms) {}
   ~NamespaceProbeTask();
   NamespaceProbeTask(const NamespaceProbeTask&) = delete;
   NamespaceProbeTask& operator=(const NamespaceProbeTask&) = delete;
@@ -47,6 +58,7 @@ class NamespaceProbeTask {
   // `config` is read only here. One probe at a time.
   void Start(const LaunchConfig& config, bool fresh_proc, Done done);
   bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }  // the probing worker, while running (tests)
 
  private:
   void OnReport();
@@ -61,6 +73,9 @@ class NamespaceProbeTask {
   std::string report_bytes_;
   bool report_eof_ = false, exited_ = false, exit_zero_ = false;
   EventLoop::TimerId defer_ = 0;
+  int64_t deadline_ms_;
+  EventLoop::TimerId deadline_ = 0;
+  bool timed_out_ = false;
 };
 
 }  // namespace skillmcp

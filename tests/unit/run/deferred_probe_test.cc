@@ -3,6 +3,7 @@
 // no run may start while it is pending.
 #include <gtest/gtest.h>
 #include <seccomp.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -153,6 +154,67 @@ TEST(DeferredProbe, NoRunStartsWhileTheProbeIsPending) {
   ASSERT_TRUE(refused.has_value());
   EXPECT_EQ(refused->problem, StartProblem::kSystem);
   EXPECT_FALSE(called);
+}
+
+}  // namespace
+}  // namespace skillmcp
+
+namespace skillmcp {
+namespace {
+
+// Runs one probe whose worker is sent `sig` as soon as it exists.
+NamespaceProbe ProbeSignalled(const LaunchConfig& c, int sig, int64_t deadline_ms) {
+  EventLoop loop;
+  NamespaceProbeTask task(loop, deadline_ms);
+  std::optional<NamespaceProbe> got;
+  task.Start(c, true, [&got](NamespaceProbe p) { got = p; });
+  EXPECT_TRUE(task.running());
+  if (task.running()) kill(task.pid(), sig);
+  for (int i = 0; i < 200 && !got; ++i) loop.RunOnce(100);
+  if (sig == SIGSTOP && task.running()) kill(task.pid(), SIGKILL);
+  EXPECT_TRUE(got.has_value()) << "the probe never finished";
+  return got.value_or(NamespaceProbe{-1});
+}
+
+// A process of the run-as uid can stop the probe: the deadline kills it, and the loop
+// goes on (the held skill_run gets its answer).
+TEST(DeferredProbe, AStoppedProbeEndsAtItsDeadline) {
+  LaunchConfigResult r =
+      ResolveLaunchConfig(WorkingEnv("auto"), PrivilegeState{}, NamespaceProbeTiming::kDeferred);
+  ASSERT_TRUE(r.config.has_value()) << r.error;
+  NamespaceProbe p = ProbeSignalled(*r.config, SIGSTOP, 300);
+  EXPECT_EQ(p.err, ETIMEDOUT);
+  EXPECT_TRUE(ProbeUndecided(p));
+}
+
+// Killed or timed out, the probe says nothing about the host: auto must not read it as
+// "no namespaces here" (runs would go on without them); runs are refused instead.
+TEST(DeferredProbe, AKilledProbeRefusesRunsInsteadOfTurningAutoOff) {
+  for (int sig : {SIGKILL, SIGSTOP}) {
+    LaunchConfigResult r = ResolveLaunchConfig(WorkingEnv("auto"), PrivilegeState{},
+                                               NamespaceProbeTiming::kDeferred);
+    ASSERT_TRUE(r.config.has_value()) << r.error;
+    NamespaceProbe p = ProbeSignalled(*r.config, sig, 300);
+    ASSERT_TRUE(ProbeUndecided(p)) << sig << " err " << p.err;
+    DecideNamespaces(*r.config, p, nullptr);
+    EXPECT_FALSE(r.config->namespaces_pending);
+    EXPECT_FALSE(r.config->namespaces);
+    EXPECT_TRUE(r.config->namespaces_off_reason.empty()) << r.config->namespaces_off_reason;
+    EXPECT_NE(r.config->refusal.find("the namespace probe did not finish"), std::string::npos)
+        << r.config->refusal;
+  }
+}
+
+// A probe that failed at a step of its own is a real answer: auto turns off, as before.
+TEST(DeferredProbe, AStepFailureIsStillAnAnswer) {
+  LaunchConfigResult r =
+      ResolveLaunchConfig(WorkingEnv("auto"), PrivilegeState{}, NamespaceProbeTiming::kDeferred);
+  ASSERT_TRUE(r.config.has_value()) << r.error;
+  NamespaceProbe p{EPERM, WorkerStep::kUserNamespace};
+  EXPECT_FALSE(ProbeUndecided(p));
+  DecideNamespaces(*r.config, p, nullptr);
+  EXPECT_TRUE(r.config->refusal.empty()) << r.config->refusal;
+  EXPECT_NE(r.config->namespaces_off_reason.find("auto runs without them"), std::string::npos);
 }
 
 }  // namespace
