@@ -21,11 +21,16 @@ bool Bind(void* lib, const char* name, Fn* out) {
   return *out != nullptr;
 }
 
+// The sonames of the ICU the headers describe: a newer ICU is another soname, so a
+// mismatch fails here instead of calling functions with other layouts. A test build
+// names a library that does not exist, to check the path where ICU cannot be loaded.
+#ifndef SKILLMCP_ICU_UC_SONAME
+#define SKILLMCP_ICU_UC_SONAME "libicuuc.so." U_ICU_VERSION_SHORT
+#endif
+
 const Api* Load() {
   static Api api;
-  // The sonames of the ICU the headers describe: a newer ICU is another soname, so a
-  // mismatch fails here instead of calling functions with other layouts.
-  void* uc = dlopen("libicuuc.so." U_ICU_VERSION_SHORT, RTLD_NOW | RTLD_LOCAL);
+  void* uc = dlopen(SKILLMCP_ICU_UC_SONAME, RTLD_NOW | RTLD_LOCAL);
   void* i18n = uc ? dlopen("libicui18n.so." U_ICU_VERSION_SHORT, RTLD_NOW | RTLD_LOCAL) : nullptr;
   if (i18n == nullptr) {
     LOG_WARN("cannot load ICU %s (%s)", U_ICU_VERSION_SHORT, dlerror());
