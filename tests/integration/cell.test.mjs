@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { freshDir, removeDir, skillMd } from './fixtures.mjs';
-import { BIN, serverEnv, sleep } from './lib.mjs';
+import { BIN, rpcOver, serverEnv, sleep } from './lib.mjs';
 
 const SCRIPTS = {
   // Creates a System V shared memory segment, message queue and semaphore set.
@@ -76,33 +76,7 @@ function startBroker(mode, env) {
     env: serverEnv({ SKILLS_DIR: root, MCP_CONFIRM_MODE: 'auto', ...env }),
     stdio: ['pipe', 'pipe', 'pipe'],
   });
-  let buf = '';
-  let stderr = '';
-  const answers = new Map();
-  const waiting = new Map();
-  child.stdout.on('data', (c) => {
-    buf += c.toString();
-    let nl;
-    while ((nl = buf.indexOf('\n')) >= 0) {
-      const msg = JSON.parse(buf.slice(0, nl));
-      buf = buf.slice(nl + 1);
-      answers.set(msg.id, msg);
-      waiting.get(msg.id)?.(msg);
-    }
-  });
-  child.stderr.on('data', (c) => { stderr += c.toString(); });
-  child.stdin.on('error', () => {});
-  let next = 0;
-  const send = (method, params) => {
-    const id = ++next;
-    child.stdin.write(JSON.stringify({ jsonrpc: '2.0', id, method, params }) + '\n');
-    return id;
-  };
-  const answer = (id, ms = 20000) => new Promise((resolve, reject) => {
-    if (answers.has(id)) return resolve(answers.get(id));
-    const timer = setTimeout(() => reject(new Error(`no answer to ${id}; stderr: ${stderr}`)), ms);
-    waiting.set(id, (m) => { clearTimeout(timer); resolve(m); });
-  });
+  const { send, answer } = rpcOver(child);
   const exited = new Promise((resolve) => child.on('exit', resolve));
   const broker = {
     child,

@@ -151,6 +151,42 @@ export function sleep(ms) {
 }
 
 /**
+ * Requests by id over a spawned server's stdio (several brokers at once, each its own
+ * client): send(method, params) returns the id, answer(id) its answer, which may have
+ * come first. Answers by id only; requests from the server are not answered.
+ */
+export function rpcOver(child, defaultMs = 20000) {
+  let buf = '';
+  let stderr = '';
+  const answers = new Map();
+  const waiting = new Map();
+  child.stdout.on('data', (c) => {
+    buf += c.toString();
+    let nl;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const msg = JSON.parse(buf.slice(0, nl));
+      buf = buf.slice(nl + 1);
+      answers.set(msg.id, msg);
+      waiting.get(msg.id)?.(msg);
+    }
+  });
+  child.stderr.on('data', (c) => { stderr += c.toString(); });
+  child.stdin.on('error', () => {});
+  let next = 0;
+  const send = (method, params) => {
+    const id = ++next;
+    child.stdin.write(JSON.stringify({ jsonrpc: '2.0', id, method, params }) + '\n');
+    return id;
+  };
+  const answer = (id, ms = defaultMs) => new Promise((resolve, reject) => {
+    if (answers.has(id)) return resolve(answers.get(id));
+    const timer = setTimeout(() => reject(new Error(`no answer to ${id}; stderr: ${stderr}`)), ms);
+    waiting.set(id, (m) => { clearTimeout(timer); resolve(m); });
+  });
+  return { send, answer, stderr: () => stderr };
+}
+
+/**
  * A server spoken to over raw stdio, without the SDK: write lines, read lines.
  * Every stdout line is kept so a test can check that each one is JSON-RPC.
  */

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { freshDir, removeDir, skillMd } from './fixtures.mjs';
-import { BIN, serverEnv, sleep } from './lib.mjs';
+import { BIN, rpcOver, serverEnv, sleep } from './lib.mjs';
 
 const SECRET = 'the-victims-granted-secret-7d1f';
 const SERVICE_UID = 64101;  // the broker's service identity (numeric: no passwd entry needed)
@@ -100,31 +100,7 @@ function env(extra) {
 function startBroker(mode, extra) {
   const argv = [...mode.wrap, BIN];
   const child = spawn(argv[0], argv.slice(1), { env: env(extra), stdio: ['pipe', 'pipe', 'pipe'] });
-  let buf = '', stderr = '';
-  const answers = new Map(), waiting = new Map();
-  child.stdout.on('data', (c) => {
-    buf += c.toString();
-    let nl;
-    while ((nl = buf.indexOf('\n')) >= 0) {
-      const msg = JSON.parse(buf.slice(0, nl));
-      buf = buf.slice(nl + 1);
-      answers.set(msg.id, msg);
-      waiting.get(msg.id)?.(msg);
-    }
-  });
-  child.stderr.on('data', (c) => { stderr += c.toString(); });
-  child.stdin.on('error', () => {});
-  let next = 0;
-  const send = (method, params) => {
-    const id = ++next;
-    child.stdin.write(JSON.stringify({ jsonrpc: '2.0', id, method, params }) + '\n');
-    return id;
-  };
-  const answer = (id, ms = 30000) => new Promise((resolve, reject) => {
-    if (answers.has(id)) return resolve(answers.get(id));
-    const timer = setTimeout(() => reject(new Error(`no answer to ${id}; stderr: ${stderr}`)), ms);
-    waiting.set(id, (m) => { clearTimeout(timer); resolve(m); });
-  });
+  const { send, answer } = rpcOver(child, 30000);
   const exited = new Promise((resolve) => child.on('exit', resolve));
   const b = {
     child, exited, answer,
