@@ -3,7 +3,8 @@
 # of its corpus, and prints one line of figures per target from libFuzzer's final stats.
 #   tests/fuzz/campaign.sh BUILD_DIR SECONDS RUNS target...
 # RUNS caps the executions (0: no cap); SECONDS caps the time. Work files and logs go to
-# ${FUZZ_WORK:-/tmp/fuzz-work}/<target>/; crashes are left there as crash-*.
+# ${FUZZ_WORK:-/tmp/fuzz-work}/<target>/; crashes are left there as crash-*. Running a target
+# again resumes its work corpus there. The fuzzer runs at nice ${FUZZ_NICE:-19}.
 set -uo pipefail
 src="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 build="$(realpath "$1")"; secs="$2"; runs="$3"; shift 3
@@ -17,7 +18,7 @@ for t in "$@"; do
   limit=()
   [ "$runs" != 0 ] && limit=(-runs="$runs")
   start=$(date +%s)
-  (cd "$dir" && nice -n 10 "$build/tests/fuzz/fuzz-$t" -jobs=1 -workers=1 \
+  (cd "$dir" && nice -n "${FUZZ_NICE:-19}" "$build/tests/fuzz/fuzz-$t" -jobs=1 -workers=1 \
       -max_total_time="$secs" "${limit[@]}" -print_final_stats=1 -timeout=10 \
       -rss_limit_mb=2048 -artifact_prefix="$dir/" "${dict[@]}" corpus >/dev/null 2>&1)
   took=$(( $(date +%s) - start ))

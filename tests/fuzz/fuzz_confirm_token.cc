@@ -21,6 +21,9 @@ using skillmcp::TokenVerdict;
 using skillmcp::WillRun;
 
 constexpr int64_t kNow = 1'800'000'000;
+// Seconds of clock one odd input may use: more than the longest ttl (16) and the latest
+// check (now + 31).
+constexpr int64_t kInputSeconds = 64;
 
 WillRun FixedWillRun() {
   WillRun w;
@@ -98,10 +101,17 @@ void CheckIssued(std::string_view rest) {
       second = FromFields(fields, change);
       break;
   }
-  std::unique_ptr<ConfirmTokens> tokens = ConfirmTokens::CreateRandom();
+  // One random key per process, as the server has: creating a key in guarded memory per
+  // input cost more than everything checked here. Each input starts past the latest time
+  // the previous one used (the clock never goes back, tokens.h), so the previous input's
+  // tokens are expired and its spends pruned: no input sees another one's state.
+  static std::unique_ptr<ConfirmTokens> tokens = ConfirmTokens::CreateRandom();
+  static int64_t base = kNow;
   if (!tokens) abort();
+  base += kInputSeconds;
+  const int64_t now = base;
   const int64_t ttl = 1 + (when & 15);
-  std::optional<skillmcp::IssuedToken> issued = tokens->Issue(first, kNow, ttl);
+  std::optional<skillmcp::IssuedToken> issued = tokens->Issue(first, now, ttl);
   std::optional<std::string> canon1 = skillmcp::CanonicalWillRun(first);
   std::optional<std::string> canon2 = skillmcp::CanonicalWillRun(second);
   // Why: a willRun that shows differently must bind different bytes.
@@ -113,24 +123,24 @@ void CheckIssued(std::string_view rest) {
     if (canon1) __builtin_trap();  // only a non-UTF-8 willRun is refused
     return;
   }
-  // The clock never goes back (tokens.h), so everything at kNow comes first.
+  // The clock never goes back (tokens.h), so everything at `now` comes first.
   // Any other spelling of the token is refused, whatever the byte and position.
   std::string forged = issued->token;
   forged[fields.size() % forged.size()] ^= static_cast<char>(change | 1);
-  if (tokens->Check(forged, first, kNow) != TokenVerdict::kInvalid) __builtin_trap();
+  if (tokens->Check(forged, first, now) != TokenVerdict::kInvalid) __builtin_trap();
   // A second token for the same run spends exactly once.
-  std::optional<skillmcp::IssuedToken> spent = tokens->Issue(first, kNow, ttl);
+  std::optional<skillmcp::IssuedToken> spent = tokens->Issue(first, now, ttl);
   if (!spent || spent->token == issued->token) __builtin_trap();
-  if (tokens->CheckAndSpend(spent->token, first, kNow) != TokenVerdict::kValid) {
+  if (tokens->CheckAndSpend(spent->token, first, now) != TokenVerdict::kValid) {
     __builtin_trap();
   }
-  if (tokens->CheckAndSpend(spent->token, first, kNow) != TokenVerdict::kReused) {
+  if (tokens->CheckAndSpend(spent->token, first, now) != TokenVerdict::kReused) {
     __builtin_trap();
   }
   // The first one, later and against the second willRun, checks as the rules say.
-  const int64_t at = kNow + ((when >> 4) & 31);
+  const int64_t at = now + ((when >> 4) & 31);
   TokenVerdict v = tokens->Check(issued->token, second, at);
-  TokenVerdict want = at >= kNow + ttl                  ? TokenVerdict::kExpired
+  TokenVerdict want = at >= now + ttl                  ? TokenVerdict::kExpired
                       : (!canon2 || *canon1 != *canon2) ? TokenVerdict::kDraftChanged
                                                         : TokenVerdict::kValid;
   if (v != want) __builtin_trap();

@@ -3,11 +3,13 @@
 // classified by the server's own ParseRpcLine (its size and nesting limits), then handed to
 // the same functions McpServer::CallTool calls: SkillLoad, SkillFile, or skill_run (gate in
 // token mode, run side a recorder). Every outcome is exactly one tool result that
-// serialises; no input makes skill_run dispatch without a token it issued.
+// serialises as the server serialises it; no input makes skill_run dispatch (the recorder
+// is never asked to start anything) without a token it issued.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "broker/mcp/jsonrpc.h"
 #include "broker/tools/read_tools.h"
@@ -17,14 +19,18 @@ namespace {
 
 using namespace skillmcp;
 
-SkillRunTool& RunTool() {
+fuzz::RecorderRunner* Recorder() {
   static fuzz::RecorderRunner* runner = new fuzz::RecorderRunner();
+  return runner;
+}
+
+SkillRunTool& RunTool() {
   static SkillRunTool* tool = [] {
     SkillRunDeps deps;
     deps.view = fuzz::GetRig().view();
     deps.is_set = [](std::string_view name) { return name == "FUZZ_GREETING"; };
     deps.tokens = fuzz::GetRig().tokens.get();
-    deps.runner = runner;
+    deps.runner = Recorder();
     deps.elicit = [](OrderedJson, int64_t, std::function<void(const Json*, const Json*)>) -> Json {
       __builtin_trap();  // the client did not declare elicitation: never prompted
     };
@@ -34,10 +40,10 @@ SkillRunTool& RunTool() {
   return *tool;
 }
 
-void Emit(const ToolResult& result) {
-  // What the server writes: the MCP result inside a JSON-RPC answer, one line.
-  std::string line = SerializeLine(MakeResult(Json(1), ToMcpToolResult(result)));
-  if (line.empty() || line.back() != '\n') __builtin_trap();
+void Emit(ToolResult result) {
+  // What McpServer::CallTool writes: the MCP result as JSON text (it must not throw).
+  JsonParts parts = ToolResultJson(std::move(result));
+  if (parts.head.empty() || parts.tail.empty()) __builtin_trap();
 }
 
 }  // namespace
@@ -70,11 +76,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       int answers = 0;
       RunTool().Call(args, m.id, /*client_elicits=*/false, [&answers](ToolResult r) {
         ++answers;
-        Emit(r);
-        // Why: no client-made token is genuine, so nothing may reach the supervisor.
-        if (fuzz::IsDispatched(Json::parse(ToMcpToolResult(r).dump()))) __builtin_trap();
+        Emit(std::move(r));
       });
       if (answers != 1) __builtin_trap();  // exactly one answer, synchronously
+      // Why: no client-made token is genuine, so nothing may reach the supervisor. The
+      // recorder counts every start it is asked for (cheaper and more direct than parsing
+      // the answer back for its refusal).
+      if (Recorder()->started != 0) __builtin_trap();
       break;
     }
   }
