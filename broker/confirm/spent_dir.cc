@@ -72,14 +72,14 @@ SpentDir::State SpentDir::Lookup(const TokenNonce& nonce, int64_t expiry, std::s
 SpentDir::State SpentDir::Record(const TokenNonce& nonce, int64_t expiry, int64_t now,
                                  std::string* error) {
   MaybePrune(now);
-  if (live_ >= kMaxSharedSpent) {
+  if (live_ >= max_live_) {
     // Prune early, in case other brokers' records have lapsed; why at most every few
     // seconds: while full, every refused spend would otherwise rescan the whole directory.
     if (now - last_prune_ >= kFullPruneEverySeconds) {
       last_prune_ = 0;
       MaybePrune(now);
     }
-    if (live_ >= kMaxSharedSpent) return State::kFull;
+    if (live_ >= max_live_) return State::kFull;
   }
   const std::string name = RecordName(nonce, expiry);
   // Why O_EXCL: the one atomic test-and-set every broker on the host agrees on.

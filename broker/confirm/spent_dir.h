@@ -57,6 +57,9 @@ class SpentDir {
 
   const std::string& path() const { return path_; }
   size_t live_count() const { return live_; }
+  size_t max_live() const { return max_live_; }
+  // Tests only: a smaller cap, so that a full record takes a few files, not 65536.
+  void set_max_live_for_test(size_t max_live) { max_live_ = max_live; }
 
  private:
   SpentDir(UniqueFd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {}
@@ -66,6 +69,7 @@ class SpentDir {
   std::string path_;
   int64_t last_prune_ = 0;
   size_t live_ = 0;  // records seen at the last prune plus the ones made since
+  size_t max_live_ = kMaxSharedSpent;
 };
 
 // Where the shared record lives, in order: SKILL_MCP_STATE_DIR, $STATE_DIRECTORY (systemd
