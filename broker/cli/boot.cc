@@ -23,7 +23,7 @@ void SettleRunFacts(Boot& b) {
     b.runs_blocked = "no script can run here: " + b.launch->refusal;
 }
 
-std::unique_ptr<Boot> BootBroker(NamespaceProbeTiming probe) {
+std::unique_ptr<Boot> BootBroker(NamespaceProbeTiming probe, CatalogueTiming catalogue) {
   auto b = std::make_unique<Boot>();
   // 1. Before reading any configuration: no dumping, no core, fds 0-2 present.
   b->facts.process = HardenProcess();
@@ -65,17 +65,7 @@ std::unique_ptr<Boot> BootBroker(NamespaceProbeTiming probe) {
   }
   b->launch = std::move(launch.config);
 
-  // 5. The catalogue, scanned once.
-  b->roots = ResolveRoots(b->env);
-  b->catalogue = ScanCatalogue(b->roots.paths, b->roots.from);
-  {
-    std::vector<std::string> dirs;
-    for (const Skill& s : b->catalogue.skills) dirs.push_back(s.source);
-    SetHiddenRoots(*b->launch, b->roots.paths, dirs);
-  }
-  b->grants = DecideGrants(b->catalogue, b->env.GetConfig("MCP_SKILL_RUN"), b->facts.hosted);
-
-  // 6. Whether anything may run at all.
+  // 5. Whether anything may run at all.
   if (b->facts.hosted && !b->facts.scrub.ok && !b->facts.allow_unscrubbed) {
     // Why: hosted, one environment holds every credential of the registration; if a
     // same-uid script could read it from /proc, no script may run.
@@ -84,11 +74,12 @@ std::unique_ptr<Boot> BootBroker(NamespaceProbeTiming probe) {
         b->facts.scrub.detail +
         "), so a script could read every credential from /proc. The owner can set "
         "MCP_SKILL_ALLOW_UNSCRUBBED=1 to accept that.";
-    b->catalogue.problems.push_back(
-        Problem{"/proc/" + std::to_string(getpid()) + "/environ", std::string(reason::kEnvironUnscrubbed),
-                *b->runs_blocked});
+    b->environ_blocked = true;
   }
   SettleRunFacts(*b);
+
+  // 6. The catalogue, scanned once: now, or when serve asks (after the first answer).
+  if (catalogue == CatalogueTiming::kNow) LoadCatalogue(*b);
 
   // 7. The confirmation gate and its signing key.
   b->gate = ParseGateConfig([env = &b->env](std::string_view n) { return env->GetConfig(n); });
@@ -118,6 +109,26 @@ std::unique_ptr<Boot> BootBroker(NamespaceProbeTiming probe) {
     b->tokens = ConfirmTokens::CreateRandom();
   }
   return b;
+}
+
+void LoadCatalogue(Boot& b) {
+  if (b.catalogue_loaded) return;
+  b.catalogue_loaded = true;
+  b.roots = ResolveRoots(b.env);
+  b.catalogue = ScanCatalogue(b.roots.paths, b.roots.from);
+  {
+    std::vector<std::string> dirs;
+    for (const Skill& s : b.catalogue.skills) dirs.push_back(s.source);
+    SetHiddenRoots(*b.launch, b.roots.paths, dirs);
+  }
+  b.grants = DecideGrants(b.catalogue, b.env.GetConfig("MCP_SKILL_RUN"), b.facts.hosted);
+  if (b.environ_blocked) {
+    b.catalogue.problems.push_back(Problem{"/proc/" + std::to_string(getpid()) + "/environ",
+                                           std::string(reason::kEnvironUnscrubbed),
+                                           *b.runs_blocked});
+  }
+  // The hidden roots may have turned the namespace layer off or refused it (launch_config.h).
+  SettleRunFacts(b);
 }
 
 }  // namespace skillmcp

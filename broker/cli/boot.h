@@ -27,14 +27,26 @@ struct Boot {
   GateConfig gate;
   std::unique_ptr<ConfirmTokens> tokens;
   std::optional<std::string> runs_blocked;  // why no script may run on this host
+  bool environ_blocked = false;             // runs_blocked: the environ could not be wiped
+  bool catalogue_loaded = false;            // LoadCatalogue has run
   std::string fatal;                        // non-empty: refuse to start, say this
 };
+
+// When BootBroker scans the catalogue: at once (doctor), or left to the caller (serve),
+// who calls LoadCatalogue before anything reads the catalogue or the grants.
+enum class CatalogueTiming { kNow, kDeferred };
 
 // Hardens the process, captures and wipes the environment, drops privileges, resolves
 // the launch configuration, scans the catalogue once, decides grants and the gate.
 // kDeferred (serve) leaves the namespace probe for after start: launch->namespaces_pending
 // then says one is due, and SettleRunFacts follows its DecideNamespaces.
-std::unique_ptr<Boot> BootBroker(NamespaceProbeTiming probe = NamespaceProbeTiming::kNow);
+std::unique_ptr<Boot> BootBroker(NamespaceProbeTiming probe = NamespaceProbeTiming::kNow,
+                                 CatalogueTiming catalogue = CatalogueTiming::kNow);
+
+// Scans the catalogue, decides the grants and settles what depends on them (the roots
+// hidden from runs, the run facts). Once: later calls do nothing. Runs with the service
+// identity only: BootBroker has dropped privileges before it returns.
+void LoadCatalogue(Boot& b);
 
 // The isolation facts and runs_blocked from the launch configuration as it stands.
 void SettleRunFacts(Boot& b);

@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "broker/cli/boot.h"
 #include "broker/loop/event_loop.h"
+#include "broker/mcp/late_catalogue.h"
 #include "broker/mcp/server.h"
 #include "broker/mcp/session.h"
 #include "broker/run/namespace_probe.h"
@@ -42,8 +44,8 @@ UniqueFd BlockTerminationSignals() {
 // is settled (boot.h) and `decided` is called. All on the loop.
 class LateProbe {
  public:
-  LateProbe(EventLoop& loop, Boot& b, std::function<void()> decided)
-      : task_(loop), b_(b), decided_(std::move(decided)) {}
+  LateProbe(EventLoop& loop, Boot& b, LateCatalogue& catalogue, std::function<void()> decided)
+      : task_(loop), b_(b), catalogue_(catalogue), decided_(std::move(decided)) {}
   void Start() {
     task_.Start(*b_.launch, /*fresh_proc=*/true, [this](NamespaceProbe p) { OnFirst(p); });
   }
@@ -60,13 +62,19 @@ class LateProbe {
                 [this](NamespaceProbe second) { Decide(first_, &second); });
   }
   void Decide(const NamespaceProbe& first, const NamespaceProbe* second) {
-    DecideNamespaces(*b_.launch, first, second);
-    SettleRunFacts(b_);
-    decided_();
+    std::optional<NamespaceProbe> again;
+    if (second != nullptr) again = *second;
+    // The decision needs the roots hidden from runs (DecideNamespaces), so the catalogue.
+    catalogue_.Then([this, first, again] {
+      DecideNamespaces(*b_.launch, first, again ? &*again : nullptr);
+      SettleRunFacts(b_);
+      decided_();
+    });
   }
 
   NamespaceProbeTask task_;
   Boot& b_;
+  LateCatalogue& catalogue_;
   std::function<void()> decided_;
   NamespaceProbe first_;
   bool retried_ = false;
@@ -77,7 +85,8 @@ class LateProbe {
 int RunServe() {
   // The namespace probe runs on the loop after start: the first answer does not wait
   // for it, skill_run does (DeferredRunTool).
-  std::unique_ptr<Boot> b = BootBroker(NamespaceProbeTiming::kDeferred);
+  // The catalogue too: the first answer does not wait for the scan (LateCatalogue).
+  std::unique_ptr<Boot> b = BootBroker(NamespaceProbeTiming::kDeferred, CatalogueTiming::kDeferred);
   if (!b->fatal.empty()) {
     LOG_ERROR("%s", b->fatal.c_str());
     return 1;
@@ -122,9 +131,16 @@ int RunServe() {
     if (!b->runs_blocked) supervisor.Prestart();
     run_gate.Open(std::make_unique<SkillRunTool>(std::move(deps)));
   };
-  LateProbe late_probe(loop, *b, open_runs);
+  LateCatalogue late_catalogue(loop, [&b] {
+    LoadCatalogue(*b);
+    LOG_INFO("skill-mcp %s serving %zu skill(s) from %s (%s); %zu problem(s)", SKILL_MCP_VERSION,
+             b->catalogue.skills.size(), Join(b->roots.paths, ":").c_str(), b->roots.from.c_str(),
+             b->catalogue.problems.size() + b->grants.problems.size());
+  });
+  LateProbe late_probe(loop, *b, late_catalogue, open_runs);
   McpServer server(session, CatalogueView{&b->catalogue, &b->grants}, SKILL_MCP_VERSION,
                    &run_gate);
+  server.SetLateCatalogue(&late_catalogue);
   server.Register();
   session.OnClosed([&loop] { loop.Stop(); });
   UniqueFd sigfd = BlockTerminationSignals();
@@ -146,17 +162,16 @@ int RunServe() {
     LOG_ERROR_ERRNO("cannot watch stdin or stdout");
     return 1;
   }
-  LOG_INFO("skill-mcp %s serving %zu skill(s) from %s (%s); %zu problem(s)%s",
-           SKILL_MCP_VERSION, b->catalogue.skills.size(), Join(b->roots.paths, ":").c_str(),
-           b->roots.from.c_str(), b->catalogue.problems.size() + b->grants.problems.size(),
-           isatty(STDIN_FILENO) ? "; this is a stdio MCP server: start it from an MCP client "
-                                  "(e.g. an mcpServers entry with command \"skill-mcp\")"
-                                : "");
+  if (isatty(STDIN_FILENO)) {
+    LOG_INFO("this is a stdio MCP server: start it from an MCP client (e.g. an mcpServers "
+             "entry with command \"skill-mcp\")");
+  }
   if (b->launch->namespaces_pending) {
     loop.AddTimer(0, [&late_probe] { late_probe.Start(); });
   } else {
-    open_runs();
+    late_catalogue.Then(open_runs);
   }
+  late_catalogue.Start();
   loop.Run();
   if (b->launch->namespaces_pending)
     LOG_INFO("the client left before the namespace probe had decided; no script ran");

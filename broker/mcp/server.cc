@@ -17,6 +17,12 @@ const Json& ParamsOf(const RpcMessage& m) {
 // Methods the 2026-07-28 revision removed: a 2026 request for them is -32601.
 bool RemovedIn2026(const std::string& method) { return method == "initialize" || method == "ping"; }
 
+// What is answered without the catalogue: nothing in these answers depends on the skills.
+bool ReadsCatalogue(const std::string& method) {
+  return method != "ping" && method != "server/discover" && method != "tools/list" &&
+         method != "resources/templates/list";
+}
+
 }  // namespace
 
 McpServer::McpServer(Session& session, CatalogueView view, std::string version,
@@ -27,6 +33,7 @@ void McpServer::On(const std::string& method, Handler handler) {
   session_.OnRequest(method, [this, method, handler](const RpcMessage& m, Reply r) {
     Envelope e = ReadEnvelope(m.params);
     if (!Admit(method, e, r)) return;
+    if (late_ != nullptr && ReadsCatalogue(method)) late_->Ensure();
     handler(m, r, e);
   });
 }
@@ -198,6 +205,7 @@ void McpServer::Initialize(const RpcMessage& m, Reply reply) {
   // Errors about messages with no usable id follow the negotiated revision (session.h).
   session_.SetOmitNullErrorId(protocol_ >= std::string("2025-11-25"));
   reply.Result(std::move(result));
+  if (late_ != nullptr) late_->Soon();
 }
 
 // server/discover (docs/wire.md §8): no listChanged, since 2026-07-28 delivers those only
@@ -212,6 +220,7 @@ void McpServer::Discover(Reply reply) {
                                         {{kSkillsExtensionId, SkillsExtension::Capability()}}}};
   result["instructions"] = Instructions();
   reply.Result(std::move(result));
+  if (late_ != nullptr) late_->Soon();
 }
 
 void McpServer::CallTool(const RpcMessage& m, Reply reply, const Envelope& e) {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "broker/mcp/era.h"
+#include "broker/mcp/late_catalogue.h"
 #include "broker/mcp/session.h"
 #include "broker/tools/skills_ext.h"
 #include "broker/tools/tool.h"
@@ -20,6 +21,9 @@ class McpServer {
  public:
   McpServer(Session& session, CatalogueView view, std::string version, RunToolHandler* run);
   void Register();
+  // The catalogue is scanned after start (broker/mcp/late_catalogue.h): every request that
+  // reads it loads it first, and answering initialize or server/discover schedules it.
+  void SetLateCatalogue(LateCatalogue* late) { late_ = late; }
 
  private:
   // Which lifecycle the connection follows (docs/wire.md §8): none yet, 2025 (fixed by
@@ -40,6 +44,7 @@ class McpServer {
   CatalogueView view_;
   std::string version_;
   RunToolHandler* run_;
+  LateCatalogue* late_ = nullptr;
   SkillsExtension skills_ext_;  // skills/list, skills/get, resources/directory/read
   bool client_elicits_ = false;
   std::string protocol_;
