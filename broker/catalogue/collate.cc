@@ -90,6 +90,22 @@ int AsciiPrimaryCompare(std::string_view a, std::string_view b) {
 
 }  // namespace
 
+bool AsciiPrimaryKey(std::string_view s, std::string* out) {
+  const size_t start = out->size();
+  out->resize(start + s.size());
+  char* at = out->data() + start;
+  unsigned char high = 0;
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    high |= c;
+    const uint8_t w = kAsciiPrimary[c & 0x7f];
+    *at = static_cast<char>(w);
+    at += w != 0;  // ignorables are written over by the next weight
+  }
+  out->resize(high & 0x80 ? start : static_cast<size_t>(at - out->data()));
+  return (high & 0x80) == 0;
+}
+
 int CollateCompare(std::string_view a, std::string_view b) {
   int primary = 0;
   if (IsAscii(a) && IsAscii(b)) {

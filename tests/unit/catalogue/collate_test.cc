@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
 namespace skillmcp {
 namespace {
 
@@ -34,6 +39,53 @@ TEST(Collate, AccentsAreSecondaryDifferences) {
 TEST(Collate, InvalidUtf8IsTotal) {
   EXPECT_NE(CollateCompare("a\xFF", "a\xFE"), 0);
   EXPECT_EQ(CollateCompare("a\xFF", "a\xFF"), 0);
+}
+
+}  // namespace
+}  // namespace skillmcp
+
+// CollateSort's keyed path (all-ASCII keys) must order exactly as a stable sort by
+// CollateCompare does: random strings over all of ASCII, control characters (ignorable
+// at the first level), both cases and punctuation, with many ties and repeats.
+namespace skillmcp {
+namespace {
+
+std::vector<std::string> ReferenceSort(std::vector<std::string> v) {
+  std::stable_sort(v.begin(), v.end(), [](const std::string& a, const std::string& b) {
+    return CollateCompare(a, b) < 0;
+  });
+  return v;
+}
+
+TEST(CollateSort, AsciiKeysSortExactlyAsTheComparator) {
+  std::mt19937 rng(20261201);
+  const std::string common = "aAbB-_./0 9\tzZ";
+  for (int round = 0; round < 200; ++round) {
+    std::vector<std::string> v(1 + rng() % 300);
+    for (std::string& s : v) {
+      size_t len = rng() % 12;
+      for (size_t i = 0; i < len; ++i) {
+        // Mostly a small alphabet (ties and shared prefixes), sometimes any ASCII byte.
+        s.push_back(rng() % 4 ? common[rng() % common.size()] : static_cast<char>(rng() % 128));
+      }
+    }
+    const std::vector<std::string> want = ReferenceSort(v);
+    CollateSortStrings(v);
+    ASSERT_EQ(v, want) << "round " << round;
+  }
+}
+
+TEST(CollateSort, OneNonAsciiKeyTakesTheComparatorPath) {
+  std::vector<std::string> v = {"b", "\xc3\xa9", "A", "a", "\x01" "a", "e", "B"};
+  const std::vector<std::string> want = ReferenceSort(v);
+  CollateSortStrings(v);
+  EXPECT_EQ(v, want);
+  std::string key = "x";
+  EXPECT_FALSE(AsciiPrimaryKey("caf\xc3\xa9", &key));
+  EXPECT_EQ(key, "x");  // unchanged on refusal
+  EXPECT_TRUE(AsciiPrimaryKey("a\x01" "A", &key));
+  EXPECT_EQ(key.size(), 3u);  // "x" + two weights; the control character is ignorable
+  EXPECT_EQ(key[1], key[2]);  // both cases share a primary weight
 }
 
 }  // namespace
