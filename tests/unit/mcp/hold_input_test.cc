@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "broker/mcp/session.h"
+#include "tests/unit/mcp/answer_lines.h"
 
 namespace skillmcp {
 namespace {
@@ -38,19 +39,7 @@ class HoldInputTest : public ::testing::Test {
   void Spin() {
     for (int i = 0; i < 5; ++i) loop_.RunOnce(20);
   }
-  std::vector<Json> Answers() {
-    std::string all;
-    char buf[65536];
-    ssize_t n;
-    while ((n = read(out_[0], buf, sizeof buf)) > 0) all.append(buf, static_cast<size_t>(n));
-    std::vector<Json> out;
-    size_t start = 0, nl;
-    while ((nl = all.find('\n', start)) != std::string::npos) {
-      out.push_back(Json::parse(all.substr(start, nl - start)));
-      start = nl + 1;
-    }
-    return out;
-  }
+  std::vector<Json> Answers() { return testing::ReadAnswers(out_[0]); }
   EventLoop loop_;
   int in_[2]{-1, -1}, out_[2]{-1, -1};
   std::unique_ptr<Session> session_;

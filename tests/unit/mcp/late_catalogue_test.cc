@@ -13,6 +13,7 @@
 
 #include "broker/mcp/server.h"
 #include "broker/mcp/session.h"
+#include "tests/unit/mcp/answer_lines.h"
 
 namespace skillmcp {
 namespace {
@@ -109,21 +110,10 @@ class LateServerTest : public ::testing::Test {
     for (int i = 0; i < 5; ++i) loop_.RunOnce(10);
   }
   std::string ReadOutput() {
-    char buf[65536];
-    ssize_t n;
-    while ((n = read(out_[0], buf, sizeof buf)) > 0) output_.append(buf, static_cast<size_t>(n));
+    testing::ReadAvailable(out_[0], &output_);
     return output_;
   }
-  std::vector<Json> Answers() {
-    std::string all = ReadOutput();
-    std::vector<Json> out;
-    size_t start = 0, nl;
-    while ((nl = all.find('\n', start)) != std::string::npos) {
-      out.push_back(Json::parse(all.substr(start, nl - start)));
-      start = nl + 1;
-    }
-    return out;
-  }
+  std::vector<Json> Answers() { return testing::ParseLines(ReadOutput()); }
 
   EventLoop loop_;
   int in_[2]{-1, -1}, out_[2]{-1, -1};

@@ -1,4 +1,5 @@
 #include "broker/mcp/session.h"
+#include "tests/unit/mcp/answer_lines.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -32,19 +33,7 @@ class SessionTest : public ::testing::Test {
     ASSERT_EQ(write(in_[1], line.data(), line.size()), static_cast<ssize_t>(line.size()));
     loop_.RunOnce(100);
   }
-  std::vector<Json> Answers() {
-    std::string all;
-    char buf[65536];
-    ssize_t n;
-    while ((n = read(out_[0], buf, sizeof buf)) > 0) all.append(buf, static_cast<size_t>(n));
-    std::vector<Json> out;
-    size_t start = 0, nl;
-    while ((nl = all.find('\n', start)) != std::string::npos) {
-      out.push_back(Json::parse(all.substr(start, nl - start)));
-      start = nl + 1;
-    }
-    return out;
-  }
+  std::vector<Json> Answers() { return testing::ReadAnswers(out_[0]); }
   EventLoop loop_;
   int in_[2]{}, out_[2]{};
   std::unique_ptr<Session> session_;
