@@ -4,7 +4,9 @@
 #   tests/fuzz/campaign.sh BUILD_DIR SECONDS RUNS target...
 # RUNS caps the executions (0: no cap); SECONDS caps the time. Work files and logs go to
 # ${FUZZ_WORK:-/tmp/fuzz-work}/<target>/; crashes are left there as crash-*. Running a target
-# again resumes its work corpus there. The fuzzer runs at nice ${FUZZ_NICE:-19}.
+# again resumes its work corpus there. The fuzzer runs at nice ${FUZZ_NICE:-19}; an input
+# that takes longer than ${FUZZ_TIMEOUT:-10} wall-clock seconds is a finding (raise it on a
+# machine whose other work can starve a nice-19 process that long).
 set -uo pipefail
 src="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 build="$(realpath "$1")"; secs="$2"; runs="$3"; shift 3
@@ -19,7 +21,7 @@ for t in "$@"; do
   [ "$runs" != 0 ] && limit=(-runs="$runs")
   start=$(date +%s)
   (cd "$dir" && nice -n "${FUZZ_NICE:-19}" "$build/tests/fuzz/fuzz-$t" -jobs=1 -workers=1 \
-      -max_total_time="$secs" "${limit[@]}" -print_final_stats=1 -timeout=10 \
+      -max_total_time="$secs" "${limit[@]}" -print_final_stats=1 -timeout="${FUZZ_TIMEOUT:-10}" \
       -rss_limit_mb=2048 -artifact_prefix="$dir/" "${dict[@]}" corpus >/dev/null 2>&1)
   took=$(( $(date +%s) - start ))
   log="$dir/fuzz-0.log"
