@@ -173,8 +173,11 @@ int RunServe() {
   }
   late_catalogue.Start();
   loop.Run();
-  if (b->launch->namespaces_pending)
+  if (!late_catalogue.loaded()) {
+    LOG_INFO("the client left before the skills were scanned; no script ran");
+  } else if (b->launch->namespaces_pending) {
     LOG_INFO("the client left before the namespace probe had decided; no script ran");
+  }
   // Why: no worker outlives its client; the group is killed and reaped before exit.
   supervisor.KillAndReapNow();
   // What the client has not read yet still reaches a client that keeps reading.

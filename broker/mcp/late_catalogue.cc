@@ -16,7 +16,7 @@ void LateCatalogue::Start() { Arm(kCatalogueIdleScanMs); }
 void LateCatalogue::Soon() { Arm(0); }
 
 void LateCatalogue::Arm(int64_t delay_ms) {
-  if (loaded_) return;
+  if (loaded_ || loading_) return;
   if (armed_) loop_.CancelTimer(timer_);
   armed_ = true;
   timer_ = loop_.AddTimer(delay_ms, [this] {
@@ -26,13 +26,14 @@ void LateCatalogue::Arm(int64_t delay_ms) {
 }
 
 void LateCatalogue::Ensure() {
-  if (loaded_) return;
-  loaded_ = true;
+  if (loaded_ || loading_) return;
+  loading_ = true;  // a re-entrant call during the load does nothing
   if (armed_) {
     loop_.CancelTimer(timer_);
     armed_ = false;
   }
   load_();
+  loaded_ = true;  // only now: a Then() during the load waits for its end
   std::vector<std::function<void()>> then = std::move(then_);
   then_.clear();
   for (auto& f : then) f();

@@ -40,6 +40,7 @@ class LateCatalogue {
   std::vector<std::function<void()>> then_;
   EventLoop::TimerId timer_ = 0;
   bool armed_ = false;
+  bool loading_ = false;
   bool loaded_ = false;
 };
 

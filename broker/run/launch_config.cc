@@ -403,6 +403,7 @@ std::vector<std::string> HiddenRoots(const std::vector<std::string>& roots,
 void SetHiddenRoots(LaunchConfig& c, const std::vector<std::string>& roots,
                     const std::vector<std::string>& skill_dirs) {
   c.hidden_roots = HiddenRoots(roots, skill_dirs);
+  c.hidden_roots_pending = false;
   std::vector<std::string> real_roots;
   for (const std::string& r : roots)
     if (std::string real = RealPath(r); !real.empty()) real_roots.push_back(real);

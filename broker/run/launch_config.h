@@ -50,6 +50,9 @@ struct LaunchConfig {
   bool fresh_proc = false;            // namespaced runs get their own /proc
   std::string fresh_proc_problem;     // why not, when namespaces are on
   std::vector<std::string> hidden_roots;  // what those runs do not see (SetHiddenRoots)
+  // SetHiddenRoots has not run yet (serve scans the catalogue after start): the skills
+  // directories a run must not see are unknown, so no run may start (RunSupervisor).
+  bool hidden_roots_pending = true;
   // The filesystem allowlist (worker/landlock.h): the ABI every run uses (0: off) and,
   // when off, why. SKILL_MCP_LANDLOCK=off|auto|on (auto by default: on where the kernel
   // has it); SKILL_MCP_NETWORK=off refuses TCP connect and bind (Landlock ABI 4+).

@@ -159,6 +159,10 @@ std::optional<StartRefusal> RunSupervisor::StartCommitted(PreparedRun prepared, 
   // (serve holds skill_run until then, so this is a second line).
   if (config_.namespaces_pending)
     return StartRefusal{StartProblem::kUnavailable, "the namespace probe has not finished yet"};
+  // why: fail closed; a run started before the skills directories are known would be
+  // built with nothing hidden and see every other skill (SetHiddenRoots).
+  if (config_.hidden_roots_pending)
+    return StartRefusal{StartProblem::kUnavailable, "the skills have not been scanned yet"};
   // why: the descriptor that was checked and hashed is the one that runs; without it
   // nothing runs (there is no path to fall back to).
   if (!prepared.script_fd.valid()) return SystemRefusal("the checked script descriptor", EBADF);

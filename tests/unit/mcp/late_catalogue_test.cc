@@ -45,6 +45,21 @@ TEST(LateCatalogue, EnsureLoadsOnceAndThenRunsInOrder) {
   EXPECT_EQ(loads, 1);
 }
 
+TEST(LateCatalogue, AThenDuringTheLoadWaitsForItsEnd) {
+  EventLoop loop;
+  bool loaded = false, then_saw_loaded = false;
+  LateCatalogue* self = nullptr;
+  LateCatalogue late(loop, [&] {
+    self->Ensure();  // re-entrant: nothing
+    self->Then([&] { then_saw_loaded = loaded; });
+    loaded = true;
+  });
+  self = &late;
+  late.Ensure();
+  EXPECT_TRUE(late.loaded());
+  EXPECT_TRUE(then_saw_loaded) << "a Then() queued during the load ran before it ended";
+}
+
 TEST(LateCatalogue, SoonLoadsOnTheNextTurnNotAtOnce) {
   EventLoop loop;
   int loads = 0;

@@ -148,8 +148,16 @@ TEST(DeferredProbe, NoRunStartsWhileTheProbeIsPending) {
   ASSERT_TRUE(refused.has_value());
   EXPECT_EQ(refused->problem, StartProblem::kUnavailable);
   EXPECT_NE(refused->detail.find("probe"), std::string::npos) << refused->detail;
-  // The control: decided, the same call gets as far as the (missing) script descriptor.
+  // Decided, but the skills not scanned yet: still refused (the hidden roots are unknown).
   r.config->namespaces_pending = false;
+  refused = supervisor.Start(PreparedRun{}, [&called](RunResult) { called = true; });
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->problem, StartProblem::kUnavailable);
+  EXPECT_NE(refused->detail.find("scanned"), std::string::npos) << refused->detail;
+  // The control: scanned (SetHiddenRoots), the same call gets as far as the (missing)
+  // script descriptor.
+  SetHiddenRoots(*r.config, {"/nonexistent-skills-root"}, {});
+  EXPECT_FALSE(r.config->hidden_roots_pending);
   refused = supervisor.Start(PreparedRun{}, [&called](RunResult) { called = true; });
   ASSERT_TRUE(refused.has_value());
   EXPECT_EQ(refused->problem, StartProblem::kSystem);

@@ -111,6 +111,7 @@ class SupervisorTest : public ::testing::Test {
     LaunchConfigResult r = ResolveLaunchConfig(env_, p);
     ASSERT_TRUE(r.config) << r.error;
     config_ = std::move(*r.config);
+    config_.hidden_roots_pending = false;  // as after the scan (SetHiddenRoots)
     ASSERT_TRUE(config_.ready()) << config_.refusal;
     sup_ = std::make_unique<RunSupervisor>(loop_, config_, env_);
   }
@@ -443,6 +444,7 @@ TEST_F(SupervisorTest, MissingNodeRefusesRunsWithTheReason) {
   env.Set("SKILL_MCP_WORKER", SKILL_MCP_TEST_WORKER);
   env.Set("SKILL_MCP_NODE", "/nonexistent/node");
   LaunchConfig c = std::move(*ResolveLaunchConfig(env, PrivilegeState{}).config);
+  c.hidden_roots_pending = false;  // as after the scan (SetHiddenRoots)
   RunSupervisor sup(loop_, c, env);
   Script("scripts/ok.js", "");
   std::string refused = Refused(sup.Start(Request("scripts/ok.js"), [](RunResult) {}));
@@ -459,6 +461,7 @@ TEST_F(SupervisorTest, WorkerThatCannotStartIsAClearError) {
   env.Set("SKILL_MCP_WORKER", bogus);
   env.Set("SKILL_MCP_NODE", "/usr/bin/node");
   LaunchConfig c = std::move(*ResolveLaunchConfig(env, PrivilegeState{}).config);
+  c.hidden_roots_pending = false;  // as after the scan (SetHiddenRoots)
   ASSERT_TRUE(c.ready()) << c.refusal;
   RunSupervisor sup(loop_, c, env);
   Script("scripts/ok.js", "");
@@ -576,6 +579,7 @@ TEST_F(SupervisorTest, BrokerAfterPrivilegeDropLaunchesAndKillsAcrossUids) {
     if (!st.broker_switched || !st.worker_switch) _exit(2);
     LaunchConfigResult r = ResolveLaunchConfig(env_, st);
     if (!r.config || !r.config->ready()) _exit(3);
+    r.config->hidden_roots_pending = false;  // as after the scan (SetHiddenRoots)
     EventLoop loop;
     RunSupervisor sup(loop, *r.config, env_);
     std::string report = std::to_string(getuid());
