@@ -78,7 +78,7 @@ if (viaEval) {
 } else {
   try { fs.closeSync(8); } catch {}
   delete Module._cache[module.filename];
-  process.mainModule = undefined;
+  delete process.mainModule;  // as under node -e: the CommonJS path sets the script's own
 }
 const file = process.argv[viaEval ? 1 : 2];
 const fail = (what) => {
