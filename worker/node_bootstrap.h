@@ -7,7 +7,7 @@
 //
 // The first, where the run's /proc shows the worker's sealed copy at fd 8: node loads
 // it as its CommonJS main module, which skips what node -e sets up around an eval
-// (tests/bench/README.md, "5. The run path, third pass": about 1 ms a run). The second
+// (tests/bench/README.md, "5. The run path, third pass": 7.6 M instructions, ~1 ms). The second
 // where it does not. The bootstrap tells them apart by process._eval (set only by -e).
 //
 // - The main-module way: fd 8 is closed and the bootstrap's own module leaves
@@ -16,7 +16,8 @@
 // - The bytes come from fd 6 (pread from offset 0, whatever the broker's offset), then
 //   fd 6 is closed. A script swapped for a symlink after the broker's check never runs
 //   the target, and a file named like a node option is never parsed as one: the path
-//   and the arguments come after "--", and node only stores them in process.argv.
+//   and the arguments come after "--" (or the main module's path), and node only
+//   stores them in process.argv.
 // - The module type is chosen as `node script` chooses it on node 20.19+: ".mjs" is an
 //   ES module, ".cjs" CommonJS; otherwise the nearest package.json (not above a
 //   node_modules directory) decides with "type": "module" or "commonjs"; a file of no
@@ -36,11 +37,11 @@
 //   13, and an error thrown by the module is reported as uncaught (exit code 1).
 // - process.argv becomes [execPath, script path, ...args]; process.execArgv is emptied
 //   so child_process.fork() starts a plain node, not this bootstrap again.
-// - What node -e defines is removed (the -e way only): process._eval (this program's text), the globals
-//   require, module, exports, __filename, __dirname and one lazy global per builtin
-//   module (fs, path, http...). node -e puts `module` back once this program returns
-//   (it saved the lazy one first), so a setter on the global object's own prototype
-//   swallows that one assignment and removes itself.
+// - What node -e defines is removed (the -e way only): process._eval (this program's
+//   text), the globals require, module, exports, __filename, __dirname and one lazy
+//   global per builtin module (fs, path, http...). node -e puts `module` back once this
+//   program returns (it saved the lazy one first), so a setter on the global object's
+//   own prototype swallows that one assignment and removes itself.
 //   The bootstrap's own names live inside a function and do not leak.
 // Why a hook and not a path: node loads an ES module only by URL, and its default resolve
 // realpaths that URL, which would run whatever the path names now (README.md, "node and

@@ -89,8 +89,8 @@ class BootstrapTest : public ::testing::Test {
 };
 
 TEST_F(BootstrapTest, BothWaysGiveTheScriptTheSameWorldAndLeaveNoTrace) {
-  const std::string expected_tail = "|false|" + script_ + "|true|true|[\"" + script_ +
-                                    "\",\"--eval=1\",\"-e\"]|0|undefined|\n";
+  const std::string expected_tail =
+      "|false|" + script_ + "|true|true|[\"" + script_ + "\",\"--eval=1\",\"-e\"]|0|undefined|\n";
   EXPECT_EQ(RunDirect(BootstrapVia::kEval), "-e" + expected_tail);
   EXPECT_EQ(RunDirect(BootstrapVia::kMainFd), "--preserve-symlinks-main" + expected_tail);
 }
