@@ -150,19 +150,46 @@ TEST(SealBootstrap, HoldsExactlyTheBootstrapSealedAndInheritable) {
   EXPECT_EQ(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0), "");
 }
 
+// The view ChooseBootstrapVia is asked in (root only for the last two, in a private
+// mount namespace of the child).
+enum class View {
+  kHost,
+  kProcNotProcfs,    // /proc a tmpfs holding a /proc/self/fd/8 of someone else's making
+  kRootPackageJson,  // a root with /package.json, the real /proc bound in
+};
+
+// The view made in the calling process (a forked child); false if it could not be made.
+bool MakeView(View view, const std::string& scratch) {
+  if (view == View::kHost) return true;
+  if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+    return false;
+  if (view == View::kProcNotProcfs) {
+    if (mount("tmpfs", "/proc", "tmpfs", 0, nullptr) != 0 || mkdir("/proc/self", 0755) != 0 ||
+        mkdir("/proc/self/fd", 0755) != 0)
+      return false;
+    WriteFile("/proc/self/fd/8", "process.exit(0)\n");
+    return true;
+  }
+  // node would find this package.json above /proc/self/fd/8: "type": "module" there
+  // would load the bootstrap as an ES module.
+  const std::string proc = scratch + "/proc";
+  if (mount("tmpfs", scratch.c_str(), "tmpfs", 0, nullptr) != 0 || mkdir(proc.c_str(), 0755) != 0 ||
+      mount("/proc", proc.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
+    return false;
+  WriteFile(scratch + "/package.json", "{\"type\": \"module\"}\n");
+  return chroot(scratch.c_str()) == 0 && chdir("/") == 0;
+}
+
 // In a child: ChooseBootstrapVia's answer as a letter ('m' main fd, 'e' eval), then
 // whether fd 8 is still open ('o') or closed ('c').
-std::string Choose(bool seal, bool hide_proc) {
+std::string Choose(bool seal, View view) {
+  TempDir scratch;
   int p[2];
   if (pipe(p) != 0) return "pipe";
   const pid_t child = fork();
   if (child == 0) {
     const bool sealed = seal && worker::SealBootstrap();
-    // A run whose /proc is not procfs: the path no longer leads to the sealed copy.
-    if (hide_proc && (unshare(CLONE_NEWNS) != 0 ||
-                      mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
-                      mount("tmpfs", "/proc", "tmpfs", 0, nullptr) != 0))
-      _exit(1);
+    if (!MakeView(view, scratch.path())) _exit(1);
     const BootstrapVia via = worker::ChooseBootstrapVia(sealed);
     const char out[2] = {via == BootstrapVia::kMainFd ? 'm' : 'e',
                          fcntl(worker::kWorkerBootstrapFd, F_GETFD) >= 0 ? 'o' : 'c'};
@@ -181,10 +208,11 @@ std::string Choose(bool seal, bool hide_proc) {
 
 TEST(ChooseBootstrapVia, MainFdOnlyWhenProcLeadsToTheSealedCopy) {
   if (access("/package.json", F_OK) == 0) GTEST_SKIP() << "a /package.json makes the worker use -e";
-  EXPECT_EQ(Choose(/*seal=*/true, /*hide_proc=*/false), "mo");
-  EXPECT_EQ(Choose(/*seal=*/false, /*hide_proc=*/false), "ec");
+  EXPECT_EQ(Choose(/*seal=*/true, View::kHost), "mo");
+  EXPECT_EQ(Choose(/*seal=*/false, View::kHost), "ec");
   if (geteuid() != 0) GTEST_SKIP() << "covering /proc needs root";
-  EXPECT_EQ(Choose(/*seal=*/true, /*hide_proc=*/true), "ec");
+  EXPECT_EQ(Choose(/*seal=*/true, View::kProcNotProcfs), "ec");
+  EXPECT_EQ(Choose(/*seal=*/true, View::kRootPackageJson), "ec");
 }
 
 }  // namespace
