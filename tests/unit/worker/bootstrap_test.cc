@@ -55,9 +55,10 @@ class BootstrapTest : public ::testing::Test {
     if (pipe(p) != 0) return "pipe failed";
     const pid_t child = fork();
     if (child == 0) {
+      // stdout first: the pipe may sit where 6 or 8 go.
+      if (dup2(p[1], 1) != 1) _exit(120);
       const int fd = open(script_.c_str(), O_RDONLY);
-      if (fd < 0 || dup2(fd, 6) != 6 || dup2(p[1], 1) != 1 || chdir(dir_.path().c_str()) != 0)
-        _exit(120);
+      if (fd < 0 || dup2(fd, 6) != 6 || chdir(dir_.path().c_str()) != 0) _exit(120);
       close(worker::kWorkerBootstrapFd);
       if (via == BootstrapVia::kMainFd && !worker::SealBootstrap()) _exit(121);
       RunSpec spec;
