@@ -1,11 +1,14 @@
 #include "worker/exec.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
 
+#include "shared/unique_fd.h"
 #include "worker/node_bootstrap.h"
 
 namespace skillmcp::worker {
@@ -19,17 +22,72 @@ std::vector<char*> CArray(std::vector<std::string>& strings) {
   return out;
 }
 
+bool WriteAll(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    const ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+bool SameFile(int a, int b) {
+  struct stat sa, sb;
+  return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
 }  // namespace
 
-std::vector<std::string> BuildArgv(const RunSpec& spec) {
-  // "--" ends node's options: the script path and every argument after it reach
-  // process.argv verbatim, so "--eval=..." as a file name or argument is never an option.
-  std::vector<std::string> argv{"node", "-e", kNodeBootstrap, "--", spec.script_path};
+std::vector<std::string> BuildArgv(const RunSpec& spec, BootstrapVia via) {
+  // Either way the script path and every argument come after the end of node's options
+  // ("--", or the main module's path), so they reach process.argv verbatim and
+  // "--eval=..." as a file name or argument is never an option.
+  std::vector<std::string> argv =
+      via == BootstrapVia::kMainFd
+          // why --preserve-symlinks-main: node would otherwise realpath the main module,
+          // and the magic link names a memfd no path reaches (tests/bench/README.md, 5.).
+          ? std::vector<std::string>{"node", "--preserve-symlinks-main", kBootstrapPath}
+          : std::vector<std::string>{"node", "-e", kNodeBootstrap, "--"};
+  argv.push_back(spec.script_path);
   argv.insert(argv.end(), spec.args.begin(), spec.args.end());
   return argv;
 }
 
-ExecPlan::ExecPlan(const RunSpec& spec) : argv_store_(BuildArgv(spec)), envp_store_(spec.envp) {
+bool SealBootstrap() {
+  UniqueFd mem(memfd_create("skill-mcp-bootstrap", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!mem.valid()) return false;
+  // why sealed: node and the script's processes inherit it; no one may change the bytes
+  // node is about to run as its main module.
+  constexpr int kSeals = F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
+  if (!WriteAll(mem.get(), kNodeBootstrap, sizeof kNodeBootstrap - 1) ||
+      fcntl(mem.get(), F_ADD_SEALS, kSeals) != 0) {
+    return false;
+  }
+  // dup2 clears close-on-exec: node inherits 8, which the bootstrap closes first thing.
+  return dup2(mem.get(), kWorkerBootstrapFd) == kWorkerBootstrapFd;
+}
+
+BootstrapVia ChooseBootstrapVia(bool sealed) {
+  if (sealed) {
+    // why: /proc may be absent, hidden or something else in a hardened deployment; the
+    // path must lead to the sealed copy itself, or node would run other bytes.
+    UniqueFd seen(open(kBootstrapPath, O_RDONLY | O_CLOEXEC));
+    // why: node decides a main module's type by the nearest package.json; above
+    // /proc/self/fd only /package.json can exist, and "type": "module" there would load
+    // the bootstrap as an ES module.
+    const bool root_package = access("/package.json", F_OK) == 0 || errno != ENOENT;
+    if (seen.valid() && SameFile(seen.get(), kWorkerBootstrapFd) && !root_package)
+      return BootstrapVia::kMainFd;
+  }
+  close(kWorkerBootstrapFd);
+  return BootstrapVia::kEval;
+}
+
+ExecPlan::ExecPlan(const RunSpec& spec, BootstrapVia via)
+    : argv_store_(BuildArgv(spec, via)), envp_store_(spec.envp) {
   argv_ = CArray(argv_store_);
   envp_ = CArray(envp_store_);
 }

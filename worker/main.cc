@@ -90,7 +90,8 @@ void DropPrivilegesForGood(const RunSpec& spec, bool will_be_root) {
     _exit(static_cast<int>(WorkerStep::kParentDeath));
   }
   // The pipes reach EOF when the run's processes close them, not the mirror.
-  for (int fd : {0, 1, 2, kWorkerReportFd, kWorkerNodeFd, kWorkerScriptFd, kWorkerSkillDirFd})
+  for (int fd : {0, 1, 2, kWorkerReportFd, kWorkerNodeFd, kWorkerScriptFd, kWorkerSkillDirFd,
+                 kWorkerBootstrapFd})
     close(fd);
   MirrorRun(child, status_fd, broker);
 }
@@ -100,7 +101,8 @@ void StartNodeUnderInit(int status_w) {
   const pid_t node = fork();
   if (node < 0) FailAndExit({WorkerStep::kFork, errno});
   if (node > 0) {
-    for (int fd : {0, 1, 2, kWorkerReportFd, kWorkerNodeFd, kWorkerScriptFd, kWorkerSkillDirFd})
+    for (int fd : {0, 1, 2, kWorkerReportFd, kWorkerNodeFd, kWorkerScriptFd, kWorkerSkillDirFd,
+                   kWorkerBootstrapFd})
       close(fd);
     RunInit(node, status_w);
   }
@@ -163,6 +165,9 @@ void Run() {
   Check(StartOwnSession());
   // 4. Nothing inherited beyond 0..2 and 4..7.
   Check(CloseInheritedFds());
+  // 4b. The bootstrap sealed at fd 8, before the limits (worker/exec.h); best effort:
+  //     without it node gets the same bootstrap with -e.
+  const bool bootstrap_sealed = SealBootstrap();
   // 5. Resource limits while we may still lower anything; RLIMIT_CORE = 0 always.
   Check(ApplyLimits(spec.limits));
   // Whether any uid is still 0 at exec decides how strict the capability steps are.
@@ -198,8 +203,9 @@ void Run() {
     FailAndExit({WorkerStep::kChdir, errno});
   }
   close(kWorkerSkillDirFd);
-  // argv/envp are built before the filter so that nothing but the exec follows it.
-  const ExecPlan plan(spec);
+  // argv/envp are built before the filter so that nothing but the exec follows it; the
+  // bootstrap's way is chosen in the run's final view, Landlock domain and cwd.
+  const ExecPlan plan(spec, ChooseBootstrapVia(bootstrap_sealed));
   // 13. Seccomp last: every earlier step may use what the filter denies.
   //     The program was compiled by the broker at boot; the kernel verifies it.
   if (spec.seccomp) {

@@ -1,12 +1,23 @@
-// The fixed program node runs with -e: ours, never the skill's. It runs the open script
-// descriptor (fd 6) as node's main module without ever resolving the entry's path again:
+// The fixed program node runs first: ours, never the skill's. It runs the open script
+// descriptor (fd 6) as node's main module without ever resolving the entry's path again.
+// The worker hands it to node in one of two ways (worker/exec.h):
 //
+//   node --preserve-symlinks-main /proc/self/fd/8 <script real path> <args...>
 //   node -e <this> -- <script real path> <args...>
 //
+// The first, where the run's /proc shows the worker's sealed copy at fd 8: node loads
+// it as its CommonJS main module, which skips what node -e sets up around an eval
+// (tests/bench/README.md, "5. The run path, third pass": 7.6 M instructions, ~1 ms). The second
+// where it does not. The bootstrap tells them apart by process._eval (set only by -e).
+//
+// - The main-module way: fd 8 is closed and the bootstrap's own module leaves
+//   require.cache before anything of the script runs; process.mainModule is the
+//   script's module (CommonJS) or undefined (ES module), as with node -e.
 // - The bytes come from fd 6 (pread from offset 0, whatever the broker's offset), then
 //   fd 6 is closed. A script swapped for a symlink after the broker's check never runs
 //   the target, and a file named like a node option is never parsed as one: the path
-//   and the arguments come after "--", and node only stores them in process.argv.
+//   and the arguments come after "--" (or the main module's path), and node only
+//   stores them in process.argv.
 // - The module type is chosen as `node script` chooses it on node 20.19+: ".mjs" is an
 //   ES module, ".cjs" CommonJS; otherwise the nearest package.json (not above a
 //   node_modules directory) decides with "type": "module" or "commonjs"; a file of no
@@ -26,11 +37,11 @@
 //   13, and an error thrown by the module is reported as uncaught (exit code 1).
 // - process.argv becomes [execPath, script path, ...args]; process.execArgv is emptied
 //   so child_process.fork() starts a plain node, not this bootstrap again.
-// - What node -e defines is removed: process._eval (this program's text), the globals
-//   require, module, exports, __filename, __dirname and one lazy global per builtin
-//   module (fs, path, http...). node -e puts `module` back once this program returns
-//   (it saved the lazy one first), so a setter on the global object's own prototype
-//   swallows that one assignment and removes itself.
+// - What node -e defines is removed (the -e way only): process._eval (this program's
+//   text), the globals require, module, exports, __filename, __dirname and one lazy
+//   global per builtin module (fs, path, http...). node -e puts `module` back once this
+//   program returns (it saved the lazy one first), so a setter on the global object's
+//   own prototype swallows that one assignment and removes itself.
 //   The bootstrap's own names live inside a function and do not leak.
 // Why a hook and not a path: node loads an ES module only by URL, and its default resolve
 // realpaths that URL, which would run whatever the path names now (README.md, "node and
@@ -42,25 +53,35 @@ namespace skillmcp::worker {
 inline constexpr char kNodeBootstrap[] = R"JS((function () {
 'use strict';
 const fs = require('fs');
-const Module = require('module');
 const path = require('path');
 const { pathToFileURL } = require('url');
-for (const k of ['require', 'module', 'exports', '__filename', '__dirname']) delete globalThis[k];
-delete process._eval;
-for (const k of Module.builtinModules) {
-  const d = Object.getOwnPropertyDescriptor(globalThis, k);
-  if (d && d.set && !d.enumerable && k !== 'process') delete globalThis[k];
+const viaEval = typeof process._eval === 'string';
+// The CommonJS loader's Module class. node -e has loaded the public 'module' already; as
+// a main module the bootstrap takes the class from its own module object and loads
+// 'module' (and with it the ES module loader) only for an ES module script.
+const Module = viaEval ? require('module') : module.constructor;
+if (viaEval) {
+  for (const k of ['require', 'module', 'exports', '__filename', '__dirname']) delete globalThis[k];
+  delete process._eval;
+  for (const k of Module.builtinModules) {
+    const d = Object.getOwnPropertyDescriptor(globalThis, k);
+    if (d && d.set && !d.enumerable && k !== 'process') delete globalThis[k];
+  }
+  const globalProto = Object.getPrototypeOf(globalThis);
+  Object.defineProperty(globalProto, 'module', {
+    configurable: true,
+    get() { return undefined; },
+    set(v) {
+      delete globalProto.module;
+      if (v !== Module) globalThis.module = v;
+    },
+  });
+} else {
+  try { fs.closeSync(8); } catch {}
+  delete Module._cache[module.filename];
+  delete process.mainModule;  // as under node -e: the CommonJS path sets the script's own
 }
-const globalProto = Object.getPrototypeOf(globalThis);
-Object.defineProperty(globalProto, 'module', {
-  configurable: true,
-  get() { return undefined; },
-  set(v) {
-    delete globalProto.module;
-    if (v !== Module) globalThis.module = v;
-  },
-});
-const file = process.argv[1];
+const file = process.argv[viaEval ? 1 : 2];
 const fail = (what) => {
   process.stderr.write('skill-mcp: ' + what + '\n');
   process.exit(1);
@@ -81,7 +102,7 @@ try {
 } catch (e) {
   fail('could not read the script from its open descriptor: ' + e.message);
 }
-process.argv = [process.execPath, file, ...process.argv.slice(2)];
+process.argv = [process.execPath, file, ...process.argv.slice(viaEval ? 2 : 3)];
 process.execArgv = [];
 // The nearest package.json's "type" and path, as node 20 finds it: the search stops at a
 // node_modules directory; an unreadable file counts as absent, an invalid one fails.
@@ -115,7 +136,8 @@ const runModule = () => {
     fail('unknown file extension "' + ext + '" for ' + file + ' (node runs only .js, .mjs and ' +
          'extensionless files as an ES module entry point)');
   }
-  if (typeof Module.register !== 'function') {
+  const { register } = require('module');
+  if (typeof register !== 'function') {
     fail('ES module scripts need node 20.6 or newer (module.register); this node is ' +
          process.version);
   }
@@ -131,7 +153,7 @@ export async function load(u, c, next) {
   return u === entry ? { format: 'module', source, shortCircuit: true } : next(u, c);
 }
 //# sourceURL=skill-mcp:entry-hooks`;
-  Module.register('data:text/javascript,' + encodeURIComponent(hooks),
+  register('data:text/javascript,' + encodeURIComponent(hooks),
                   { data: { url, source: bytes } });
   const unfinished = () => { process.exitCode ??= 13; };
   process.on('exit', unfinished);

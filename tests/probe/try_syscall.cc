@@ -308,11 +308,15 @@ int SetUid0() {
 
 int main(int argc, char** argv) {
   // Exec'd by the worker in node's place, with node's argv: node -e <bootstrap> -- <script>
-  // <args...>. The mode is the first argument after the script path; argv[0] becomes the
-  // script path.
+  // <args...>, or node --preserve-symlinks-main /proc/self/fd/8 <script> <args...>
+  // (worker/exec.h). The mode is the first argument after the script path; argv[0]
+  // becomes the script path.
   if (argc > 4 && std::string_view(argv[1]) == "-e" && std::string_view(argv[3]) == "--") {
     argv += 4;
     argc -= 4;
+  } else if (argc > 3 && std::string_view(argv[1]) == "--preserve-symlinks-main") {
+    argv += 3;
+    argc -= 3;
   }
   if (argc < 2) return 2;
   const std::string_view mode = argv[1];

@@ -20,7 +20,7 @@ TEST(BuildArgv, NodeScriptPutsPathAndArgsAfterTheOptionEnd) {
   RunSpec s;
   s.script_path = "/skills/a/--eval=process.exit(7)";
   s.args = {"--inspect", "-e", "x y"};
-  const auto argv = BuildArgv(s);
+  const auto argv = BuildArgv(s, BootstrapVia::kEval);
   ASSERT_EQ(argv.size(), 8u);
   EXPECT_EQ(argv[1], "-e");
   EXPECT_EQ(argv[2], kNodeBootstrap);
@@ -28,6 +28,19 @@ TEST(BuildArgv, NodeScriptPutsPathAndArgsAfterTheOptionEnd) {
   EXPECT_EQ(argv[4], s.script_path);
   EXPECT_EQ(argv[5], "--inspect");
   EXPECT_EQ(argv[7], "x y");
+}
+
+TEST(BuildArgv, MainFdWayEndsNodeOptionsAtTheBootstrapPath) {
+  RunSpec s;
+  s.script_path = "/skills/a/--eval=process.exit(7)";
+  s.args = {"--inspect", "-e", "x y"};
+  const auto argv = BuildArgv(s, BootstrapVia::kMainFd);
+  ASSERT_EQ(argv.size(), 7u);
+  EXPECT_EQ(argv[1], "--preserve-symlinks-main");
+  EXPECT_EQ(argv[2], "/proc/self/fd/8");  // the main module: node's options end here
+  EXPECT_EQ(argv[3], s.script_path);
+  EXPECT_EQ(argv[4], "--inspect");
+  EXPECT_EQ(argv[6], "x y");
 }
 
 TEST(PlanLimits, CoreIsAlwaysZeroAndZeroFieldsAreSkipped) {

@@ -95,9 +95,9 @@ TEST_F(WorkerTest, SwitchedIdentityNoCapabilitiesNoNewPrivsSeccompAndLimits) {
   EXPECT_EQ(kv["RLIMIT_FSIZE"], std::to_string(256 * kMiB) + " " + std::to_string(256 * kMiB));
   EXPECT_EQ(kv["RLIMIT_NOFILE"], "1024 1024");
   EXPECT_EQ(kv["RLIMIT_CORE"], "0 0");
-  // Only stdio and the open script reach the program: status, interpreter, spec and
-  // skill-dir descriptors are gone.
-  EXPECT_EQ(kv["Fds"], "0 1 2 6");
+  // Only stdio, the open script and the sealed bootstrap reach the program (node's
+  // bootstrap closes 6 and 8): status, interpreter, spec and skill-dir descriptors are gone.
+  EXPECT_EQ(kv["Fds"], "0 1 2 6 8");
   EXPECT_EQ(kv["Cwd"], dir_.path());
   // The worker leads the session and group and stays as the run's mirror (worker/cell.h).
   EXPECT_EQ(kv["Sid"], "member");

@@ -1,0 +1,73 @@
+// What the worker's bootstrap costs node, without the broker and worker around it
+// (`meson test -C build --benchmark node_start`, or
+// `node tests/bench/node_start.mjs worker/node_bootstrap.h [N]`). Prints; asserts nothing.
+//
+// Three ways to start the same one-line script, interleaved, N times each:
+//   bare     node one.js
+//   eval     node -e <bootstrap> -- one.js         (the worker's fallback way)
+//   main-fd  node --preserve-symlinks-main /proc/self/fd/8 one.js, the bootstrap at fd 8
+// with the script open at fd 6 as the worker leaves it. Wall medians and 10th
+// percentiles; with valgrind installed, also callgrind's instruction counts of node with
+// V8's randomness fixed (--single-threaded --random-seed=1), which do not move with the
+// machine's load (tests/bench/README.md, "5. The run path, third pass").
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+const header = fs.readFileSync(process.argv[2], 'utf8');
+const N = Number(process.argv[3] || process.env.BENCH_N || 100);
+const begin = header.indexOf('R"JS(') + 5;
+const bootstrap = header.slice(begin, header.indexOf(')JS"', begin));
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-node-start-'));
+const script = path.join(dir, 'one.js');
+const bootFile = path.join(dir, 'bootstrap.js');
+fs.writeFileSync(script, "process.stdout.write('x')\n");
+fs.writeFileSync(bootFile, bootstrap);
+const fd6 = fs.openSync(script, 'r');
+const fd8 = fs.openSync(bootFile, 'r');
+const env = { PATH: process.env.PATH, HOME: os.tmpdir() };
+const stdio = ['ignore', 'ignore', 'inherit', 'ignore', 'ignore', 'ignore', fd6, 'ignore', fd8];
+const ways = [
+  ['bare', [script]],
+  ['eval', ['-e', bootstrap, '--', script]],
+  ['main-fd', ['--preserve-symlinks-main', '/proc/self/fd/8', script]],
+];
+
+const spawnNode = (cmd, argv) => spawnSync(cmd, argv, { stdio, cwd: dir, env, encoding: 'utf8' });
+const wall = ways.map(() => []);
+for (let i = 0; i < N; i++) {
+  ways.forEach(([name, argv], k) => {
+    const t0 = process.hrtime.bigint();
+    const r = spawnNode(process.execPath, argv);
+    wall[k].push(Number(process.hrtime.bigint() - t0) / 1e6);
+    if (r.status !== 0) throw new Error(`${name} exited ${r.status}`);
+  });
+}
+const q = (a, f) => [...a].sort((x, y) => x - y)[Math.floor(a.length * f)];
+console.log(`node ${process.version}, ${N} interleaved starts each, load ${os.loadavg()[0].toFixed(1)}`);
+console.log('| way | wall median | over bare | wall p10 | over bare | instructions | over bare |');
+console.log('|---|---|---|---|---|---|---|');
+
+// Callgrind's total for node alone (children untraced), or null without valgrind.
+function instructions(argv) {
+  const opts = ['--tool=callgrind', '--callgrind-out-file=/dev/null'];
+  const args = [...opts, process.execPath, '--single-threaded', '--random-seed=1', ...argv];
+  const r = spawnSync('valgrind', args, { stdio: ['ignore', 'ignore', 'pipe', 'ignore', 'ignore',
+    'ignore', fd6, 'ignore', fd8], cwd: dir, env, encoding: 'utf8' });
+  const m = /refs:\s+([\d,]+)/.exec(r.stderr || '');
+  return m ? Number(m[1].replaceAll(',', '')) : null;
+}
+const ir = ways.map(([, argv]) => instructions(argv));
+const fmt = (x) => x.toFixed(2);
+const signed = (x, d = 2) => (x < 0 ? '' : '+') + x.toFixed(d);
+ways.forEach(([name], k) => {
+  const [m, p] = [q(wall[k], 0.5), q(wall[k], 0.1)];
+  const [m0, p0] = [q(wall[0], 0.5), q(wall[0], 0.1)];
+  const irCell = ir[k] === null ? 'SKIP (no valgrind)' : `${(ir[k] / 1e6).toFixed(1)} M`;
+  const irOver = ir[k] === null ? '' : `${signed((ir[k] - ir[0]) / 1e6, 1)} M`;
+  console.log(`| ${name} | ${fmt(m)} ms | ${signed(m - m0)} ms | ${fmt(p)} ms | ${signed(p - p0)} ms | ` +
+              `${irCell} | ${irOver} |`);
+});
+fs.rmSync(dir, { recursive: true, force: true });
