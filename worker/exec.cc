@@ -11,6 +11,11 @@
 #include "shared/unique_fd.h"
 #include "worker/node_bootstrap.h"
 
+namespace {
+// MFD_NOEXEC_SEAL (linux 6.3); Debian 12's headers predate it.
+constexpr unsigned kMfdNoexecSeal = 0x0008U;
+}  // namespace
+
 namespace skillmcp::worker {
 namespace {
 
@@ -57,7 +62,12 @@ std::vector<std::string> BuildArgv(const RunSpec& spec, BootstrapVia via) {
 }
 
 bool SealBootstrap() {
-  UniqueFd mem(memfd_create("skill-mcp-bootstrap", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  // Never executable (node reads it): kernels from 6.3 know to say so, and may refuse
+  // executable memfds altogether (vm.memfd_noexec=2); older ones reject the flag.
+  UniqueFd mem(memfd_create("skill-mcp-bootstrap",
+                            MFD_CLOEXEC | MFD_ALLOW_SEALING | kMfdNoexecSeal));
+  if (!mem.valid() && errno == EINVAL)
+    mem.reset(memfd_create("skill-mcp-bootstrap", MFD_CLOEXEC | MFD_ALLOW_SEALING));
   if (!mem.valid()) return false;
   // why sealed: node and the script's processes inherit it; no one may change the bytes
   // node is about to run as its main module.
@@ -74,12 +84,18 @@ BootstrapVia ChooseBootstrapVia(bool sealed) {
   if (sealed) {
     // why: /proc may be absent, hidden or something else in a hardened deployment; the
     // path must lead to the sealed copy itself, or node would run other bytes.
-    UniqueFd seen(open(kBootstrapPath, O_RDONLY | O_CLOEXEC));
-    // why: node decides a main module's type by the nearest package.json; above
-    // /proc/self/fd only /package.json can exist, and "type": "module" there would load
-    // the bootstrap as an ES module.
-    const bool root_package = access("/package.json", F_OK) == 0 || errno != ENOENT;
-    if (seen.valid() && SameFile(seen.get(), kWorkerBootstrapFd) && !root_package)
+    // O_NONBLOCK: where /proc is not procfs, a FIFO there must not hang the worker.
+    UniqueFd seen(open(kBootstrapPath, O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+    // why: node decides a main module's type by the nearest package.json, and
+    // "type": "module" there would load the bootstrap as an ES module: every directory
+    // above /proc/self/fd/8 must be without one (on procfs only / could hold one; the
+    // others are checked for a /proc that is something else).
+    bool package_above = false;
+    for (const char* pj : {"/proc/self/fd/package.json", "/proc/self/package.json",
+                           "/proc/package.json", "/package.json"}) {
+      if (access(pj, F_OK) == 0 || errno != ENOENT) package_above = true;
+    }
+    if (seen.valid() && SameFile(seen.get(), kWorkerBootstrapFd) && !package_above)
       return BootstrapVia::kMainFd;
   }
   close(kWorkerBootstrapFd);

@@ -136,7 +136,8 @@ const runModule = () => {
     fail('unknown file extension "' + ext + '" for ' + file + ' (node runs only .js, .mjs and ' +
          'extensionless files as an ES module entry point)');
   }
-  const { register } = require('module');
+  // -e: `require` is gone from the globals by now, and Module is the public 'module'.
+  const { register } = viaEval ? Module : require('module');
   if (typeof register !== 'function') {
     fail('ES module scripts need node 20.6 or newer (module.register); this node is ' +
          process.version);
