@@ -1,7 +1,10 @@
 #include "broker/catalogue/scan.h"
 
+#include <algorithm>
+#include <atomic>
 #include <map>
 #include <set>
+#include <thread>
 #include <tuple>
 #include <utility>
 
@@ -57,9 +60,50 @@ void DropRepeatedProblems(std::vector<Problem>* problems) {
   *problems = std::move(out);
 }
 
+// One candidate read: the skill, or its problems; `error` when reading it threw (only an
+// allocation failure can).
+struct Read {
+  std::optional<Skill> skill;
+  std::vector<Problem> problems;
+  std::string error;
+};
+
+// Reads candidates [first, first + count) on up to `threads` threads, the calling one
+// included. Each thread takes the next unread candidate; nothing is shared but the index.
+std::vector<Read> ReadBatch(std::vector<Candidate>& all, size_t first, size_t count,
+                            unsigned threads) {
+  std::vector<Read> out(count);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < count;) {
+      try {
+        out[i].skill = LoadSkill(std::move(all[first + i]), &out[i].problems);
+      } catch (const std::exception& e) {
+        out[i].error = e.what();
+      }
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (unsigned t = 1; t < threads && t < count; ++t) {
+    try {
+      helpers.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;  // fewer threads, same result
+    }
+  }
+  work();
+  for (std::thread& h : helpers) h.join();
+  return out;
+}
+
 }  // namespace
 
-Catalogue ScanCatalogue(const std::vector<std::string>& roots, std::string roots_from) {
+unsigned DefaultScanThreads() {
+  return std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+}
+
+Catalogue ScanCatalogue(const std::vector<std::string>& roots, std::string roots_from,
+                        unsigned threads) {
   Catalogue cat;
   cat.roots = roots;
   cat.roots_from = std::move(roots_from);
@@ -67,18 +111,31 @@ Catalogue ScanCatalogue(const std::vector<std::string>& roots, std::string roots
     std::vector<Candidate> candidates;
     for (const auto& root : roots) FindCandidates(root, &candidates, &cat.problems);
     candidates = RefuseDuplicates(DistinctDirectories(std::move(candidates)), &cat.problems);
-    for (auto& c : candidates) {
-      if (cat.skills.size() >= kMaxSkills) {
-        cat.problems.push_back({c.path, reason::kSkillLimit,
-                                "more than " + std::to_string(kMaxSkills) +
-                                    " skills were found; '" + c.name +
-                                    "' is not served (the first " + std::to_string(kMaxSkills) +
-                                    " found are). Move some skills to another server"});
-        continue;
+    size_t at = 0;
+    // Batches of the skills still missing to the limit: if every one of them loads, the
+    // limit is reached exactly at the batch's end, so one thread would read them all too.
+    while (at < candidates.size() && cat.skills.size() < kMaxSkills) {
+      const size_t count = std::min(kMaxSkills - cat.skills.size(), candidates.size() - at);
+      std::vector<Read> batch = ReadBatch(candidates, at, count, std::max(threads, 1u));
+      for (Read& r : batch) {
+        if (!r.error.empty()) {
+          // Allocation failure is the only way here; serve what was found so far.
+          LOG_ERROR("skill discovery stopped early: %s", r.error.c_str());
+          DropRepeatedProblems(&cat.problems);
+          return cat;
+        }
+        for (Problem& p : r.problems) cat.problems.push_back(std::move(p));
+        if (r.skill) cat.skills.push_back(std::move(*r.skill));
       }
-      if (auto skill = LoadSkill(std::move(c), &cat.problems)) {
-        cat.skills.push_back(std::move(*skill));
-      }
+      at += count;
+    }
+    for (; at < candidates.size(); ++at) {
+      const Candidate& c = candidates[at];
+      cat.problems.push_back({c.path, reason::kSkillLimit,
+                              "more than " + std::to_string(kMaxSkills) +
+                                  " skills were found; '" + c.name +
+                                  "' is not served (the first " + std::to_string(kMaxSkills) +
+                                  " found are). Move some skills to another server"});
     }
   } catch (const std::exception& e) {
     // Allocation failure is the only way here; serve what was found so far.

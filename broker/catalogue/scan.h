@@ -1,4 +1,4 @@
-// Discovery, once at boot (docs/wire.md §1 and §3): every skill under the roots, in
+// Discovery, once per process (docs/wire.md §1 and §3): every skill under the roots, in
 // discovery order (roots as configured; within a root the order of FindCandidates in
 // roots.h), each with an open descriptor on its real directory, plus every problem met.
 //
@@ -8,6 +8,10 @@
 // - Two different directories serving one name are both refused (`duplicate-name`).
 // - Over kMaxSkills: the first kMaxSkills SERVABLE skills in discovery order are kept;
 //   every further one is reported `skill-limit` (and not read).
+// - Skills are read on up to `threads` threads (each skill whole on one), in batches of
+//   at most the skills still missing to kMaxSkills, so exactly the candidates one thread
+//   would read are read; results merge in discovery order, so the catalogue is the same
+//   for any number of threads (tests/unit/catalogue/scan_threads_test.cc).
 #pragma once
 
 #include <string>
@@ -17,7 +21,11 @@
 
 namespace skillmcp {
 
+// How many threads ScanCatalogue reads skills on by default: the cores, at most 4.
+unsigned DefaultScanThreads();
+
 // Never throws; one bad skill costs only itself.
-Catalogue ScanCatalogue(const std::vector<std::string>& roots, std::string roots_from);
+Catalogue ScanCatalogue(const std::vector<std::string>& roots, std::string roots_from,
+                        unsigned threads = DefaultScanThreads());
 
 }  // namespace skillmcp
