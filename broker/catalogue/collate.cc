@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <memory>
+#include <mutex>
 
 #include "shared/lazy_icu.h"
 #include "shared/log.h"
@@ -112,6 +113,10 @@ int CollateCompare(std::string_view a, std::string_view b) {
     // why: ICU stays unloaded for ASCII trees (shared/lazy_icu.h); same order.
     primary = AsciiPrimaryCompare(a, b);
   } else if (UCollator* c = RootPrimaryCollator()) {
+    // why the lock: the catalogue collates on several threads (scan.h), and ICU's C API
+    // promises nothing about sharing one UCollator; the lock costs nothing beside a compare.
+    static std::mutex icu_lock;
+    std::lock_guard<std::mutex> hold(icu_lock);
     UErrorCode status = U_ZERO_ERROR;
     UCollationResult r = lazy_icu::Get()->ucol_strcollUTF8(
         c, a.data(), ToInt32Len(a.size()), b.data(), ToInt32Len(b.size()), &status);

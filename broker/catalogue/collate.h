@@ -11,7 +11,7 @@ namespace skillmcp {
 
 // <0, 0 or >0. Returns 0 only for byte-identical strings. Strings are UTF-8; invalid
 // sequences are compared as ICU's replacement character at the first level.
-// Not thread-safe (the collator is made once, on first use; the server is single-threaded).
+// Thread-safe: the collator is made once, on first use, and used under a lock.
 int CollateCompare(std::string_view a, std::string_view b);
 
 // Sorts `items` by CollateCompare of key(item); stable.
