@@ -23,7 +23,7 @@ struct Api {
 
 // The ICU this binary was built against (libicuuc and libicui18n of the same major
 // version), loaded once; nullptr, with a warning logged once, when it cannot be.
-// Not thread-safe (the broker is single-threaded).
+// Thread-safe: the library is opened once, by the first caller (a function-local static).
 const Api* Get();
 
 // Whether Get() has loaded ICU in this process (tests, the benchmark).

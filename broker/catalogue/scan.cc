@@ -1,5 +1,8 @@
 #include "broker/catalogue/scan.h"
 
+#include <sched.h>
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
 #include <map>
@@ -12,6 +15,7 @@
 #include "broker/catalogue/reasons.h"
 #include "broker/catalogue/roots.h"
 #include "shared/log.h"
+#include "shared/relpath.h"
 
 namespace skillmcp {
 namespace {
@@ -60,36 +64,49 @@ void DropRepeatedProblems(std::vector<Problem>* problems) {
   *problems = std::move(out);
 }
 
-// One candidate read: the skill, or its problems; `error` when reading it threw (only an
-// allocation failure can).
+// One candidate read: the skill, or its problems; `failed` when reading it threw (only an
+// allocation failure can), with `error` saying what when that could be kept.
 struct Read {
   std::optional<Skill> skill;
   std::vector<Problem> problems;
+  bool failed = false;
   std::string error;
 };
 
 // Reads candidates [first, first + count) on up to `threads` threads, the calling one
-// included. Each thread takes the next unread candidate; nothing is shared but the index.
+// included. Each thread takes the next unread candidate; nothing is shared but the index
+// and the stop flag. Every thread started is joined before this returns, whatever throws.
 std::vector<Read> ReadBatch(std::vector<Candidate>& all, size_t first, size_t count,
                             unsigned threads) {
   std::vector<Read> out(count);
   std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < count;) {
+  std::atomic<bool> stop{false};
+  auto work = [&]() noexcept {
+    for (size_t i; !stop.load() && (i = next.fetch_add(1)) < count;) {
       try {
         out[i].skill = LoadSkill(std::move(all[first + i]), &out[i].problems);
-      } catch (const std::exception& e) {
-        out[i].error = e.what();
+      } catch (...) {
+        // As the loop on one thread did: nothing after a failed read is read.
+        out[i].failed = true;
+        stop.store(true);
+        try {
+          std::rethrow_exception(std::current_exception());
+        } catch (const std::exception& e) {
+          try {
+            out[i].error = e.what();
+          } catch (...) {
+          }
+        } catch (...) {
+        }
       }
     }
   };
   std::vector<std::thread> helpers;
-  for (unsigned t = 1; t < threads && t < count; ++t) {
-    try {
-      helpers.emplace_back(work);
-    } catch (const std::system_error&) {
-      break;  // fewer threads, same result
-    }
+  try {
+    helpers.reserve(threads);
+    for (unsigned t = 1; t < threads && t < count; ++t) helpers.emplace_back(work);
+  } catch (...) {
+    // Fewer threads (no thread, no memory for one), same result.
   }
   work();
   for (std::thread& h : helpers) h.join();
@@ -98,8 +115,29 @@ std::vector<Read> ReadBatch(std::vector<Candidate>& all, size_t first, size_t co
 
 }  // namespace
 
+// Descriptors one skill's read may hold at once: the manifest walk keeps every ancestor
+// directory open (a path is at most kMaxRelPathBytes, so half as many levels), plus a few.
+constexpr size_t kDescriptorsPerRead = kMaxRelPathBytes / 2 + 16;
+
+// Why a budget: the threads share one descriptor table; a deep tree read on one must not
+// make another skill's read fail with EMFILE (one bad skill costs only itself, whatever
+// the thread count). `held`: the descriptors the scan already holds.
+unsigned ThreadsWithinDescriptors(unsigned threads, size_t held) {
+  threads = std::max(threads, 1u);
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return threads;
+  const size_t reserve = held + 64;  // the broker's own, the candidates', slack
+  if (lim.rlim_cur <= reserve + kDescriptorsPerRead) return 1;
+  const size_t fit = (lim.rlim_cur - reserve) / kDescriptorsPerRead;
+  return static_cast<unsigned>(std::clamp<size_t>(fit, 1, threads));
+}
+
 unsigned DefaultScanThreads() {
-  return std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+  // The CPUs this process may run on (a container's cpuset, taskset), not the host's.
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+  return static_cast<unsigned>(std::clamp(cpus, 1, 4));
 }
 
 Catalogue ScanCatalogue(const std::vector<std::string>& roots, std::string roots_from,
@@ -111,20 +149,22 @@ Catalogue ScanCatalogue(const std::vector<std::string>& roots, std::string roots
     std::vector<Candidate> candidates;
     for (const auto& root : roots) FindCandidates(root, &candidates, &cat.problems);
     candidates = RefuseDuplicates(DistinctDirectories(std::move(candidates)), &cat.problems);
+    threads = ThreadsWithinDescriptors(threads, candidates.size());
     size_t at = 0;
     // Batches of the skills still missing to the limit: if every one of them loads, the
     // limit is reached exactly at the batch's end, so one thread would read them all too.
     while (at < candidates.size() && cat.skills.size() < kMaxSkills) {
       const size_t count = std::min(kMaxSkills - cat.skills.size(), candidates.size() - at);
-      std::vector<Read> batch = ReadBatch(candidates, at, count, std::max(threads, 1u));
+      std::vector<Read> batch = ReadBatch(candidates, at, count, threads);
       for (Read& r : batch) {
-        if (!r.error.empty()) {
+        for (Problem& p : r.problems) cat.problems.push_back(std::move(p));
+        if (r.failed) {
           // Allocation failure is the only way here; serve what was found so far.
-          LOG_ERROR("skill discovery stopped early: %s", r.error.c_str());
+          LOG_ERROR("skill discovery stopped early: %s",
+                    r.error.empty() ? "an unknown error" : r.error.c_str());
           DropRepeatedProblems(&cat.problems);
           return cat;
         }
-        for (Problem& p : r.problems) cat.problems.push_back(std::move(p));
         if (r.skill) cat.skills.push_back(std::move(*r.skill));
       }
       at += count;

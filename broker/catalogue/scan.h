@@ -21,8 +21,13 @@
 
 namespace skillmcp {
 
-// How many threads ScanCatalogue reads skills on by default: the cores, at most 4.
+// How many threads ScanCatalogue reads skills on by default: the CPUs this process may
+// use, at most 4.
 unsigned DefaultScanThreads();
+
+// At most `threads` (at least 1), fewer where RLIMIT_NOFILE leaves no room for each
+// thread's deepest manifest walk beside the `held` descriptors the scan already holds.
+unsigned ThreadsWithinDescriptors(unsigned threads, size_t held);
 
 // Never throws; one bad skill costs only itself.
 Catalogue ScanCatalogue(const std::vector<std::string>& roots, std::string roots_from,

@@ -1,5 +1,6 @@
 #include "broker/cli/boot.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +18,22 @@ extern char** environ;
 
 namespace skillmcp {
 
+namespace {
+
+// Why: the catalogue reads skills on several threads, each holding up to about 530
+// directory descriptors (broker/catalogue/scan.cc), and the broker waits with epoll, which
+// has no FD_SETSIZE bound; so the soft limit rises towards the hard one (capped). Runs are
+// unaffected: the worker sets their own RLIMIT_NOFILE (worker/limits.cc).
+void RaiseOpenFileLimit() {
+  constexpr rlim_t kWanted = 65536;
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= kWanted) return;
+  lim.rlim_cur = lim.rlim_max == RLIM_INFINITY ? kWanted : std::min(lim.rlim_max, kWanted);
+  setrlimit(RLIMIT_NOFILE, &lim);
+}
+
+}  // namespace
+
 void SettleRunFacts(Boot& b) {
   b.facts.worker = LayerFacts(*b.launch);
   if (!b.runs_blocked && !b.launch->ready())
@@ -27,6 +44,7 @@ std::unique_ptr<Boot> BootBroker(NamespaceProbeTiming probe, CatalogueTiming cat
   auto b = std::make_unique<Boot>();
   // 1. Before reading any configuration: no dumping, no core, fds 0-2 present.
   b->facts.process = HardenProcess();
+  RaiseOpenFileLimit();
   if (!b->facts.process.detail.empty()) {
     LOG_WARN("process hardening: %s", b->facts.process.detail.c_str());
   }
