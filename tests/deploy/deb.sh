@@ -44,15 +44,15 @@ fi
 deb=$(ls "${stage}"/skill-mcp_*_*.deb)
 log "built $(basename "${deb}") in $(($(date +%s) - started)) s"
 # libstdc++ and yaml-cpp are linked in (broker/meson.build): the package names their sources.
-built_using=$(dpkg-deb -f "${deb}" Static-Built-Using)
+built_using=$(dpkg-deb -f "${deb}" Built-Using)
 [[ ${built_using} =~ ^gcc-[0-9]+\ \(=\ [^,]+\),\ yaml-cpp\ \(=\ [^,]+\)$ ]] ||
-  fail "Static-Built-Using is '${built_using}', not exactly the gcc and yaml-cpp sources linked in"
+  fail "Built-Using is '${built_using}', not exactly the gcc and yaml-cpp sources linked in"
 dpkg-deb --fsys-tarfile "${deb}" | tar -xO ./usr/bin/skill-mcp >"${stage}/skill-mcp.bin"
 needed=$(readelf -d "${stage}/skill-mcp.bin" | grep NEEDED)
 if grep -qE "libyaml-cpp|libstdc\+\+" <<<"${needed}"; then
   fail "/usr/bin/skill-mcp still loads libstdc++ or yaml-cpp as shared libraries: ${needed}"
 fi
-echo "ok - Static-Built-Using names ${built_using}"
+echo "ok - Built-Using names ${built_using}"
 
 lint_rc=0
 lintian --fail-on warning "${stage}"/skill-mcp_*.changes >"${stage}/lintian.txt" 2>&1 || lint_rc=$?
