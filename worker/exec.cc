@@ -64,8 +64,8 @@ std::vector<std::string> BuildArgv(const RunSpec& spec, BootstrapVia via) {
 bool SealBootstrap() {
   // Never executable (node reads it): kernels from 6.3 know to say so, and may refuse
   // executable memfds altogether (vm.memfd_noexec=2); older ones reject the flag.
-  UniqueFd mem(memfd_create("skill-mcp-bootstrap",
-                            MFD_CLOEXEC | MFD_ALLOW_SEALING | kMfdNoexecSeal));
+  UniqueFd mem(
+      memfd_create("skill-mcp-bootstrap", MFD_CLOEXEC | MFD_ALLOW_SEALING | kMfdNoexecSeal));
   if (!mem.valid() && errno == EINVAL)
     mem.reset(memfd_create("skill-mcp-bootstrap", MFD_CLOEXEC | MFD_ALLOW_SEALING));
   if (!mem.valid()) return false;

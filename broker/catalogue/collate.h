@@ -29,7 +29,6 @@ void CollateSortStrings(std::vector<std::string>& items);
 }  // namespace skillmcp
 
 #include <algorithm>
-
 #include <numeric>
 #include <utility>
 
@@ -43,9 +42,8 @@ void skillmcp::CollateSort(std::vector<T>& items, KeyFn key) {
   for (size_t i = 0; i < items.size() && ascii; ++i)
     ascii = AsciiPrimaryKey(key(items[i]), &primary[i]);
   if (!ascii) {
-    std::stable_sort(items.begin(), items.end(), [&key](const T& x, const T& y) {
-      return CollateCompare(key(x), key(y)) < 0;
-    });
+    std::stable_sort(items.begin(), items.end(),
+                     [&key](const T& x, const T& y) { return CollateCompare(key(x), key(y)) < 0; });
     return;
   }
   std::vector<size_t> order(items.size());

@@ -172,9 +172,9 @@ Catalogue ScanCatalogue(const std::vector<std::string>& roots, std::string roots
     for (; at < candidates.size(); ++at) {
       const Candidate& c = candidates[at];
       cat.problems.push_back({c.path, reason::kSkillLimit,
-                              "more than " + std::to_string(kMaxSkills) +
-                                  " skills were found; '" + c.name +
-                                  "' is not served (the first " + std::to_string(kMaxSkills) +
+                              "more than " + std::to_string(kMaxSkills) + " skills were found; '" +
+                                  c.name + "' is not served (the first " +
+                                  std::to_string(kMaxSkills) +
                                   " found are). Move some skills to another server"});
     }
   } catch (const std::exception& e) {

@@ -163,8 +163,9 @@ int RunServe() {
     return 1;
   }
   if (isatty(STDIN_FILENO)) {
-    LOG_INFO("this is a stdio MCP server: start it from an MCP client (e.g. an mcpServers "
-             "entry with command \"skill-mcp\")");
+    LOG_INFO(
+        "this is a stdio MCP server: start it from an MCP client (e.g. an mcpServers "
+        "entry with command \"skill-mcp\")");
   }
   if (b->launch->namespaces_pending) {
     loop.AddTimer(0, [&late_probe] { late_probe.Start(); });

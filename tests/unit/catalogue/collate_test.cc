@@ -76,14 +76,14 @@ TEST(CollateSort, AsciiKeysSortExactlyAsTheComparator) {
 }
 
 TEST(CollateSort, OneNonAsciiKeyTakesTheComparatorPath) {
-  std::vector<std::string> v = {"b", "\xc3\xa9", "A", "a", "\x01" "a", "e", "B"};
+  std::vector<std::string> v = {"b", "\xc3\xa9", "A", "a", "\001a", "e", "B"};
   const std::vector<std::string> want = ReferenceSort(v);
   CollateSortStrings(v);
   EXPECT_EQ(v, want);
   std::string key = "x";
   EXPECT_FALSE(AsciiPrimaryKey("caf\xc3\xa9", &key));
   EXPECT_EQ(key, "x");  // unchanged on refusal
-  EXPECT_TRUE(AsciiPrimaryKey("a\x01" "A", &key));
+  EXPECT_TRUE(AsciiPrimaryKey("a\001A", &key));
   EXPECT_EQ(key.size(), 3u);  // "x" + two weights; the control character is ignorable
   EXPECT_EQ(key[1], key[2]);  // both cases share a primary weight
 }

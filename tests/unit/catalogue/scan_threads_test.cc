@@ -25,9 +25,9 @@ std::string Describe(const Catalogue& cat) {
   std::string out;
   for (const Skill& s : cat.skills) {
     out += "skill " + s.name + " " + s.source + " body=" + std::to_string(s.body.size()) +
-           " runs=" + std::to_string(s.runs.size()) + " declared=" +
-           std::to_string(s.declaration_ok) + " listed=" + std::to_string(s.skills_ext_listed) +
-           " " + s.frontmatter_json + "\n";
+           " runs=" + std::to_string(s.runs.size()) +
+           " declared=" + std::to_string(s.declaration_ok) +
+           " listed=" + std::to_string(s.skills_ext_listed) + " " + s.frontmatter_json + "\n";
     for (const ManifestFile& f : s.files) out += "  " + f.path + "\n";
   }
   return out + testing::DumpProblems(cat);
@@ -46,8 +46,9 @@ void MakeMixedTree(const TempTree& t) {
     } else if (i % 11 == 5) {
       t.Skill(d, "other-name");
     } else if (i % 6 == 1) {
-      t.Skill(d, d, "mcp-host:\n  version: 1\n  run:\n    - script: scripts/gone.js\n"
-                    "      interpreter: node\n");
+      t.Skill(d, d,
+              "mcp-host:\n  version: 1\n  run:\n    - script: scripts/gone.js\n"
+              "      interpreter: node\n");
     } else {
       t.Skill(d, d);
     }

@@ -105,8 +105,8 @@ class LateServerTest : public ::testing::Test {
       answered_before_scan_ = !ReadOutput().empty();
       catalogue_.problems.push_back(Problem{"/skills/x", "scanned", "the late scan ran"});
     });
-    server_ = std::make_unique<McpServer>(*session_, CatalogueView{&catalogue_, &grants_}, "1",
-                                          nullptr);
+    server_ =
+        std::make_unique<McpServer>(*session_, CatalogueView{&catalogue_, &grants_}, "1", nullptr);
     server_->SetLateCatalogue(late_.get());
     server_->Register();
     ASSERT_TRUE(session_->Start());

@@ -1,5 +1,4 @@
 #include "broker/mcp/session.h"
-#include "tests/unit/mcp/answer_lines.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -7,6 +6,8 @@
 
 #include <string>
 #include <vector>
+
+#include "tests/unit/mcp/answer_lines.h"
 
 namespace skillmcp {
 namespace {

@@ -102,7 +102,8 @@ TEST_F(BootstrapTest, BothWaysGiveTheScriptTheSameWorldAndLeaveNoTrace) {
 // the 'module' builtin for them.
 TEST_F(BootstrapTest, BothWaysRunEsModuleScripts) {
   const std::string mjs = dir_.Sub("probe.mjs");
-  WriteFile(mjs, "import fs from 'fs';\nconsole.log('esm', typeof fs.readFileSync, typeof require);\n");
+  WriteFile(mjs,
+            "import fs from 'fs';\nconsole.log('esm', typeof fs.readFileSync, typeof require);\n");
   const std::string detected = dir_.Sub("detected.js");
   WriteFile(detected, "import path from 'path';\nconsole.log('esm', path.sep, typeof require);\n");
   for (BootstrapVia via : {BootstrapVia::kEval, BootstrapVia::kMainFd}) {
@@ -140,8 +141,7 @@ std::string CheckSealedCopy() {
   if (fcntl(worker::kWorkerBootstrapFd, F_GETFD) != 0) return "close-on-exec set";
   const int seals = fcntl(worker::kWorkerBootstrapFd, F_GET_SEALS);
   // F_SEAL_EXEC (0x20, linux 6.3) comes with MFD_NOEXEC_SEAL where the kernel has it.
-  if ((seals & ~0x20) != (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE))
-    return "seals";
+  if ((seals & ~0x20) != (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)) return "seals";
   // Reopened by its /proc path, as node does, for writing: refused by the seals.
   const int rw = open("/proc/self/fd/8", O_RDWR);
   if (rw >= 0 && write(rw, "x", 1) >= 0) return "writable through /proc";
