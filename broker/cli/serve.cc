@@ -132,6 +132,8 @@ int RunServe() {
     run_gate.Open(std::make_unique<SkillRunTool>(std::move(deps)));
   };
   LateCatalogue late_catalogue(loop, [&b] {
+    // After the first answer too: runs wait for both (RunSupervisor refuses until then).
+    CompileSeccompPolicy(*b->launch);
     LoadCatalogue(*b);
     LOG_INFO("skill-mcp %s serving %zu skill(s) from %s (%s); %zu problem(s)", SKILL_MCP_VERSION,
              b->catalogue.skills.size(), Join(b->roots.paths, ":").c_str(), b->roots.from.c_str(),

@@ -223,6 +223,16 @@ std::string SearchPath(std::string_view path_value, std::string_view name) {
   return "";
 }
 
+void CompileSeccompPolicy(LaunchConfig& c) {
+  if (!c.seccomp_pending) return;
+  c.seccomp_pending = false;
+  // why: fail closed; with seccomp configured on, no run starts without the filter.
+  if (int rc = seccomp::CompileWorkerPolicy(&c.seccomp_bpf); rc < 0)
+    c.refusal += std::string(c.refusal.empty() ? "" : "; ") +
+                 "the seccomp policy cannot be compiled (" + std::strerror(-rc) +
+                 "); runs stay off while SKILL_MCP_SECCOMP is on";
+}
+
 LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState& privileges,
                                        NamespaceProbeTiming timing) {
   LaunchConfigResult result;
@@ -331,12 +341,11 @@ LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState
   if (node_why.empty()) c.node_dir = NodeInstallDir(c.node_path);
   if (std::string e = LandlockRefusal(c); !e.empty()) why_not += (why_not.empty() ? "" : "; ") + e;
   if (std::string e = RunIdentityRefusal(c); !e.empty()) why_not += (why_not.empty() ? "" : "; ") + e;
-  if (c.seccomp) {
-    // why: fail closed; with seccomp configured on, no run starts without the filter.
-    if (int rc = seccomp::CompileWorkerPolicy(&c.seccomp_bpf); rc < 0)
-      why_not += std::string(why_not.empty() ? "" : "; ") +
-                 "the seccomp policy cannot be compiled (" + std::strerror(-rc) +
-                 "); runs stay off while SKILL_MCP_SECCOMP is on";
+  c.seccomp_pending = c.seccomp;
+  if (timing == NamespaceProbeTiming::kNow) {
+    c.refusal = why_not;
+    CompileSeccompPolicy(c);
+    why_not = c.refusal;
   }
   if (c.namespaces && !why_not.empty()) {
     const std::string not_tried = "not tried: no script can run here anyway (" + why_not + ")";

@@ -36,7 +36,10 @@ struct LaunchConfig {
   std::string run_uids_warning;     // on, with a weakness (private state dir, MCP_DATA_DIR)
   RunLimits limits;
   bool seccomp = true;
-  std::string seccomp_bpf;  // compiled once here, handed to every worker (RunSpec)
+  std::string seccomp_bpf;  // compiled once (CompileSeccompPolicy), handed to every worker
+  // Serve compiles the policy after its first answer (libseccomp's compilation is about
+  // 0.35 ms of the start): until then no run starts (RunSupervisor refuses).
+  bool seccomp_pending = false;
   // Each run in its own user, mount, pid and IPC namespace (worker/namespaces.h,
   // worker/cell.h). SKILL_MCP_NAMESPACES=auto (the default) turns it on where the boot
   // probe succeeds and off with namespaces_off_reason where not; =on demands it.
@@ -81,11 +84,16 @@ struct LaunchConfigResult {
 // the runs' scratch directories; /tmp when unset or relative),
 // SKILL_MCP_LIMIT_{NPROC,AS_MB,DATA_MB,CPU_SECONDS,FSIZE_MB,NOFILE} (strict positive
 // integers). The run-as identity comes from what DropPrivileges resolved.
-// kDeferred leaves the namespace probe to the caller (namespaces_pending is then set when
-// one is needed): run it with NamespaceProbeTask and hand the results to DecideNamespaces.
+// kDeferred leaves two things for after start (serve): the namespace probe (namespaces_pending
+// is then set when one is needed: run it with NamespaceProbeTask and hand the results to
+// DecideNamespaces) and the seccomp compilation (seccomp_pending: CompileSeccompPolicy).
 enum class NamespaceProbeTiming { kNow, kDeferred };
 LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState& privileges,
                                        NamespaceProbeTiming timing = NamespaceProbeTiming::kNow);
+
+// Compiles the worker's seccomp policy where seccomp_pending; a failure refuses every run
+// (refusal). Called once by ResolveLaunchConfig (kNow) or by serve after its first answer.
+void CompileSeccompPolicy(LaunchConfig& c);
 
 // The first probe (with a fresh /proc) failed only at that mount: probe again without it.
 bool ProbeAgainWithoutFreshProc(const NamespaceProbe& first);

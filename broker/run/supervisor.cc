@@ -163,6 +163,9 @@ std::optional<StartRefusal> RunSupervisor::StartCommitted(PreparedRun prepared, 
   // built with nothing hidden and see every other skill (SetHiddenRoots).
   if (config_.hidden_roots_pending)
     return StartRefusal{StartProblem::kUnavailable, "the skills have not been scanned yet"};
+  // why: fail closed; a run started before the policy is compiled would carry no filter.
+  if (config_.seccomp_pending)
+    return StartRefusal{StartProblem::kUnavailable, "the seccomp policy is not compiled yet"};
   // why: the descriptor that was checked and hashed is the one that runs; without it
   // nothing runs (there is no path to fall back to).
   if (!prepared.script_fd.valid()) return SystemRefusal("the checked script descriptor", EBADF);

@@ -53,7 +53,8 @@ SpawnOutcome WorkerPool::Take() {
 }
 
 void WorkerPool::Refill() {
-  if (idle_ || !config_.ready() || config_.namespaces_pending || config_.hidden_roots_pending)
+  if (idle_ || !config_.ready() || config_.namespaces_pending || config_.hidden_roots_pending ||
+      config_.seccomp_pending)
     return;
   SpawnOutcome o = Start();
   if (o.spawned) idle_ = std::move(o.spawned);  // else the next run starts its own

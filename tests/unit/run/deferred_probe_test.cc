@@ -154,10 +154,17 @@ TEST(DeferredProbe, NoRunStartsWhileTheProbeIsPending) {
   ASSERT_TRUE(refused.has_value());
   EXPECT_EQ(refused->problem, StartProblem::kUnavailable);
   EXPECT_NE(refused->detail.find("scanned"), std::string::npos) << refused->detail;
-  // The control: scanned (SetHiddenRoots), the same call gets as far as the (missing)
-  // script descriptor.
+  // Scanned (SetHiddenRoots), but the seccomp policy not compiled yet: still refused.
   SetHiddenRoots(*r.config, {"/nonexistent-skills-root"}, {});
   EXPECT_FALSE(r.config->hidden_roots_pending);
+  ASSERT_TRUE(r.config->seccomp_pending);
+  refused = supervisor.Start(PreparedRun{}, [&called](RunResult) { called = true; });
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->problem, StartProblem::kUnavailable);
+  EXPECT_NE(refused->detail.find("seccomp"), std::string::npos) << refused->detail;
+  // The control: compiled too, the same call gets as far as the (missing) script descriptor.
+  CompileSeccompPolicy(*r.config);
+  EXPECT_FALSE(r.config->seccomp_pending);
   refused = supervisor.Start(PreparedRun{}, [&called](RunResult) { called = true; });
   ASSERT_TRUE(refused.has_value());
   EXPECT_EQ(refused->problem, StartProblem::kSystem);
@@ -182,6 +189,25 @@ NamespaceProbe ProbeSignalled(const LaunchConfig& c, int sig, int64_t deadline_m
   if (sig == SIGSTOP && task.running()) kill(task.pid(), SIGKILL);
   EXPECT_TRUE(got.has_value()) << "the probe never finished";
   return got.value_or(NamespaceProbe{-1});
+}
+
+// Serve compiles the policy after its first answer: until then there is none, and the
+// late compilation yields exactly the program a boot-time one does.
+TEST(DeferredProbe, TheSeccompPolicyIsCompiledLaterToTheSameProgram) {
+  LaunchConfigResult now = ResolveLaunchConfig(WorkingEnv("off"), PrivilegeState{});
+  LaunchConfigResult later =
+      ResolveLaunchConfig(WorkingEnv("off"), PrivilegeState{}, NamespaceProbeTiming::kDeferred);
+  ASSERT_TRUE(now.config.has_value() && later.config.has_value());
+  EXPECT_FALSE(now.config->seccomp_pending);
+  EXPECT_FALSE(now.config->seccomp_bpf.empty());
+  EXPECT_TRUE(later.config->seccomp_pending);
+  EXPECT_TRUE(later.config->seccomp_bpf.empty());
+  CompileSeccompPolicy(*later.config);
+  EXPECT_FALSE(later.config->seccomp_pending);
+  EXPECT_EQ(later.config->seccomp_bpf, now.config->seccomp_bpf);
+  EXPECT_EQ(later.config->refusal, now.config->refusal);
+  CompileSeccompPolicy(*later.config);  // once only: a second call changes nothing
+  EXPECT_EQ(later.config->seccomp_bpf, now.config->seccomp_bpf);
 }
 
 // A process of the run-as uid can stop the probe: the deadline kills it, and the loop
