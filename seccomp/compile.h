@@ -1,7 +1,6 @@
 // The seccomp compiler: the group table (seccomp/policy.h) turned into a classic BPF
-// program with libseccomp. The broker compiles once (after serve's first answer, or at boot for doctor); workers only
-// load the bytes
-// (seccomp/load.h).
+// program with libseccomp. The broker compiles once (after serve's first answer, or at
+// boot for doctor); workers only load the bytes (seccomp/load.h).
 #pragma once
 
 #include <string>
