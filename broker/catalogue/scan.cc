@@ -83,21 +83,19 @@ std::vector<Read> ReadBatch(std::vector<Candidate>& all, size_t first, size_t co
   std::atomic<bool> stop{false};
   auto work = [&]() noexcept {
     for (size_t i; !stop.load() && (i = next.fetch_add(1)) < count;) {
+      // As the loop on one thread did: nothing after a failed read is read.
       try {
         out[i].skill = LoadSkill(std::move(all[first + i]), &out[i].problems);
-      } catch (...) {
-        // As the loop on one thread did: nothing after a failed read is read.
+      } catch (const std::exception& e) {
         out[i].failed = true;
         stop.store(true);
         try {
-          std::rethrow_exception(std::current_exception());
-        } catch (const std::exception& e) {
-          try {
-            out[i].error = e.what();
-          } catch (...) {
-          }
+          out[i].error = e.what();  // may itself fail to allocate: then no message
         } catch (...) {
         }
+      } catch (...) {
+        out[i].failed = true;
+        stop.store(true);
       }
     }
   };
