@@ -183,4 +183,8 @@ Catalogue ScanCatalogue(const std::vector<std::string>& roots, std::string roots
   return cat;
 }
 
+Catalogue ScanCatalogue(const std::vector<std::string>& roots, std::string roots_from) {
+  return ScanCatalogue(roots, std::move(roots_from), DefaultScanThreads());
+}
+
 }  // namespace skillmcp

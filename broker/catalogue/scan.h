@@ -29,8 +29,9 @@ unsigned DefaultScanThreads();
 // thread's deepest manifest walk beside the `held` descriptors the scan already holds.
 unsigned ThreadsWithinDescriptors(unsigned threads, size_t held);
 
-// Never throws; one bad skill costs only itself.
+// Never throws; one bad skill costs only itself. Without `threads`: DefaultScanThreads().
 Catalogue ScanCatalogue(const std::vector<std::string>& roots, std::string roots_from,
-                        unsigned threads = DefaultScanThreads());
+                        unsigned threads);
+Catalogue ScanCatalogue(const std::vector<std::string>& roots, std::string roots_from);
 
 }  // namespace skillmcp
