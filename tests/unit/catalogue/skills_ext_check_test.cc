@@ -137,5 +137,38 @@ TEST(SkillsExtCheck, OverSixteenMibInAllIsLeftOut) {
   EXPECT_NE(ProblemsWith(cat, reason::kSkillsExtLimit)[0].detail.find("16 MiB"), std::string::npos);
 }
 
+TEST(SkillsExtCheck, AStoppedWalkIsLeftOutButServed) {
+  TempTree t;
+  // Few files but more directories than the walk takes: it stops before zz-later.txt,
+  // so the manifest (and any entry) would miss a file of the bundle.
+  t.Skill("walled", "walled");
+  for (size_t i = 0; i <= kMaxDirsPerSkill; ++i) t.Mkdir("walled/d" + std::to_string(i));
+  t.Write("walled/zz-later.txt", "walked after the directories\n");
+  // The control: one directory fewer, and the walk reaches zz-later.txt.
+  t.Skill("roomy", "roomy");
+  for (size_t i = 0; i < kMaxDirsPerSkill; ++i) t.Mkdir("roomy/d" + std::to_string(i));
+  t.Write("roomy/zz-later.txt", "walked after the directories\n");
+  Catalogue cat = Scan(t.root());
+
+  const Skill* walled = FindSkill(cat, "walled");
+  ASSERT_NE(walled, nullptr) << DumpProblems(cat);  // the tools still serve it
+  ASSERT_TRUE(HasProblem(cat, reason::kFileLimit, t.Path("walled"))) << DumpProblems(cat);
+  EXPECT_FALSE(walled->files_complete);
+  EXPECT_EQ(walled->files.size(), 1u);  // SKILL.md only: not left out for its size
+  EXPECT_FALSE(walled->skills_ext_listed);
+  ASSERT_TRUE(HasProblem(cat, reason::kSkillsExtLimit, t.Path("walled"))) << DumpProblems(cat);
+  const std::string detail = ProblemsWith(cat, reason::kSkillsExtLimit)[0].detail;
+  EXPECT_NE(detail.find("file-limit"), std::string::npos) << detail;
+  EXPECT_NE(detail.find("skills/list leaves it out, the tools still serve it"), std::string::npos)
+      << detail;
+
+  const Skill* roomy = FindSkill(cat, "roomy");
+  ASSERT_NE(roomy, nullptr) << DumpProblems(cat);
+  EXPECT_TRUE(roomy->files_complete);
+  EXPECT_EQ(roomy->files.size(), 2u);  // SKILL.md and zz-later.txt
+  EXPECT_TRUE(roomy->skills_ext_listed) << DumpProblems(cat);
+  EXPECT_EQ(cat.problems.size(), 2u) << DumpProblems(cat);  // both about walled
+}
+
 }  // namespace
 }  // namespace skillmcp
