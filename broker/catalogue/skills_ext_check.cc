@@ -35,8 +35,8 @@ std::optional<std::string> LimitFault(const Skill& s) {
   // Why: an entry's `resources` must list every file of the bundle; after a stopped walk
   // the manifest holds only what was walked, so the entry would be incomplete.
   if (!s.files_complete) {
-    return "the file walk stopped at this server's limit of " +
-           std::to_string(kMaxFilesPerSkill) + " files or " + std::to_string(kMaxDirsPerSkill) +
+    return "the file walk stopped at this server's limit of " + std::to_string(kMaxFilesPerSkill) +
+           " files or " + std::to_string(kMaxDirsPerSkill) +
            " directories (file-limit), so its files could not all be listed, and the "
            "extension lists every file of a skill";
   }
