@@ -112,6 +112,7 @@ std::optional<Skill> LoadSkill(Candidate candidate, std::vector<Problem>* proble
   ManifestResult manifest = WalkManifest(c.dir.get(), c.path);
   skill.files = std::move(manifest.files);
   skill.bytes = manifest.bytes;
+  skill.files_complete = !manifest.stopped;
   for (auto& p : manifest.problems) problems->push_back(std::move(p));
   skill.dir = std::move(candidate.dir);
   // Checked here, once the skill is certain to be served (duplicates and the skill limit

@@ -58,6 +58,7 @@ class Walker {
                "; the walk stopped there and the manifest "
                "lists only what was walked. Split the bundle or remove files");
     stopped_ = true;
+    result_.stopped = true;
   }
 
   void Step() {

@@ -28,6 +28,7 @@ struct ManifestResult {
   std::vector<ManifestFile> files;  // collated by path
   uint64_t bytes = 0;
   std::vector<Problem> problems;
+  bool stopped = false;  // the walk hit a limit (`file-limit`): `files` is not the bundle
 };
 
 // `skill_dir` is an O_PATH directory descriptor; `source` its path as reached from the

@@ -50,6 +50,8 @@ struct Skill {
                                              // and every run resolves beneath it
   std::vector<ManifestFile> files;           // collated (ICU root, case-insensitive first)
   uint64_t bytes = 0;                        // sum of file sizes
+  bool files_complete = true;                // the walk finished: `files` is every file
+                                             // (false after a `file-limit` stop)
   std::string body;                          // SKILL.md after the frontmatter, verbatim
   bool body_truncated = false;               // SKILL.md was over 262144 bytes
   bool declaration_present = false;          // an mcp-host: block was there

@@ -32,6 +32,14 @@ std::optional<std::string> NameFault(const Skill& s, const nlohmann::json& fm) {
 }
 
 std::optional<std::string> LimitFault(const Skill& s) {
+  // Why: an entry's `resources` must list every file of the bundle; after a stopped walk
+  // the manifest holds only what was walked, so the entry would be incomplete.
+  if (!s.files_complete) {
+    return "the file walk stopped at this server's limit of " + std::to_string(kMaxFilesPerSkill) +
+           " files or " + std::to_string(kMaxDirsPerSkill) +
+           " directories (file-limit), so its files could not all be listed, and the "
+           "extension lists every file of a skill";
+  }
   if (s.files.size() > kExtMaxResources) {
     return std::to_string(s.files.size()) + " files, over the extension's " +
            std::to_string(kExtMaxResources) + " per skill";

@@ -4,6 +4,7 @@
 // - the skill path's final segment (the directory name) equals the frontmatter `name`, and
 //   that name follows the Agent Skills rule (IsAgentSkillsName);
 // - the frontmatter renders as JSON and has a non-empty string `description`;
+// - the manifest walk finished (no `file-limit` stop): an entry lists every file;
 // - at most kExtMaxResources files and kExtMaxSkillBytes bytes in all, and no file over
 //   kExtMaxFileBytes (resources/read serves the first 1 MiB of a file, so a larger file's
 //   digest could never be verified against what it returns).

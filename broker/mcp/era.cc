@@ -44,6 +44,10 @@ std::optional<int64_t> CacheTtlMs(std::string_view method) {
     return kFixedForProcess;
   }
   if (method == "resources/read") return 0;
+  // Why 0 here too: the extension's other answers promise no freshness (Cacheable in
+  // broker/tools/skills_ext.cc), and its own result writes no cache hints, which 2026-07-28
+  // requires of it; the 2025 answer stays as it was.
+  if (method == "resources/directory/read") return 0;
   return std::nullopt;
 }
 

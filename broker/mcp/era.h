@@ -37,8 +37,9 @@ Envelope ReadEnvelope(const Json& params);
 // cached. nullopt: not cacheable.
 std::optional<int64_t> CacheTtlMs(std::string_view method);
 
-// The Skills over MCP methods, whose results carry resultType, ttlMs and cacheScope in
-// every era (broker/tools/skills_ext.h): a 2026 answer adds only _meta.
+// The Skills over MCP methods, whose results carry resultType in every era
+// (broker/tools/skills_ext.h), and skills/list and skills/get also ttlMs and cacheScope:
+// a 2026 answer adds _meta, and resources/directory/read the cache hints (CacheTtlMs).
 bool WritesOwnResultType(std::string_view method);
 
 // The fields written first in a 2026 result object, as JSON members without the braces:

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { buildRunTree, removeDir } from './fixtures.mjs';
 import { BIN, serverEnv } from './lib.mjs';
+import { skipOrRequire } from './required_tools.mjs';
 
 let v2;
 try {
@@ -19,7 +20,11 @@ try {
 } catch (err) {
   v2 = { missing: String(err?.message ?? err) };
 }
-const skip = v2.missing ? `SKIP: mcp-client-v2 is not installed (npm ci --prefix tests/integration): ${v2.missing}` : false;
+// A missing client SKIPs, or fails under SKILL_MCP_REQUIRE_TOOLS=1 (required_tools.mjs).
+const skip = skipOrRequire(
+  v2.missing && `SKIP: mcp-client-v2 is not installed (npm ci --prefix tests/integration): ${v2.missing}`,
+  'the SDK v2 client (mcp-client-v2)',
+);
 
 let tree;
 let seq = 0;

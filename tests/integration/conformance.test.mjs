@@ -5,20 +5,23 @@
 // the suite's diagnostic tools; README.md ("Conformance") lists the others and why.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { BIN, REPO, serverEnv } from './lib.mjs';
+import { skipOrRequire } from './required_tools.mjs';
 
 const CONFORMANCE = process.env.SKILL_MCP_CONFORMANCE;
 const SUPERGATEWAY = process.env.SKILL_MCP_SUPERGATEWAY;
 const NODE22 = process.env.SKILL_MCP_INSPECTOR_NODE;
-const skip =
-  CONFORMANCE && SUPERGATEWAY && NODE22
-    ? false
-    : 'SKIP: the conformance suite, supergateway or node >= 22 is not installed (npm install --prefix tests/tools)';
+// Missing tools SKIP, or fail under SKILL_MCP_REQUIRE_TOOLS=1 (required_tools.mjs).
+const skip = skipOrRequire(
+  !(CONFORMANCE && SUPERGATEWAY && NODE22) &&
+    'SKIP: the conformance suite, supergateway or node >= 22 is not installed (npm install --prefix tests/tools)',
+  'the conformance suite with supergateway',
+);
 
 let gateway;
 let url;
@@ -35,10 +38,34 @@ function freePort() {
   });
 }
 
+const shellQuote = (s) => `'${s.replaceAll("'", "'\\''")}'`;
+
+/** What the server was asked since the last call: every request line, parsed. */
+let requestLog;
+function takeRequests() {
+  if (!existsSync(requestLog)) return [];
+  const lines = readFileSync(requestLog, 'utf8').split('\n').filter(Boolean);
+  rmSync(requestLog);
+  return lines.map((l) => JSON.parse(l));
+}
+
+/** Which revision a scenario spoke: 2025 (initialize) or 2026-07-28 (the _meta envelope). */
+function eraOf(requests) {
+  const methods = requests.map((m) => m.method);
+  if (methods.includes('initialize')) return '2025';
+  const modern = requests.filter((m) => m.params?._meta?.['io.modelcontextprotocol/protocolVersion'] === '2026-07-28');
+  return modern.length > 0 && modern.length === requests.filter((m) => m.id !== undefined).length ? '2026-07-28' : `unclear: ${methods}`;
+}
+
 async function startGateway() {
   const port = await freePort();
   const env = serverEnv({ SKILLS_DIR: join(REPO, 'skills') });
-  const child = spawn(NODE22, [SUPERGATEWAY, '--stdio', BIN, '--outputTransport', 'streamableHttp', '--port', String(port)], {
+  // The server sees the suite's requests through tee, so each test can say which era ran.
+  requestLog = join(out, 'requests.jsonl');
+  const wrapper = join(out, 'server.sh');
+  writeFileSync(wrapper, `#!/bin/sh\ntee -a ${shellQuote(requestLog)} | exec ${shellQuote(BIN)}\n`);
+  chmodSync(wrapper, 0o755);
+  const child = spawn(NODE22, [SUPERGATEWAY, '--stdio', wrapper, '--outputTransport', 'streamableHttp', '--port', String(port)], {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -59,11 +86,15 @@ async function startGateway() {
   return { child, url: `http://127.0.0.1:${port}/mcp` };
 }
 
-/** Runs one scenario; its checks, from the results the suite writes. */
-function scenario(name, specVersion) {
+/**
+ * Runs one scenario; its checks, from the results the suite writes. `force` runs it at a
+ * spec version the suite does not list for it.
+ */
+function scenario(name, specVersion, { force = false } = {}) {
   const dir = mkdtempSync(join(out, `${name}-`));
   const args = [CONFORMANCE, 'server', '--url', url, '--scenario', name, '-o', dir];
   if (specVersion) args.push('--spec-version', specVersion);
+  if (force) args.push('--force');
   return new Promise((resolveRun, reject) => {
     const child = spawn(NODE22, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let text = '';
@@ -92,12 +123,25 @@ describe('conformance suite through supergateway', { skip }, () => {
     if (out) rmSync(out, { recursive: true, force: true });
   });
 
-  for (const name of ['sep-2640-skills-enumeration', 'sep-2640-skills-directory', 'sep-2640-skills-manifest']) {
-    test(`${name} (2025-11-25): no failure`, async () => {
-      const checks = await scenario(name);
-      assert.ok(checks.length > 1, 'checks ran');
-      assert.deepEqual(failures(checks), []);
-    });
+  // An extension scenario is on no spec version's list, so naming one needs --force; run
+  // without one it speaks the suite's default for extensions, 2026-07-28. Each run is
+  // checked for the era it actually spoke.
+  const sep2640 = ['sep-2640-skills-enumeration', 'sep-2640-skills-directory', 'sep-2640-skills-manifest'];
+  const runs = [
+    ['the default spec version', undefined, '2026-07-28'],
+    ['--spec-version 2026-07-28 --force', '2026-07-28', '2026-07-28'],
+    ['--spec-version 2025-11-25 --force', '2025-11-25', '2025'],
+  ];
+  for (const [how, specVersion, era] of runs) {
+    for (const name of sep2640) {
+      test(`${name} (${how}): no failure, spoken in ${era}`, async () => {
+        takeRequests();
+        const checks = await scenario(name, specVersion, { force: specVersion !== undefined });
+        assert.ok(checks.length > 1, 'checks ran');
+        assert.deepEqual(failures(checks), []);
+        assert.equal(eraOf(takeRequests()), era);
+      });
+    }
   }
 
   for (const name of ['sep-2164-resource-not-found', 'input-required-result-unsupported-methods']) {

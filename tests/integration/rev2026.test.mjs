@@ -143,6 +143,20 @@ describe('stateless 2026-07-28 requests', () => {
     assert.equal(line.split('"ttlMs"').length, 2, 'ttlMs is written once');
   });
 
+  test('resources/directory/read gains ttlMs 0 and cacheScope, once each, beside its own resultType', async () => {
+    const before = raw.lines.length;
+    const r = (await ask(raw, 'resources/directory/read', meta({ uri: 'skill://marker' }))).result;
+    assert.ok(r, raw.lines[before]);
+    assert.equal(r.resultType, 'complete');
+    assert.equal(r.ttlMs, 0, 'like the extension\'s other answers and resources/read');
+    assert.equal(r.cacheScope, 'private');
+    assert.equal(r._meta[SERVER_INFO].name, 'skill-mcp');
+    assert.ok(r.resources.some((c) => c.uri === 'skill://marker/scripts' && c.mimeType === 'inode/directory'));
+    const line = raw.lines[before];
+    assert.equal(line.split('"resultType"').length, 2, 'resultType is written once');
+    assert.equal(line.split('"ttlMs"').length, 2, 'ttlMs is written once');
+  });
+
   test('reads are never cached (ttlMs 0); tools/call has resultType but no cache hints', async () => {
     const list = (await ask(raw, 'resources/list', meta())).result;
     const uri = list.resources[0].uri;
@@ -212,6 +226,8 @@ describe('the eras on one connection', () => {
       const legacy = await ask(raw, 'tools/list', {});
       assert.ok(Array.isArray(legacy.result.tools));
       assert.equal('resultType' in legacy.result, false, 'the 2025 answer is unchanged');
+      const dir = await ask(raw, 'resources/directory/read', { uri: 'skill://marker' });
+      assert.deepEqual(Object.keys(dir.result), ['resultType', 'resources'], 'no 2026 cache hints in 2025');
     } finally {
       await raw.end();
     }

@@ -11,6 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { ResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { freshDir, removeDir, skillMd } from './fixtures.mjs';
 import { BIN, callJson, connect, McpError, problemsOf, REPO, serverEnv } from './lib.mjs';
+import { skipOrRequire } from './required_tools.mjs';
 
 const EXT = 'io.modelcontextprotocol/skills';
 const sha = (bytes) => `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
@@ -279,20 +280,24 @@ describe('a file changed under a running server', () => {
 });
 
 // The MCP Inspector v2 CLI's own SEP-2640 checks (`--verify`): conformance of each entry
-// and every file's digest and size as resources/read serves it. The Inspector needs node
+// and every file's digest and size as resources/read serves it, in the 2025 handshake and
+// in the 2026-07-28 revision (`--protocol-era modern`), where it also checks the
+// revision's result shapes (resultType, ttlMs, cacheScope). The Inspector needs node
 // >= 22.19, which the CI image may not have: point SKILL_MCP_INSPECTOR at its
 // `mcp-inspector` script and SKILL_MCP_INSPECTOR_NODE at such a node (README.md, "Skills
-// over MCP"), else these cases SKIP saying so.
-describe('the MCP Inspector CLI verifies the entries (--verify)', () => {
+// over MCP"), else these cases SKIP saying so, or fail under SKILL_MCP_REQUIRE_TOOLS=1
+// (tests/integration/README.md).
+describe('the MCP Inspector CLI: --verify and directory reads, in both eras', () => {
   const inspector = process.env.SKILL_MCP_INSPECTOR;
   const node = process.env.SKILL_MCP_INSPECTOR_NODE;
-  let skip = false;
+  let missing = false;
   if (!inspector || !node || !existsSync(inspector) || !existsSync(node)) {
-    skip = 'SKILL_MCP_INSPECTOR and SKILL_MCP_INSPECTOR_NODE (node >= 22.19) are not set to existing files';
+    missing = 'SKILL_MCP_INSPECTOR and SKILL_MCP_INSPECTOR_NODE (node >= 22.19) are not set to existing files';
   } else {
     const [major, minor] = execFileSync(node, ['--version']).toString().slice(1).split('.').map(Number);
-    if (major < 22 || (major === 22 && minor < 19)) skip = `${node} is older than node 22.19`;
+    if (major < 22 || (major === 22 && minor < 19)) missing = `${node} is older than node 22.19`;
   }
+  const skip = skipOrRequire(missing, 'the MCP Inspector CLI');
   let base;
   let root;
   before(() => {
@@ -302,35 +307,91 @@ describe('the MCP Inspector CLI verifies the entries (--verify)', () => {
   });
   after(() => removeDir(base));
 
-  /** Runs the Inspector CLI against the built server; returns {status, reports, output}. */
-  function verify(skillsDir, ...methodArgs) {
-    const r = spawnSync(node, [inspector, '--cli', '-e', `SKILLS_DIR=${skillsDir}`, ...methodArgs, '--verify', BIN], {
+  /**
+   * Runs the Inspector CLI against the built server, which sees the client's requests
+   * through `tee` into `requests` (to show which era was spoken); returns {status,
+   * stdout, output, requests}.
+   */
+  let runs = 0;
+  function inspect(skillsDir, ...args) {
+    runs += 1;
+    const log = join(base, `requests-${runs}.jsonl`);
+    const server = ['/bin/sh', '-c', 'tee "$0" | exec "$1"', log, BIN];
+    const r = spawnSync(node, [inspector, '--cli', '-e', `SKILLS_DIR=${skillsDir}`, ...args, ...server], {
       env: { ...serverEnv(), PATH: `${dirname(node)}:${process.env.PATH}`, HOME: base },
       encoding: 'utf8',
       timeout: 120000,
     });
-    const reports = r.stdout
-      .split('\n')
-      .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l));
-    return { status: r.status, reports, output: `${r.stdout}\n${r.stderr}` };
+    const requests = existsSync(log)
+      ? readFileSync(log, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l))
+      : [];
+    return { status: r.status, stdout: r.stdout, output: `${r.stdout}\n${r.stderr}`, requests };
   }
 
+  /** The era the Inspector spoke: the 2025 handshake, or 2026-07-28 without initialize. */
+  function assertEra(era, requests, output) {
+    const methods = requests.map((m) => m.method);
+    assert.ok(methods.length > 0, output);
+    if (era === 'legacy') {
+      assert.equal(methods[0], 'initialize', output);
+      return;
+    }
+    assert.equal(methods.includes('initialize'), false, `no initialize in 2026-07-28: ${methods}`);
+    for (const m of requests.filter((r) => r.id !== undefined)) {
+      assert.equal(m.params?._meta?.['io.modelcontextprotocol/protocolVersion'], '2026-07-28', JSON.stringify(m));
+    }
+  }
+
+  const example = () => join(REPO, 'skills');
   const cases = [
-    ['the example, skills/list', () => [join(REPO, 'skills'), '--method', 'skills/list'], ['skill://example/SKILL.md']],
-    ['the example, skills/get', () => [join(REPO, 'skills'), '--method', 'skills/get', '--uri', 'skill://example/SKILL.md'], ['skill://example/SKILL.md']],
+    ['the example, skills/list', () => [example(), '--method', 'skills/list'], ['skill://example/SKILL.md']],
+    ['the example, skills/get', () => [example(), '--method', 'skills/get', '--uri', 'skill://example/SKILL.md'], ['skill://example/SKILL.md']],
     ['the fixture, skills/list', () => [root, '--method', 'skills/list'], ['skill://nested-kit/SKILL.md']],
     ['the fixture, skills/get', () => [root, '--method', 'skills/get', '--uri', 'skill://nested-kit/SKILL.md'], ['skill://nested-kit/SKILL.md']],
   ];
-  for (const [what, args, uris] of cases) {
-    test(`${what}: exit 0, every file verified`, { skip }, () => {
-      const { status, reports, output } = verify(...args());
-      assert.equal(status, 0, output);
-      assert.deepEqual(reports.map((r) => r.uri), uris, output);
-      for (const r of reports) {
-        assert.equal(r.outcome, 'verified', output);
-        assert.ok(r.files.length > 0 && r.files.every((f) => f.status === 'verified'), output);
-      }
-    });
+  for (const era of ['legacy', 'modern']) {
+    for (const [what, args, uris] of cases) {
+      test(`${what} (--protocol-era ${era}): exit 0, every file verified`, { skip }, () => {
+        const [dir, ...method] = args();
+        const { status, stdout, output, requests } = inspect(dir, '--protocol-era', era, ...method, '--verify');
+        assert.equal(status, 0, output);
+        const reports = stdout
+          .split('\n')
+          .filter((l) => l.startsWith('{'))
+          .map((l) => JSON.parse(l));
+        assert.deepEqual(reports.map((r) => r.uri), uris, output);
+        for (const r of reports) {
+          assert.equal(r.outcome, 'verified', output);
+          assert.deepEqual(r.conformance, [], output);
+          assert.ok(r.files.length > 0 && r.files.every((f) => f.status === 'verified'), output);
+        }
+        assertEra(era, requests, output);
+      });
+    }
+  }
+
+  const directories = [
+    ['the example', example, 'skill://example', ['SKILL.md', 'references', 'scripts']],
+    ['the fixture', () => root, 'skill://nested-kit/templates', ['invoice.md', 'regional']],
+  ];
+  for (const era of ['legacy', 'modern', 'auto']) {
+    for (const [what, dir, uri, names] of directories) {
+      test(`${what}, resources/directory/read ${uri} (--protocol-era ${era}): the Inspector accepts the result`, { skip }, () => {
+        const method = ['--method', 'resources/directory/read', '--uri', uri, '--format', 'json'];
+        const { status, stdout, output, requests } = inspect(dir(), '--protocol-era', era, ...method);
+        assert.equal(status, 0, output);
+        const { result } = JSON.parse(stdout);
+        assert.ok(result, output);
+        assert.deepEqual(result.resources.map((c) => c.name).sort(), names, output);
+        if (era === 'legacy') {
+          assert.equal('ttlMs' in result, false, output);
+        } else {
+          assert.equal(result.ttlMs, 0, output);
+          assert.equal(result.cacheScope, 'private', output);
+        }
+        // auto: the Inspector probes server/discover and picks 2026-07-28.
+        assertEra(era === 'legacy' ? 'legacy' : 'modern', requests, output);
+      });
+    }
   }
 });

@@ -55,6 +55,7 @@ TEST(SkillsExtCheck, ConformingSkillIsListedWithoutProblems) {
   const Skill* s = FindSkill(cat, "good-one");
   ASSERT_NE(s, nullptr) << DumpProblems(cat);
   EXPECT_TRUE(s->skills_ext_listed);
+  EXPECT_TRUE(s->files_complete);  // a walk that finished
   EXPECT_TRUE(cat.problems.empty()) << DumpProblems(cat);
   auto fm = nlohmann::json::parse(s->frontmatter_json);
   EXPECT_EQ(fm["license"], "MIT");
@@ -135,6 +136,28 @@ TEST(SkillsExtCheck, OverSixteenMibInAllIsLeftOut) {
   Catalogue cat = Scan(t.root());
   ASSERT_TRUE(HasProblem(cat, reason::kSkillsExtLimit, t.Path("heavy"))) << DumpProblems(cat);
   EXPECT_NE(ProblemsWith(cat, reason::kSkillsExtLimit)[0].detail.find("16 MiB"), std::string::npos);
+}
+
+TEST(SkillsExtCheck, AStoppedWalkIsLeftOutButServed) {
+  TempTree t;
+  // Few files but more directories than the walk takes: it stops before zz-later.txt,
+  // so the manifest (and any entry) would miss a file of the bundle.
+  t.Skill("walled", "walled");
+  for (size_t i = 0; i <= kMaxDirsPerSkill; ++i) t.Mkdir("walled/d" + std::to_string(i));
+  t.Write("walled/zz-later.txt", "walked after the directories\n");
+  Catalogue cat = Scan(t.root());
+
+  const Skill* walled = FindSkill(cat, "walled");
+  ASSERT_NE(walled, nullptr) << DumpProblems(cat);  // the tools still serve it
+  ASSERT_TRUE(HasProblem(cat, reason::kFileLimit, t.Path("walled"))) << DumpProblems(cat);
+  EXPECT_FALSE(walled->files_complete);
+  EXPECT_EQ(walled->files.size(), 1u);  // SKILL.md only: not left out for its size
+  EXPECT_FALSE(walled->skills_ext_listed);
+  ASSERT_TRUE(HasProblem(cat, reason::kSkillsExtLimit, t.Path("walled"))) << DumpProblems(cat);
+  const std::string detail = ProblemsWith(cat, reason::kSkillsExtLimit)[0].detail;
+  EXPECT_NE(detail.find("file-limit"), std::string::npos) << detail;
+  EXPECT_NE(detail.find("skills/list leaves it out, the tools still serve it"), std::string::npos)
+      << detail;
 }
 
 }  // namespace

@@ -49,6 +49,8 @@ TEST(CacheTtl, ListsForAnHourReadsNeverOthersNone) {
   EXPECT_EQ(CacheTtlMs("resources/read"), 0);
   EXPECT_EQ(CacheTtlMs("tools/call"), std::nullopt);
   EXPECT_EQ(CacheTtlMs("skills/list"), std::nullopt);  // the extension writes its own
+  // ... but not for resources/directory/read, whose 2025 answer has no cache hints.
+  EXPECT_EQ(CacheTtlMs("resources/directory/read"), 0);
   EXPECT_TRUE(WritesOwnResultType("skills/get"));
   EXPECT_FALSE(WritesOwnResultType("tools/list"));
 }
