@@ -184,8 +184,13 @@ void Run() {
   // 8b. With namespaces: the run's own user and mount namespace and filesystem view
   //     (worker/namespaces.h). The worker holds CAP_SETPCAP over the new namespace, so
   //     the bounding set is emptied now even where step 7 lacked the capability.
+  //     why the securebits again: unshare(CLONE_NEWUSER) resets them to the unlocked
+  //     default, so step 6's lock is gone; they are locked anew here (kSecurebits, as
+  //     the second bounding drop reports kDropBounding), for root and unprivileged
+  //     brokers alike, before CAP_SETPCAP goes with the capability steps.
   if (spec.namespaces) {
     Check(EnterRunView(spec));
+    Check(LockSecurebits(/*missing_cap_is_fatal=*/true));
     Check(DropBoundingSet(/*eperm_is_fatal=*/true));  // every drop must succeed
   }
   // 8c. With namespaces: the run's own pid and IPC namespace (worker/cell.h).

@@ -5,11 +5,13 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "shared/unique_fd.h"
@@ -38,9 +40,58 @@ int MakeParents(const std::string& path) {
   return 0;
 }
 
+constexpr unsigned long kTmpFlags = MS_NOSUID | MS_NODEV;
+
 StepResult MountFailed(int err) { return StepFailed(WorkerStep::kMountView, err); }
 
-constexpr unsigned long kTmpFlags = MS_NOSUID | MS_NODEV;
+// The flags a read-only remount of a bind of `fd` must keep: a user namespace may not
+// clear the nosuid, nodev, noexec or atime flags of a mount it received (EPERM).
+unsigned long KeptMountFlags(int fd) {
+  struct statvfs vfs {};
+  if (fstatvfs(fd, &vfs) != 0) return 0;
+  unsigned long flags = 0;
+  if (vfs.f_flag & ST_NOEXEC) flags |= MS_NOEXEC;
+  if (vfs.f_flag & ST_NOATIME) flags |= MS_NOATIME;
+  if (vfs.f_flag & ST_NODIRATIME) flags |= MS_NODIRATIME;
+  if (vfs.f_flag & ST_RELATIME) flags |= MS_RELATIME;
+  return flags;
+}
+
+// The node_modules directories the Landlock rule allows (RunSpec::read_dirs), opened in
+// the host's view before anything is covered. why O_NOFOLLOW: a symlink planted there
+// is never followed to somewhere else; absent or unreachable ones are skipped, as the
+// Landlock rule skips them.
+int OpenModuleDirs(const RunSpec& spec, std::vector<std::pair<const std::string*, UniqueFd>>& out) {
+  for (const std::string& path : spec.read_dirs) {
+    UniqueFd fd(open(path.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd.valid()) {
+      if (errno == ENOENT || errno == ENOTDIR || errno == EACCES || errno == ELOOP) continue;
+      return errno;
+    }
+    out.emplace_back(&path, std::move(fd));
+  }
+  return 0;
+}
+
+// Binds each module directory back, read-only, where a cover hid it. why by descriptor:
+// the bind's source is the directory opened above and the result is checked to be that
+// same directory (else ESTALE), so no rename or symlink swap on the way can redirect it.
+int BindModuleDirs(const std::vector<std::pair<const std::string*, UniqueFd>>& dirs) {
+  for (const auto& [path, fd] : dirs) {
+    struct stat opened {}, seen {};
+    if (fstat(fd.get(), &opened) != 0) return errno;
+    if (stat(path->c_str(), &seen) == 0 && SameDirectory(opened, seen)) continue;  // visible
+    if (int e = MakeParents(*path); e != 0) return e;
+    const std::string from = "/proc/self/fd/" + std::to_string(fd.get());
+    if (mount(from.c_str(), path->c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) return errno;
+    // why read-only, nosuid, nodev: the Landlock rule grants reading only.
+    const unsigned long ro = MS_REMOUNT | MS_BIND | MS_RDONLY | kTmpFlags | KeptMountFlags(fd.get());
+    if (mount(nullptr, path->c_str(), nullptr, ro, nullptr) != 0) return errno;
+    if (stat(path->c_str(), &seen) != 0) return errno;
+    if (!SameDirectory(opened, seen)) return ESTALE;
+  }
+  return 0;
+}
 
 }  // namespace
 
@@ -104,6 +155,8 @@ StepResult EnterRunView(const RunSpec& spec) {
     scratch.reset(open(spec.scratch_dir_path.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!scratch.valid()) return MountFailed(errno);
   }
+  std::vector<std::pair<const std::string*, UniqueFd>> module_dirs;
+  if (int e = OpenModuleDirs(spec, module_dirs); e != 0) return MountFailed(e);
   if (StepResult r = MountPrivateTmp()) return r;
   if (scratch.valid()) {
     if (int e = MakeParents(spec.scratch_dir_path); e != 0) return MountFailed(e);
@@ -112,24 +165,33 @@ StepResult EnterRunView(const RunSpec& spec) {
       return MountFailed(errno);
   }
   std::vector<const std::string*> covered;
-  for (const std::string& root : spec.hidden_roots) {
+  // why the operator's configuration directory too: it holds the unit's environment
+  // file, no run's business, and Landlock's /etc rule cannot subtract it (worker/landlock.h
+  // leaves it out by listing /etc instead; this cover holds with Landlock off as well).
+  static const std::string kOperatorConfig = kOperatorConfigDir;
+  std::vector<const std::string*> to_cover;
+  for (const std::string& root : spec.hidden_roots) to_cover.push_back(&root);
+  to_cover.push_back(&kOperatorConfig);
+  for (const std::string* root : to_cover) {
     struct stat st {};
     // A root beneath an earlier cover (e.g. under /tmp) is already gone.
-    if (stat(root.c_str(), &st) != 0) {
+    if (stat(root->c_str(), &st) != 0) {
       if (errno == ENOENT) continue;
       return MountFailed(errno);
     }
+    if (!S_ISDIR(st.st_mode)) continue;  // a file there is left to its mode and Landlock
     // why: an empty cover, noexec and (below) read-only: nothing can be placed or run
     // where the other skills were.
-    if (mount("tmpfs", root.c_str(), "tmpfs", kTmpFlags | MS_NOEXEC, "mode=0755,size=1m") != 0)
+    if (mount("tmpfs", root->c_str(), "tmpfs", kTmpFlags | MS_NOEXEC, "mode=0755,size=1m") != 0)
       return MountFailed(errno);
-    covered.push_back(&root);
+    covered.push_back(root);
   }
   if (int e = MakeParents(spec.skill_dir_path); e != 0) return MountFailed(e);
   const std::string source = "/proc/self/fd/" + std::to_string(dir.get());
   if (mount(source.c_str(), spec.skill_dir_path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
     return MountFailed(errno);
-  // The covers become read-only once the skill's mount point is made.
+  if (int e = BindModuleDirs(module_dirs); e != 0) return MountFailed(e);
+  // The covers become read-only once the skill's and the modules' mount points are made.
   for (const std::string* root : covered) {
     if (mount(nullptr, root->c_str(), nullptr, MS_REMOUNT | MS_RDONLY | kTmpFlags | MS_NOEXEC,
               nullptr) != 0)

@@ -5,6 +5,9 @@
 //     other users is visible, and nothing this run leaves there outlives it;
 //   - an empty read-only tmpfs over every skills root: the other skills' bundles do not
 //     exist;
+//   - an empty read-only tmpfs over /etc/skill-mcp, the operator's configuration;
+//   - the node_modules directories of RunSpec::read_dirs bound back read-only where a
+//     cover hid them, each checked to be the directory opened before covering;
 //   - the skill's own directory bound back at its real path, verified to be the very
 //     directory the broker checked (fd 7), so the script's paths and require() work.
 // The namespace's capabilities go with the capability steps that follow; the seccomp
@@ -17,6 +20,9 @@
 #include "worker/step_result.h"
 
 namespace skillmcp::worker {
+
+// The operator's configuration (packaging/meson.build installs skill-mcp.env there).
+inline constexpr char kOperatorConfigDir[] = "/etc/skill-mcp";
 
 inline constexpr char kRunTmpOptions[] = "mode=1777,size=256m,nr_inodes=65536";
 

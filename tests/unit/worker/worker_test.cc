@@ -130,6 +130,50 @@ TEST_F(WorkerTest, NamespacedRunSeesItsBoundSkillDirAndHasNoBoundingSet) {
   EXPECT_EQ(kv["CapBnd"], kZeroCaps) << "the namespace's CAP_SETPCAP empties the bounding set";
   EXPECT_EQ(kv["CapEff"], kZeroCaps);
   EXPECT_EQ(kv["Uid"], "65534 65534 65534 65534");
+  // The user namespace reset the securebits to the unlocked default: locked again in it.
+  EXPECT_EQ(kv["Securebits"], "0xef");
+}
+
+// Root without a uid switch, namespaced: uid 0 maps onto itself in the run's namespace,
+// so the securebits locked there are what keeps exec from granting it anything.
+TEST_F(WorkerTest, NamespacedRootWithoutSwitchHasLockedSecurebits) {
+  RunSpec spec = ProbeSpec({"status"});
+  spec.switch_ids = false;
+  spec.namespaces = true;
+  spec.skill_dir_path = dir_.path();
+  spec.hidden_roots = {"/tmp"};
+  const LaunchResult r = Probe(spec);
+  if (r.failure && r.failure->step == static_cast<int32_t>(WorkerStep::kUserNamespace))
+    GTEST_SKIP() << "this host refuses a user namespace to root: " << strerror(r.failure->err);
+  ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
+  auto kv = KeyValues(r.out);
+  EXPECT_EQ(kv["Uid"], "0 0 0 0");
+  for (const char* set : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"})
+    EXPECT_EQ(kv[set], kZeroCaps) << set;
+  EXPECT_EQ(kv["Securebits"], "0xef");
+}
+
+// An ordinary user's broker has no CAP_SETPCAP and locks nothing at step 6; in its own
+// user namespace it holds the capability, so a namespaced run's securebits are locked.
+TEST_F(WorkerTest, UnprivilegedNamespacedRunHasLockedSecurebits) {
+  if (access(ProbePath(), R_OK) != 0) GTEST_SKIP() << "probe not reachable";
+  RunSpec spec = ProbeSpec({"status"});
+  spec.switch_ids = false;
+  spec.namespaces = true;
+  spec.skill_dir_path = dir_.path();
+  spec.hidden_roots = {"/tmp"};
+  Launch l = LaunchFor(spec);
+  l.broker_uid = 65533;
+  const LaunchResult r = RunWorker(l);
+  if (r.SpawnFailed(EACCES)) GTEST_SKIP() << "the worker binary is not executable by uid 65533 here";
+  if (r.failure && r.failure->step == static_cast<int32_t>(WorkerStep::kUserNamespace))
+    GTEST_SKIP() << "this host refuses a user namespace to uid 65533: " << strerror(r.failure->err);
+  ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
+  auto kv = KeyValues(r.out);
+  EXPECT_EQ(kv["Uid"], "65533 65533 65533 65533");
+  EXPECT_EQ(kv["CapBnd"], kZeroCaps);
+  EXPECT_EQ(kv["CapEff"], kZeroCaps);
+  EXPECT_EQ(kv["Securebits"], "0xef");
 }
 
 // Host processes (not zombies) whose command line holds `token`.
