@@ -37,17 +37,18 @@ int AddRulesExcept(int ruleset, int dir, uint64_t access, const std::string& exc
   DIR* d = fdopendir(listing.get());
   if (d == nullptr) return errno;
   listing.release();
-  int err = 0;
   while (dirent* e = readdir(d)) {
     const std::string name = e->d_name;
     if (name == "." || name == ".." || name == except) continue;
     UniqueFd fd(openat(dirfd(d), name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
     struct stat st {};
     if (!fd.valid() || fstat(fd.get(), &st) != 0 || S_ISLNK(st.st_mode)) continue;
-    if ((err = AddRule(ruleset, fd.get(), access)) != 0) break;
+    // why not fatal: an entry the kernel takes no rule on (a pseudo filesystem mounted
+    // there) is simply not granted, which only allows less.
+    (void)AddRule(ruleset, fd.get(), access);
   }
   closedir(d);
-  return err;
+  return 0;
 }
 
 int AddPathRule(int ruleset, const LandlockPathRule& r, int skill_dir_fd) {

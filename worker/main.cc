@@ -39,12 +39,14 @@ void Check(const StepResult& result) {
 
 // The broker's boot probe: the identity switch, then the parts of the run's view that do
 // not depend on a run, in the run's order, so it fails exactly where a run would: the
-// user and mount namespace, the private /tmp, the pid and IPC namespace and its init,
-// which mounts the fresh /proc when asked (the broker asks again without it on failure).
+// user and mount namespace, the private /tmp, the cover of /etc/skill-mcp, the pid and IPC
+// namespace and its init, which mounts the fresh /proc when asked (the broker asks again
+// without it on failure).
 [[noreturn]] void Probe(const RunSpec& spec) {
   if (spec.switch_ids) Check(SwitchIds(spec.uid, spec.gid));
   Check(EnterUserNamespace());
   Check(MountPrivateTmp());
+  Check(CoverOperatorConfig());
   Check(EnterPidIpcNamespace());
   const pid_t init = fork();
   if (init < 0) FailAndExit({WorkerStep::kFork, errno});

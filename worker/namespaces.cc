@@ -136,6 +136,21 @@ StepResult MountPrivateTmp() {
   return StepOk();
 }
 
+StepResult CoverOperatorConfig() {
+  struct stat st {};
+  if (stat(kOperatorConfigDir, &st) != 0) return errno == ENOENT ? StepOk() : MountFailed(errno);
+  if (!S_ISDIR(st.st_mode)) return StepOk();  // a file there is left to its mode and Landlock
+  // why: it holds the unit's environment file, no run's business, and Landlock's /etc rule
+  // cannot subtract it (worker/landlock.cc lists /etc instead); this cover holds with
+  // Landlock off as well. Empty, noexec and read-only.
+  if (mount("tmpfs", kOperatorConfigDir, "tmpfs", kTmpFlags | MS_NOEXEC, "mode=0755,size=4k") != 0)
+    return MountFailed(errno);
+  if (mount(nullptr, kOperatorConfigDir, nullptr, MS_REMOUNT | MS_RDONLY | kTmpFlags | MS_NOEXEC,
+            nullptr) != 0)
+    return MountFailed(errno);
+  return StepOk();
+}
+
 StepResult EnterRunView(const RunSpec& spec) {
   if (StepResult r = EnterUserNamespace()) return r;
   // A bind source must belong to this mount namespace, so the skill directory is
@@ -165,27 +180,20 @@ StepResult EnterRunView(const RunSpec& spec) {
       return MountFailed(errno);
   }
   std::vector<const std::string*> covered;
-  // why the operator's configuration directory too: it holds the unit's environment
-  // file, no run's business, and Landlock's /etc rule cannot subtract it (worker/landlock.h
-  // leaves it out by listing /etc instead; this cover holds with Landlock off as well).
-  static const std::string kOperatorConfig = kOperatorConfigDir;
-  std::vector<const std::string*> to_cover;
-  for (const std::string& root : spec.hidden_roots) to_cover.push_back(&root);
-  to_cover.push_back(&kOperatorConfig);
-  for (const std::string* root : to_cover) {
+  for (const std::string& root : spec.hidden_roots) {
     struct stat st {};
     // A root beneath an earlier cover (e.g. under /tmp) is already gone.
-    if (stat(root->c_str(), &st) != 0) {
+    if (stat(root.c_str(), &st) != 0) {
       if (errno == ENOENT) continue;
       return MountFailed(errno);
     }
-    if (!S_ISDIR(st.st_mode)) continue;  // a file there is left to its mode and Landlock
     // why: an empty cover, noexec and (below) read-only: nothing can be placed or run
     // where the other skills were.
-    if (mount("tmpfs", root->c_str(), "tmpfs", kTmpFlags | MS_NOEXEC, "mode=0755,size=1m") != 0)
+    if (mount("tmpfs", root.c_str(), "tmpfs", kTmpFlags | MS_NOEXEC, "mode=0755,size=1m") != 0)
       return MountFailed(errno);
-    covered.push_back(root);
+    covered.push_back(&root);
   }
+  if (StepResult r = CoverOperatorConfig()) return r;
   if (int e = MakeParents(spec.skill_dir_path); e != 0) return MountFailed(e);
   const std::string source = "/proc/self/fd/" + std::to_string(dir.get());
   if (mount(source.c_str(), spec.skill_dir_path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)

@@ -35,6 +35,7 @@ StepResult EnterRunView(const RunSpec& spec);
 // fails where a run would.
 StepResult EnterUserNamespace();  // kUserNamespace: unshare, setgroups deny, own maps
 StepResult MountPrivateTmp();     // kMountView: / private, tmpfs on /tmp
+StepResult CoverOperatorConfig(); // kMountView: empty read-only tmpfs on kOperatorConfigDir
 
 // kChdir with namespaces: chdir to the bound skill directory by path, then require it
 // to be the directory of fd 7 (same device and inode).
