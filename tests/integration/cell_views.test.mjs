@@ -1,5 +1,6 @@
 // What a run sees and reaches in the cell (issue 12; docs/isolation.md, "The filesystem
 // allowlist" and "Layers and what each stops"), with the real broker, worker and node:
+// - the securebits are locked in a namespaced run (the user namespace resets them);
 // - the node_modules beside and inside a skills root load with the namespaced view and
 //   Landlock on, for roots under /tmp and outside it, while another skill stays hidden;
 // - the operator's /etc/skill-mcp stays out of reach whatever the file's mode;
@@ -28,6 +29,12 @@ const ops = JSON.parse(process.argv[2]);
 const tryRead = (f) => { try { fs.readFileSync(f); return 'read'; } catch (e) { return e.code; } };
 const tryWrite = (f) => { try { fs.writeFileSync(f, 'left by a run'); return 'written'; } catch (e) { return e.code; } };
 const tryRequire = (m) => { try { return require(m)(); } catch (e) { return e.code; } };
+const securebits = (capsh) => {
+  try {
+    const out = require('node:child_process').execFileSync(capsh, ['--print'], { encoding: 'utf8' });
+    return /Securebits: [^/ ]+[/](0x[0-9a-f]+)[/]/.exec(out)?.[1] ?? out;
+  } catch (e) { return e.code ?? String(e); }
+};
 const tryConnect = (name) => new Promise((resolve) => {
   const s = net.connect({ path: '\\0' + name });
   s.on('connect', () => { s.destroy(); resolve('connected'); });
@@ -37,7 +44,8 @@ const tryConnect = (name) => new Promise((resolve) => {
   const out = { uid: process.getuid() };
   for (const [key, [op, arg]] of Object.entries(ops)) {
     out[key] = op === 'read' ? tryRead(arg) : op === 'write' ? tryWrite(arg)
-      : op === 'require' ? tryRequire(arg) : op === 'abstract' ? await tryConnect(arg) : 'bad op';
+      : op === 'require' ? tryRequire(arg) : op === 'abstract' ? await tryConnect(arg)
+      : op === 'securebits' ? securebits(arg) : 'bad op';
   }
   console.log(JSON.stringify(out));
 })();
@@ -167,6 +175,25 @@ for (const [label, asUser] of modes) {
         assert.deepEqual([open.beside, open.inroot, open.other], ['beside', 'inroot', 'read']);
       });
     }
+  });
+
+  describe(`securebits, ${label}`, () => {
+    // A new user namespace resets them: the worker locks them again inside it.
+    test('locked in a namespaced run; without namespaces wherever the broker has CAP_SETPCAP', async (t) => {
+      const capsh = ['/usr/sbin/capsh', '/sbin/capsh', '/usr/bin/capsh'].find((p) => existsSync(p));
+      if (!capsh) return t.skip('capsh (libcap2-bin) is not installed');
+      const ops = { bits: ['securebits', capsh] };
+      if (namespacesHere(asUser)) {
+        const ns = await runProbe(inTmp, { SKILL_MCP_NAMESPACES: 'on', SKILL_MCP_LANDLOCK: 'auto' }, ops, { asUser });
+        assert.equal(ns.bits, '0xef', `namespaces on: ${JSON.stringify(ns)}`);
+      } else {
+        t.diagnostic('this host refuses the run namespaces: only the case without them runs');
+      }
+      const plain = await runProbe(inTmp, { SKILL_MCP_NAMESPACES: 'off', SKILL_MCP_LANDLOCK: 'auto' }, ops, { asUser });
+      // An ordinary user's broker holds no CAP_SETPCAP: outside a user namespace nothing
+      // can lock them (docs/isolation.md, "The broker").
+      assert.equal(plain.bits, asUser || !IS_ROOT ? '0x0' : '0xef', `namespaces off: ${JSON.stringify(plain)}`);
+    });
   });
 
   describe(`the operator's /etc/skill-mcp, ${label}`, () => {
