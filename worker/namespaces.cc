@@ -57,11 +57,14 @@ unsigned long KeptMountFlags(int fd) {
   return flags;
 }
 
+// Each module directory's path (in the spec) and the descriptor opened for it.
+using OpenedDirs = std::vector<std::pair<const std::string*, UniqueFd>>;
+
 // The node_modules directories the Landlock rule allows (RunSpec::read_dirs), opened in
 // the host's view before anything is covered. why O_NOFOLLOW: a symlink planted there
 // is never followed to somewhere else; absent or unreachable ones are skipped, as the
 // Landlock rule skips them.
-int OpenModuleDirs(const RunSpec& spec, std::vector<std::pair<const std::string*, UniqueFd>>& out) {
+int OpenModuleDirs(const RunSpec& spec, OpenedDirs& out) {
   for (const std::string& path : spec.read_dirs) {
     UniqueFd fd(open(path.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!fd.valid()) {
@@ -73,19 +76,30 @@ int OpenModuleDirs(const RunSpec& spec, std::vector<std::pair<const std::string*
   return 0;
 }
 
-// Binds each module directory back, read-only, where a cover hid it. why by descriptor:
-// the bind's source is the directory opened above and the result is checked to be that
-// same directory (else ESTALE), so no rename or symlink swap on the way can redirect it.
-int BindModuleDirs(const std::vector<std::pair<const std::string*, UniqueFd>>& dirs) {
+bool IsBeneath(const std::string& path, const std::string& dir) {
+  return path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
+         path[dir.size()] == '/';
+}
+
+// Binds each module directory back, read-only, where a cover (`covered`, or the private
+// /tmp) hid it; one beneath no cover is the host's own and stays as it is. why only
+// there: every component beneath a cover is this worker's own tmpfs, so nothing another
+// process renames or links can redirect the bind; its source is the directory opened
+// above, and the result is checked to be that same directory (else ESTALE).
+int BindModuleDirs(const OpenedDirs& dirs, const std::vector<const std::string*>& covered) {
+  static const std::string kTmp = "/tmp";
   for (const auto& [path, fd] : dirs) {
+    bool hidden = IsBeneath(*path, kTmp);
+    for (const std::string* root : covered) hidden = hidden || IsBeneath(*path, *root);
+    if (!hidden) continue;
     struct stat opened {}, seen {};
     if (fstat(fd.get(), &opened) != 0) return errno;
-    if (stat(path->c_str(), &seen) == 0 && SameDirectory(opened, seen)) continue;  // visible
     if (int e = MakeParents(*path); e != 0) return e;
     const std::string from = "/proc/self/fd/" + std::to_string(fd.get());
     if (mount(from.c_str(), path->c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) return errno;
     // why read-only, nosuid, nodev: the Landlock rule grants reading only.
-    const unsigned long ro = MS_REMOUNT | MS_BIND | MS_RDONLY | kTmpFlags | KeptMountFlags(fd.get());
+    const unsigned long ro =
+        MS_REMOUNT | MS_BIND | MS_RDONLY | kTmpFlags | KeptMountFlags(fd.get());
     if (mount(nullptr, path->c_str(), nullptr, ro, nullptr) != 0) return errno;
     if (stat(path->c_str(), &seen) != 0) return errno;
     if (!SameDirectory(opened, seen)) return ESTALE;
@@ -170,7 +184,7 @@ StepResult EnterRunView(const RunSpec& spec) {
     scratch.reset(open(spec.scratch_dir_path.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!scratch.valid()) return MountFailed(errno);
   }
-  std::vector<std::pair<const std::string*, UniqueFd>> module_dirs;
+  OpenedDirs module_dirs;
   if (int e = OpenModuleDirs(spec, module_dirs); e != 0) return MountFailed(e);
   if (StepResult r = MountPrivateTmp()) return r;
   if (scratch.valid()) {
@@ -198,7 +212,7 @@ StepResult EnterRunView(const RunSpec& spec) {
   const std::string source = "/proc/self/fd/" + std::to_string(dir.get());
   if (mount(source.c_str(), spec.skill_dir_path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
     return MountFailed(errno);
-  if (int e = BindModuleDirs(module_dirs); e != 0) return MountFailed(e);
+  if (int e = BindModuleDirs(module_dirs, covered); e != 0) return MountFailed(e);
   // The covers become read-only once the skill's and the modules' mount points are made.
   for (const std::string* root : covered) {
     if (mount(nullptr, root->c_str(), nullptr, MS_REMOUNT | MS_RDONLY | kTmpFlags | MS_NOEXEC,

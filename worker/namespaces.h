@@ -33,9 +33,9 @@ StepResult EnterRunView(const RunSpec& spec);
 // The parts of EnterRunView that do not depend on the run: the worker's probe mode
 // (RunSpec::probe, spawned by broker/run/namespace_probe.cc) runs these, so the probe
 // fails where a run would.
-StepResult EnterUserNamespace();  // kUserNamespace: unshare, setgroups deny, own maps
-StepResult MountPrivateTmp();     // kMountView: / private, tmpfs on /tmp
-StepResult CoverOperatorConfig(); // kMountView: empty read-only tmpfs on kOperatorConfigDir
+StepResult EnterUserNamespace();   // kUserNamespace: unshare, setgroups deny, own maps
+StepResult MountPrivateTmp();      // kMountView: / private, tmpfs on /tmp
+StepResult CoverOperatorConfig();  // kMountView: empty read-only tmpfs on kOperatorConfigDir
 
 // kChdir with namespaces: chdir to the bound skill directory by path, then require it
 // to be the directory of fd 7 (same device and inode).

@@ -239,8 +239,10 @@ TEST(LandlockKernel, TheOperatorsConfigurationIsOutOfReach) {
   spec.node_dir_path = "/usr";
   spec.read_dirs = {};
   const int planted_err = InChild(spec, t.skill, [&] { return OpenErr(planted, O_RDONLY); });
-  const int hostname_err = InChild(spec, t.skill, [&] { return OpenErr("/etc/hostname", O_RDONLY); });
-  const int list_err = InChild(spec, t.skill, [&] { return OpenErr("/etc", O_RDONLY | O_DIRECTORY); });
+  const int hostname_err =
+      InChild(spec, t.skill, [&] { return OpenErr("/etc/hostname", O_RDONLY); });
+  const int list_err =
+      InChild(spec, t.skill, [&] { return OpenErr("/etc", O_RDONLY | O_DIRECTORY); });
   unlink(planted.c_str());
   if (made) rmdir(dir.c_str());
   EXPECT_EQ(planted_err, EACCES) << "a world-readable file in /etc/skill-mcp";
