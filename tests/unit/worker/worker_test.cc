@@ -235,8 +235,8 @@ TEST_F(WorkerTest, NamespacedRunSeesItsModuleDirsButNoSymlinkedOne) {
   WriteFile(dir_.Sub("elsewhere/secret"), "s\n");
   ASSERT_EQ(symlink(dir_.Sub("elsewhere").c_str(), dir_.Sub("node_modules").c_str()), 0);
   chmod(dir_.path().c_str(), 0755);
-  RunSpec spec = ProbeSpec({"open", root + "/node_modules/index.js", dir_.Sub("node_modules/secret"),
-                            dir_.Sub("elsewhere/secret")});
+  RunSpec spec = ProbeSpec({"open", root + "/node_modules/index.js",
+                            dir_.Sub("node_modules/secret"), dir_.Sub("elsewhere/secret")});
   spec.namespaces = true;
   spec.skill_dir_path = root + "/skill";
   spec.hidden_roots = {"/tmp", root};
