@@ -55,14 +55,16 @@ TEST(Layers, RunCgroupSaysNprocIsPerRunOnlyWithOwnUids) {
   EXPECT_EQ(InChild([] {
               IsolationFacts f = GoodFacts();
               f.cgroup = CgroupFacts{};
-              const Layer* shared = Find(ComputeLayers(f), "run-cgroup");
+              const auto shared_layers = ComputeLayers(f);
+              const Layer* shared = Find(shared_layers, "run-cgroup");
               if (!shared) return 1;
               if (shared->reason.find("uid every run shares (run-identity off), so it bounds "
                                       "all runs together") == std::string::npos)
                 return 2;
               if (shared->reason.find("run's own uid") != std::string::npos) return 3;
               f.worker.run_uids = "1879048192-1879113727";
-              const Layer* own = Find(ComputeLayers(f), "run-cgroup");
+              const auto own_layers = ComputeLayers(f);
+              const Layer* own = Find(own_layers, "run-cgroup");
               if (!own) return 4;
               if (own->reason.find("processes of the run's own uid (run-identity on)") ==
                   std::string::npos)

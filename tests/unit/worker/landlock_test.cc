@@ -110,10 +110,11 @@ TEST(LandlockPlan, TheAllowlist) {
 }
 
 TEST(LandlockPlan, EtcIsGrantedWithoutTheOperatorsConfiguration) {
-  const LandlockPathRule* etc = Find(BuildLandlockPlan(Spec(7)), "/etc");
+  const LandlockPlan plan = BuildLandlockPlan(Spec(7));
+  const LandlockPathRule* etc = Find(plan, "/etc");
   ASSERT_NE(etc, nullptr);
   EXPECT_EQ(etc->except_child, "skill-mcp");
-  for (const LandlockPathRule& r : BuildLandlockPlan(Spec(7)).rules) {
+  for (const LandlockPathRule& r : plan.rules) {
     if (r.path == "/etc") continue;
     EXPECT_EQ(r.except_child, "") << r.path;
   }
