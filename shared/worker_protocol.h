@@ -96,7 +96,8 @@ struct RunSpec {
   std::string scratch_dir_path;       // the run's TMPDIR (read-write), made by the broker
   std::string data_dir_path;          // MCP_DATA_DIR (read-write), when set
   std::string node_dir_path;          // where the pinned node lives (read and execute)
-  std::vector<std::string> read_dirs; // node_modules beside the skills roots (read)
+  std::vector<std::string> read_dirs;  // node_modules beside the skills roots (read; also
+                                       // bound into a namespaced run's view)
 };
 
 // A classic BPF program: struct sock_filter records, at most BPF_MAXINSNS (the
@@ -132,8 +133,9 @@ std::optional<std::string> EncodeRunSpec(const RunSpec& spec);
 // an absolute skill_dir_path and at most kRunSpecMaxHiddenRoots absolute hidden_roots
 // other than "/", without them both empty; landlock_abi at most kRunSpecMaxLandlockAbi,
 // network_off only with ABI 4+, every Landlock path absolute or empty, at most
-// kRunSpecMaxReadDirs read_dirs, and without Landlock no data, node or read dirs; a probe
-// carries neither Landlock nor a scratch directory. Brokers can check a spec before forking.
+// kRunSpecMaxReadDirs read_dirs, and without Landlock no data or node dirs and read dirs
+// only with namespaces; a probe carries neither Landlock nor a scratch directory. Brokers
+// can check a spec before forking.
 bool IsValidRunSpec(const RunSpec& spec);
 
 // A portable variable name, [A-Za-z_][A-Za-z0-9_]*: the one rule for the run spec,

@@ -35,13 +35,17 @@ int ForEachKernelCap(F f) {
 
 }  // namespace
 
-StepResult LockSecurebits() {
+StepResult LockSecurebits(bool missing_cap_is_fatal) {
   // Needs CAP_SETPCAP. Without it (a non-root broker, or root with its capabilities
   // dropped by the container) the bits stay off, deliberately not fatal: NOROOT only
   // matters for a process that is or becomes uid 0 and execs; a non-root worker cannot
   // become root (no_new_privs stops setuid binaries), and a root worker is covered by
   // DropBoundingSet, which refuses to go on unless root's bounding set is empty.
-  if (!HaveEffective(CAP_SETPCAP)) return StepOk();
+  // why fatal inside the run's user namespace: the worker holds every capability over
+  // it there, so a missing CAP_SETPCAP means something is wrong: fail closed.
+  if (!HaveEffective(CAP_SETPCAP)) {
+    return missing_cap_is_fatal ? StepFailed(WorkerStep::kSecurebits, EPERM) : StepOk();
+  }
   const unsigned long bits =
       SECBIT_NOROOT | SECBIT_NOROOT_LOCKED |                    // uid 0 gets no caps at exec
       SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |  // uid changes never re-grant

@@ -6,9 +6,11 @@
 namespace skillmcp::worker {
 
 // kSecurebits: with CAP_SETPCAP, set and lock NOROOT, NO_SETUID_FIXUP, KEEP_CAPS (off)
-// and NO_CAP_AMBIENT_RAISE. Without CAP_SETPCAP it is skipped (see caps.cc: the
-// bounding step then makes sure a root worker has nothing to regain).
-StepResult LockSecurebits();
+// and NO_CAP_AMBIENT_RAISE. Without CAP_SETPCAP it is skipped unless
+// `missing_cap_is_fatal` (see caps.cc: the bounding step then makes sure a root worker
+// has nothing to regain). A new user namespace starts with the default (unlocked)
+// securebits, so step 8b locks them again inside it, where CAP_SETPCAP is held (true).
+StepResult LockSecurebits(bool missing_cap_is_fatal = false);
 
 // kDropBounding: drop every capability present in the bounding set. With
 // `eperm_is_fatal` false, EPERM (no CAP_SETPCAP) is tolerated: right for a worker that

@@ -1,9 +1,11 @@
 #include "worker/landlock.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <string>
 
 #include "shared/landlock_abi.h"
 #include "shared/unique_fd.h"
@@ -25,6 +27,30 @@ int AddRule(int ruleset, int fd, uint64_t access) {
   return landlock::AddPathRule(ruleset, rule) == 0 ? 0 : errno;
 }
 
+// A rule on every entry of the directory `dir` except `except` (never following a
+// symlink there: its target is judged by the rules of where it lies); the directory
+// itself gets only kReadDir, so it can still be listed.
+int AddRulesExcept(int ruleset, int dir, uint64_t access, const std::string& except) {
+  if (int err = AddRule(ruleset, dir, access & landlock::kReadDir); err != 0) return err;
+  UniqueFd listing(openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!listing.valid()) return errno;
+  DIR* d = fdopendir(listing.get());
+  if (d == nullptr) return errno;
+  listing.release();
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == ".." || name == except) continue;
+    UniqueFd fd(openat(dirfd(d), name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    struct stat st {};
+    if (!fd.valid() || fstat(fd.get(), &st) != 0 || S_ISLNK(st.st_mode)) continue;
+    // why not fatal: an entry the kernel takes no rule on (a pseudo filesystem mounted
+    // there) is simply not granted, which only allows less.
+    (void)AddRule(ruleset, fd.get(), access);
+  }
+  closedir(d);
+  return 0;
+}
+
 int AddPathRule(int ruleset, const LandlockPathRule& r, int skill_dir_fd) {
   if (r.from_skill_fd) return AddRule(ruleset, skill_dir_fd, r.access);
   // Opened as the run-as user (after the uid switch): a path that user cannot reach gets
@@ -37,6 +63,7 @@ int AddPathRule(int ruleset, const LandlockPathRule& r, int skill_dir_fd) {
     if (!r.required && (err == ENOENT || err == ENOTDIR || err == EACCES)) return 0;
     return err;
   }
+  if (!r.except_child.empty()) return AddRulesExcept(ruleset, fd.get(), r.access, r.except_child);
   return AddRule(ruleset, fd.get(), r.access);
 }
 

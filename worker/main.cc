@@ -39,12 +39,14 @@ void Check(const StepResult& result) {
 
 // The broker's boot probe: the identity switch, then the parts of the run's view that do
 // not depend on a run, in the run's order, so it fails exactly where a run would: the
-// user and mount namespace, the private /tmp, the pid and IPC namespace and its init,
-// which mounts the fresh /proc when asked (the broker asks again without it on failure).
+// user and mount namespace, the private /tmp, the cover of /etc/skill-mcp, the pid and IPC
+// namespace and its init, which mounts the fresh /proc when asked (the broker asks again
+// without it on failure).
 [[noreturn]] void Probe(const RunSpec& spec) {
   if (spec.switch_ids) Check(SwitchIds(spec.uid, spec.gid));
   Check(EnterUserNamespace());
   Check(MountPrivateTmp());
+  Check(CoverOperatorConfig());
   Check(EnterPidIpcNamespace());
   const pid_t init = fork();
   if (init < 0) FailAndExit({WorkerStep::kFork, errno});
@@ -184,8 +186,13 @@ void Run() {
   // 8b. With namespaces: the run's own user and mount namespace and filesystem view
   //     (worker/namespaces.h). The worker holds CAP_SETPCAP over the new namespace, so
   //     the bounding set is emptied now even where step 7 lacked the capability.
+  //     why the securebits again: unshare(CLONE_NEWUSER) resets them to the unlocked
+  //     default, so step 6's lock is gone; they are locked anew here (kSecurebits, as
+  //     the second bounding drop reports kDropBounding), for root and unprivileged
+  //     brokers alike, before CAP_SETPCAP goes with the capability steps.
   if (spec.namespaces) {
     Check(EnterRunView(spec));
+    Check(LockSecurebits(/*missing_cap_is_fatal=*/true));
     Check(DropBoundingSet(/*eperm_is_fatal=*/true));  // every drop must succeed
   }
   // 8c. With namespaces: the run's own pid and IPC namespace (worker/cell.h).

@@ -5,11 +5,13 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "shared/unique_fd.h"
@@ -38,9 +40,72 @@ int MakeParents(const std::string& path) {
   return 0;
 }
 
+constexpr unsigned long kTmpFlags = MS_NOSUID | MS_NODEV;
+
 StepResult MountFailed(int err) { return StepFailed(WorkerStep::kMountView, err); }
 
-constexpr unsigned long kTmpFlags = MS_NOSUID | MS_NODEV;
+// The flags a read-only remount of a bind of `fd` must keep: a user namespace may not
+// clear the nosuid, nodev, noexec or atime flags of a mount it received (EPERM).
+unsigned long KeptMountFlags(int fd) {
+  struct statvfs vfs {};
+  if (fstatvfs(fd, &vfs) != 0) return 0;
+  unsigned long flags = 0;
+  if (vfs.f_flag & ST_NOEXEC) flags |= MS_NOEXEC;
+  if (vfs.f_flag & ST_NOATIME) flags |= MS_NOATIME;
+  if (vfs.f_flag & ST_NODIRATIME) flags |= MS_NODIRATIME;
+  if (vfs.f_flag & ST_RELATIME) flags |= MS_RELATIME;
+  return flags;
+}
+
+// Each module directory's path (in the spec) and the descriptor opened for it.
+using OpenedDirs = std::vector<std::pair<const std::string*, UniqueFd>>;
+
+// The node_modules directories the Landlock rule allows (RunSpec::read_dirs), opened in
+// the host's view before anything is covered. why O_NOFOLLOW: a symlink planted there
+// is never followed to somewhere else; absent or unreachable ones are skipped, as the
+// Landlock rule skips them.
+int OpenModuleDirs(const RunSpec& spec, OpenedDirs& out) {
+  for (const std::string& path : spec.read_dirs) {
+    UniqueFd fd(open(path.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd.valid()) {
+      if (errno == ENOENT || errno == ENOTDIR || errno == EACCES || errno == ELOOP) continue;
+      return errno;
+    }
+    out.emplace_back(&path, std::move(fd));
+  }
+  return 0;
+}
+
+bool IsBeneath(const std::string& path, const std::string& dir) {
+  return path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
+         path[dir.size()] == '/';
+}
+
+// Binds each module directory back, read-only, where a cover (`covered`, or the private
+// /tmp) hid it; one beneath no cover is the host's own and stays as it is. why only
+// there: every component beneath a cover is this worker's own tmpfs, so nothing another
+// process renames or links can redirect the bind; its source is the directory opened
+// above, and the result is checked to be that same directory (else ESTALE).
+int BindModuleDirs(const OpenedDirs& dirs, const std::vector<const std::string*>& covered) {
+  static const std::string kTmp = "/tmp";
+  for (const auto& [path, fd] : dirs) {
+    bool hidden = IsBeneath(*path, kTmp);
+    for (const std::string* root : covered) hidden = hidden || IsBeneath(*path, *root);
+    if (!hidden) continue;
+    struct stat opened {}, seen {};
+    if (fstat(fd.get(), &opened) != 0) return errno;
+    if (int e = MakeParents(*path); e != 0) return e;
+    const std::string from = "/proc/self/fd/" + std::to_string(fd.get());
+    if (mount(from.c_str(), path->c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) return errno;
+    // why read-only, nosuid, nodev: the Landlock rule grants reading only.
+    const unsigned long ro =
+        MS_REMOUNT | MS_BIND | MS_RDONLY | kTmpFlags | KeptMountFlags(fd.get());
+    if (mount(nullptr, path->c_str(), nullptr, ro, nullptr) != 0) return errno;
+    if (stat(path->c_str(), &seen) != 0) return errno;
+    if (!SameDirectory(opened, seen)) return ESTALE;
+  }
+  return 0;
+}
 
 }  // namespace
 
@@ -85,6 +150,21 @@ StepResult MountPrivateTmp() {
   return StepOk();
 }
 
+StepResult CoverOperatorConfig() {
+  struct stat st {};
+  if (stat(kOperatorConfigDir, &st) != 0) return errno == ENOENT ? StepOk() : MountFailed(errno);
+  if (!S_ISDIR(st.st_mode)) return StepOk();  // a file there is left to its mode and Landlock
+  // why: it holds the unit's environment file, no run's business, and Landlock's /etc rule
+  // cannot subtract it (worker/landlock.cc lists /etc instead); this cover holds with
+  // Landlock off as well. Empty, noexec and read-only.
+  if (mount("tmpfs", kOperatorConfigDir, "tmpfs", kTmpFlags | MS_NOEXEC, "mode=0755,size=4k") != 0)
+    return MountFailed(errno);
+  if (mount(nullptr, kOperatorConfigDir, nullptr, MS_REMOUNT | MS_RDONLY | kTmpFlags | MS_NOEXEC,
+            nullptr) != 0)
+    return MountFailed(errno);
+  return StepOk();
+}
+
 StepResult EnterRunView(const RunSpec& spec) {
   if (StepResult r = EnterUserNamespace()) return r;
   // A bind source must belong to this mount namespace, so the skill directory is
@@ -104,6 +184,8 @@ StepResult EnterRunView(const RunSpec& spec) {
     scratch.reset(open(spec.scratch_dir_path.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!scratch.valid()) return MountFailed(errno);
   }
+  OpenedDirs module_dirs;
+  if (int e = OpenModuleDirs(spec, module_dirs); e != 0) return MountFailed(e);
   if (StepResult r = MountPrivateTmp()) return r;
   if (scratch.valid()) {
     if (int e = MakeParents(spec.scratch_dir_path); e != 0) return MountFailed(e);
@@ -125,11 +207,13 @@ StepResult EnterRunView(const RunSpec& spec) {
       return MountFailed(errno);
     covered.push_back(&root);
   }
+  if (StepResult r = CoverOperatorConfig()) return r;
   if (int e = MakeParents(spec.skill_dir_path); e != 0) return MountFailed(e);
   const std::string source = "/proc/self/fd/" + std::to_string(dir.get());
   if (mount(source.c_str(), spec.skill_dir_path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
     return MountFailed(errno);
-  // The covers become read-only once the skill's mount point is made.
+  if (int e = BindModuleDirs(module_dirs, covered); e != 0) return MountFailed(e);
+  // The covers become read-only once the skill's and the modules' mount points are made.
   for (const std::string* root : covered) {
     if (mount(nullptr, root->c_str(), nullptr, MS_REMOUNT | MS_RDONLY | kTmpFlags | MS_NOEXEC,
               nullptr) != 0)

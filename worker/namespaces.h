@@ -5,6 +5,9 @@
 //     other users is visible, and nothing this run leaves there outlives it;
 //   - an empty read-only tmpfs over every skills root: the other skills' bundles do not
 //     exist;
+//   - an empty read-only tmpfs over /etc/skill-mcp, the operator's configuration;
+//   - the node_modules directories of RunSpec::read_dirs bound back read-only where a
+//     cover hid them, each checked to be the directory opened before covering;
 //   - the skill's own directory bound back at its real path, verified to be the very
 //     directory the broker checked (fd 7), so the script's paths and require() work.
 // The namespace's capabilities go with the capability steps that follow; the seccomp
@@ -18,6 +21,9 @@
 
 namespace skillmcp::worker {
 
+// The operator's configuration (packaging/meson.build installs skill-mcp.env there).
+inline constexpr char kOperatorConfigDir[] = "/etc/skill-mcp";
+
 inline constexpr char kRunTmpOptions[] = "mode=1777,size=256m,nr_inodes=65536";
 
 // kUserNamespace, then kMountView. Call after the identity switch (the namespace maps
@@ -27,8 +33,9 @@ StepResult EnterRunView(const RunSpec& spec);
 // The parts of EnterRunView that do not depend on the run: the worker's probe mode
 // (RunSpec::probe, spawned by broker/run/namespace_probe.cc) runs these, so the probe
 // fails where a run would.
-StepResult EnterUserNamespace();  // kUserNamespace: unshare, setgroups deny, own maps
-StepResult MountPrivateTmp();     // kMountView: / private, tmpfs on /tmp
+StepResult EnterUserNamespace();   // kUserNamespace: unshare, setgroups deny, own maps
+StepResult MountPrivateTmp();      // kMountView: / private, tmpfs on /tmp
+StepResult CoverOperatorConfig();  // kMountView: empty read-only tmpfs on kOperatorConfigDir
 
 // kChdir with namespaces: chdir to the bound skill directory by path, then require it
 // to be the directory of fd 7 (same device and inode).

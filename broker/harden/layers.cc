@@ -208,7 +208,7 @@ std::vector<Layer> ComputeLayers(const IsolationFacts& f) {
   // Never on: per-run cgroups are not built (broker/harden/run_cgroup.h says why); the
   // reason tells the operator what bounds a run and the connection instead.
   const CgroupFacts cg = f.cgroup ? *f.cgroup : ReadOwnCgroupFacts();
-  out.push_back(Make("run-cgroup", false, false, RunCgroupReason(cg),
+  out.push_back(Make("run-cgroup", false, false, RunCgroupReason(cg, own_uid),
                      "nothing to set: skill-mcp builds no per-run cgroups (docs/isolation.md, "
                      "whole-run limits)"));
 

@@ -160,7 +160,7 @@ CgroupFacts ReadOwnCgroupFacts() {
   return ReadCgroupFacts(cgroup, mountinfo, read, writable);
 }
 
-std::string RunCgroupReason(const CgroupFacts& f) {
+std::string RunCgroupReason(const CgroupFacts& f, bool own_uid_per_run) {
   std::string why;
   if (f.v1_memory_or_pids) {
     why = "this host binds the memory and pids controllers to cgroup v1 (a hybrid or legacy "
@@ -179,9 +179,15 @@ std::string RunCgroupReason(const CgroupFacts& f) {
           "), but skill-mcp builds no per-run cgroups: no test environment of the project "
           "has such a tree";
   }
+  // why two wordings: RLIMIT_NPROC counts per real uid, so it bounds one run only where
+  // each run has its own uid (docs/isolation.md, "Own identity per run").
   std::string instead =
-      "; a run is bounded per process by the prlimits, and its process count by nproc, which "
-      "counts every process of the run's uid; the connection ";
+      own_uid_per_run
+          ? "; a run is bounded per process by the prlimits, and its process count by nproc, "
+            "which counts the processes of the run's own uid (run-identity on); the connection "
+          : "; a run is bounded per process by the prlimits; nproc counts the processes of the "
+            "uid every run shares (run-identity off), so it bounds all runs together, not each "
+            "one; the connection ";
   instead += f.connection_bound.empty()
                  ? "has no memory or task limit in its cgroup (set MemoryMax= and TasksMax= "
                    "in the unit, or --memory and --pids-limit for a container)"

@@ -36,7 +36,8 @@ CgroupFacts ReadCgroupFacts(std::string_view proc_cgroup, std::string_view mount
 // The same from the running process.
 CgroupFacts ReadOwnCgroupFacts();
 
-// The report's reason for the (always off) run-cgroup layer.
-std::string RunCgroupReason(const CgroupFacts& facts);
+// The report's reason for the (always off) run-cgroup layer; `own_uid_per_run` when each
+// run has a uid of its own (the run-identity layer), which makes nproc a per-run bound.
+std::string RunCgroupReason(const CgroupFacts& facts, bool own_uid_per_run = false);
 
 }  // namespace skillmcp

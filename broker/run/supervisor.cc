@@ -62,6 +62,7 @@ RunSpec BuildSpec(const PreparedRun& run, const LaunchConfig& config, const EnvS
     spec.skill_dir_path = run.skill_dir_path;
     spec.hidden_roots = config.hidden_roots;
     spec.fresh_proc = config.fresh_proc;
+    spec.read_dirs = config.module_dirs;  // bound back over the covers (worker/namespaces.h)
   }
   spec.scratch_dir_path = scratch;
   spec.envp.push_back("TMPDIR=" + scratch);

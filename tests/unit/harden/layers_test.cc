@@ -50,6 +50,30 @@ TEST(Layers, RunCgroupIsReportedOffWithTheCgroupReason) {
             0);
 }
 
+// nproc counts per real uid: the reason calls it a per-run bound only with run-identity on.
+TEST(Layers, RunCgroupSaysNprocIsPerRunOnlyWithOwnUids) {
+  EXPECT_EQ(InChild([] {
+              IsolationFacts f = GoodFacts();
+              f.cgroup = CgroupFacts{};
+              const auto shared_layers = ComputeLayers(f);
+              const Layer* shared = Find(shared_layers, "run-cgroup");
+              if (!shared) return 1;
+              if (shared->reason.find("uid every run shares (run-identity off), so it bounds "
+                                      "all runs together") == std::string::npos)
+                return 2;
+              if (shared->reason.find("run's own uid") != std::string::npos) return 3;
+              f.worker.run_uids = "1879048192-1879113727";
+              const auto own_layers = ComputeLayers(f);
+              const Layer* own = Find(own_layers, "run-cgroup");
+              if (!own) return 4;
+              if (own->reason.find("processes of the run's own uid (run-identity on)") ==
+                  std::string::npos)
+                return 5;
+              return own->reason.find("all runs together") == std::string::npos ? 0 : 6;
+            }),
+            0);
+}
+
 // Each case runs in a child: ComputeLayers re-reads the real dumpable flag and
 // RLIMIT_CORE, which HardenProcess sets there.
 TEST(Layers, AllDemandedOnGivesExitZero) {

@@ -109,6 +109,17 @@ TEST(LandlockPlan, TheAllowlist) {
   EXPECT_EQ(plan.rules.size(), 8u + 1 + 2 + 4 + 1 + 1 + 1);
 }
 
+TEST(LandlockPlan, EtcIsGrantedWithoutTheOperatorsConfiguration) {
+  const LandlockPlan plan = BuildLandlockPlan(Spec(7));
+  const LandlockPathRule* etc = Find(plan, "/etc");
+  ASSERT_NE(etc, nullptr);
+  EXPECT_EQ(etc->except_child, "skill-mcp");
+  for (const LandlockPathRule& r : plan.rules) {
+    if (r.path == "/etc") continue;
+    EXPECT_EQ(r.except_child, "") << r.path;
+  }
+}
+
 TEST(LandlockPlan, DataDirAndNoRuleForANamespacedRunsTmp) {
   RunSpec s = Spec(3);
   s.data_dir_path = "/srv/data";
@@ -209,6 +220,35 @@ TEST(LandlockKernel, TheRunReachesOnlyItsAllowlist) {
               return 125;
             }),
             1);
+}
+
+// /etc/skill-mcp holds the operator's environment file: a run reads the rest of /etc, lists
+// /etc, and cannot open anything beneath /etc/skill-mcp whatever its mode.
+TEST(LandlockKernel, TheOperatorsConfigurationIsOutOfReach) {
+  const int abi = KernelAbi();
+  if (abi <= 0) GTEST_SKIP() << "this kernel has no Landlock (" << strerror(-abi) << ")";
+  if (geteuid() != 0) GTEST_SKIP() << "planting a file in /etc/skill-mcp needs root";
+  Tree t;
+  const std::string dir = "/etc/skill-mcp";
+  const bool made = mkdir(dir.c_str(), 0755) == 0;
+  if (!made && errno != EEXIST) GTEST_SKIP() << "cannot make " << dir << ": " << strerror(errno);
+  const std::string planted = dir + "/landlock-test." + std::to_string(getpid());
+  Tree::Write(planted, "SECRET=1\n");
+  chmod(planted.c_str(), 0644);
+  RunSpec spec = Spec(static_cast<uint32_t>(abi));
+  spec.scratch_dir_path = t.scratch;
+  spec.node_dir_path = "/usr";
+  spec.read_dirs = {};
+  const int planted_err = InChild(spec, t.skill, [&] { return OpenErr(planted, O_RDONLY); });
+  const int hostname_err =
+      InChild(spec, t.skill, [&] { return OpenErr("/etc/hostname", O_RDONLY); });
+  const int list_err =
+      InChild(spec, t.skill, [&] { return OpenErr("/etc", O_RDONLY | O_DIRECTORY); });
+  unlink(planted.c_str());
+  if (made) rmdir(dir.c_str());
+  EXPECT_EQ(planted_err, EACCES) << "a world-readable file in /etc/skill-mcp";
+  EXPECT_EQ(hostname_err, 0) << "the rest of /etc";
+  EXPECT_EQ(list_err, 0) << "/etc can still be listed";
 }
 
 TEST(LandlockKernel, ARequiredPathMissingFailsTheStep) {

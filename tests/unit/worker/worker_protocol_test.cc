@@ -172,6 +172,15 @@ TEST(RunSpec, LandlockFieldsAreChecked) {
   EXPECT_TRUE(Roundtrip(off).has_value());
   off.network_off = true;  // TCP cannot be refused without Landlock: refused
   EXPECT_FALSE(EncodeRunSpec(off).has_value());
+  // The node_modules directories without Landlock: only for the namespaced view's binds.
+  RunSpec modules = Sample();
+  modules.read_dirs = {"/srv/node_modules"};
+  EXPECT_FALSE(EncodeRunSpec(modules).has_value()) << "no Landlock, no namespaces";
+  modules.namespaces = true;
+  modules.skill_dir_path = "/srv/skills/a";
+  modules.hidden_roots = {"/srv/skills"};
+  ASSERT_TRUE(Roundtrip(modules).has_value()) << "bound back into the run's view";
+  ExpectSame(modules, *Roundtrip(modules));
   RunSpec probe;
   probe.probe = true;
   probe.seccomp = false;

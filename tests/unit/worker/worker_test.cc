@@ -130,6 +130,51 @@ TEST_F(WorkerTest, NamespacedRunSeesItsBoundSkillDirAndHasNoBoundingSet) {
   EXPECT_EQ(kv["CapBnd"], kZeroCaps) << "the namespace's CAP_SETPCAP empties the bounding set";
   EXPECT_EQ(kv["CapEff"], kZeroCaps);
   EXPECT_EQ(kv["Uid"], "65534 65534 65534 65534");
+  // The user namespace reset the securebits to the unlocked default: locked again in it.
+  EXPECT_EQ(kv["Securebits"], "0xef");
+}
+
+// Root without a uid switch, namespaced: uid 0 maps onto itself in the run's namespace,
+// so the securebits locked there are what keeps exec from granting it anything.
+TEST_F(WorkerTest, NamespacedRootWithoutSwitchHasLockedSecurebits) {
+  RunSpec spec = ProbeSpec({"status"});
+  spec.switch_ids = false;
+  spec.namespaces = true;
+  spec.skill_dir_path = dir_.path();
+  spec.hidden_roots = {"/tmp"};
+  const LaunchResult r = Probe(spec);
+  if (r.failure && r.failure->step == static_cast<int32_t>(WorkerStep::kUserNamespace))
+    GTEST_SKIP() << "this host refuses a user namespace to root: " << strerror(r.failure->err);
+  ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
+  auto kv = KeyValues(r.out);
+  EXPECT_EQ(kv["Uid"], "0 0 0 0");
+  for (const char* set : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"})
+    EXPECT_EQ(kv[set], kZeroCaps) << set;
+  EXPECT_EQ(kv["Securebits"], "0xef");
+}
+
+// An ordinary user's broker has no CAP_SETPCAP and locks nothing at step 6; in its own
+// user namespace it holds the capability, so a namespaced run's securebits are locked.
+TEST_F(WorkerTest, UnprivilegedNamespacedRunHasLockedSecurebits) {
+  if (access(ProbePath(), R_OK) != 0) GTEST_SKIP() << "probe not reachable";
+  RunSpec spec = ProbeSpec({"status"});
+  spec.switch_ids = false;
+  spec.namespaces = true;
+  spec.skill_dir_path = dir_.path();
+  spec.hidden_roots = {"/tmp"};
+  Launch l = LaunchFor(spec);
+  l.broker_uid = 65533;
+  const LaunchResult r = RunWorker(l);
+  if (r.SpawnFailed(EACCES))
+    GTEST_SKIP() << "the worker binary is not executable by uid 65533 here";
+  if (r.failure && r.failure->step == static_cast<int32_t>(WorkerStep::kUserNamespace))
+    GTEST_SKIP() << "this host refuses a user namespace to uid 65533: " << strerror(r.failure->err);
+  ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
+  auto kv = KeyValues(r.out);
+  EXPECT_EQ(kv["Uid"], "65533 65533 65533 65533");
+  EXPECT_EQ(kv["CapBnd"], kZeroCaps);
+  EXPECT_EQ(kv["CapEff"], kZeroCaps);
+  EXPECT_EQ(kv["Securebits"], "0xef");
 }
 
 // Host processes (not zombies) whose command line holds `token`.
@@ -178,6 +223,35 @@ TEST_F(WorkerTest, ALeftBehindChildDiesWhenTheRunsFirstProcessExits) {
 
 // The directory bound into the view must be the one the broker checked (fd 7): a path
 // that now names another directory is refused, never bound.
+// The node_modules in and beside a skills root are bound back into the view; one that
+// is a symlink is never followed (its target stays hidden with the rest of /tmp).
+TEST_F(WorkerTest, NamespacedRunSeesItsModuleDirsButNoSymlinkedOne) {
+  const std::string root = dir_.Sub("root");
+  ASSERT_EQ(mkdir(root.c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((root + "/skill").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((root + "/node_modules").c_str(), 0755), 0);
+  WriteFile(root + "/node_modules/index.js", "module.exports = 1;\n");
+  ASSERT_EQ(mkdir(dir_.Sub("elsewhere").c_str(), 0755), 0);
+  WriteFile(dir_.Sub("elsewhere/secret"), "s\n");
+  ASSERT_EQ(symlink(dir_.Sub("elsewhere").c_str(), dir_.Sub("node_modules").c_str()), 0);
+  chmod(dir_.path().c_str(), 0755);
+  RunSpec spec = ProbeSpec({"open", root + "/node_modules/index.js",
+                            dir_.Sub("node_modules/secret"), dir_.Sub("elsewhere/secret")});
+  spec.namespaces = true;
+  spec.skill_dir_path = root + "/skill";
+  spec.hidden_roots = {"/tmp", root};
+  spec.read_dirs = {root + "/node_modules", dir_.Sub("node_modules")};
+  Launch l = LaunchFor(spec);
+  l.dir_path = root + "/skill";
+  const LaunchResult r = RunWorker(l);
+  SKIP_WITHOUT_USER_NAMESPACES(r);
+  ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
+  EXPECT_EQ(Lines(r.out), (std::vector<std::string>{root + "/node_modules/index.js ok",
+                                                    dir_.Sub("node_modules/secret") + " ENOENT",
+                                                    dir_.Sub("elsewhere/secret") + " ENOENT"}))
+      << r.out;
+}
+
 TEST_F(WorkerTest, NamespacedRunRefusesASkillPathThatIsNotTheCheckedDirectory) {
   TempDir elsewhere;
   RunSpec spec = ProbeSpec({"status"});
