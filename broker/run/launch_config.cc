@@ -221,8 +221,8 @@ std::string ResolveRunMemory(const EnvStore& env, std::string_view blindness, La
     c.run_memory_demanded = true;
   } else {
     // Decision: twice the per-process data limit (2 GiB by default). One process may use
-    // its whole data limit and still leave room for the helpers it spawns (an ordinary
-    // run holds about 56 MiB, a child node about 40), while a run that forks its way past
+    // its whole data limit and still leave room for the helpers it spawns (an idle node
+    // holds about 6 MiB of RssAnon, an ordinary run tens), while a run that forks its way past
     // the per-process bound (issue 12: 7 processes, 838 MiB at a 128 MiB data limit) is
     // stopped; an operator who raises DATA_MB raises this with it.
     c.run_memory_bytes = c.limits.data > UINT64_MAX / 2 ? UINT64_MAX : 2 * c.limits.data;

@@ -21,11 +21,12 @@
 
 namespace skillmcp {
 
-// Why 50 ms: a node process touching memory as fast as it can grows by about 100 MiB in
-// that time on the hosts we measured, so the run is caught within about one such step; a
-// sample of a run of a few node processes costs well under a millisecond of broker CPU
-// (docs/isolation.md gives the figure), i.e. under 1 % of a core at this rate. A burst
-// faster than the sampling is still bounded by nproc x the per-process data limit.
+// Why 50 ms: the overshoot past the limit is about what the run's processes can fault in
+// during one period (a node process filling Buffers took 250-330 ms per 100 MiB on the
+// loaded 2-core CI host, so about 20 MiB per period each), while one sample of a run of 7
+// node processes (56 /proc reads) costs about 0.35 ms of broker CPU, 0.7 % of a core at
+// this rate (docs/isolation.md); 25 ms would double that for little. A burst faster than
+// the sampling is still bounded by nproc x the per-process data limit.
 inline constexpr int64_t kRunMemorySampleMs = 50;
 
 // A ceiling on the /proc reads of one sample whatever RLIMIT_NPROC says, so that one
