@@ -19,8 +19,8 @@
 #include "seccomp/compile.h"
 #include "seccomp/policy.h"
 #include "shared/landlock_abi.h"
-#include "shared/run_limits_default.h"
 #include "shared/log.h"
+#include "shared/run_limits_default.h"
 #include "shared/small_file.h"
 
 namespace skillmcp {

@@ -35,8 +35,8 @@ inline constexpr size_t kRunMemoryMaxVisits = 4096;
 
 // One process's part, from the text of its /proc/<pid>/status. Pure.
 struct ProcessMemory {
-  uint64_t bytes = 0;  // RssAnon + RssShmem
-  pid_t ppid = 0;      // its parent, in the pid namespace of that /proc
+  uint64_t bytes = 0;       // RssAnon + RssShmem
+  pid_t ppid = 0;           // its parent, in the pid namespace of that /proc
   bool has_memory = false;  // false for a zombie or a process whose mm is gone
 };
 std::optional<ProcessMemory> ParseProcessMemory(std::string_view status);

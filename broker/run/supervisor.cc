@@ -382,15 +382,16 @@ void RunSupervisor::OnMemorySample() {
   // RLIMIT_NPROC counts every thread: one status read per process and one children read
   // per thread reach a whole run within 2 x nproc reads.
   const uint64_t nproc = config_.limits.nproc;
-  const size_t cap = nproc > kRunMemoryMaxVisits / 2 ? kRunMemoryMaxVisits
-                                                     : static_cast<size_t>(2 * nproc);
+  const size_t cap =
+      nproc > kRunMemoryMaxVisits / 2 ? kRunMemoryMaxVisits : static_cast<size_t>(2 * nproc);
   const RunMemorySample sample = SampleRunMemory(RunRoots(), cap);
   if (!sample.root_seen) {
     // The worker is our child and unreaped until Settle, so its /proc entry exists: not
     // readable means /proc hides it (boot found no hidepid; it changed since). Say so once.
     if (!memory_blind_warned_)
-      LOG_WARN("cannot read the run's processes in /proc: its memory in all is not bounded "
-               "(SKILL_MCP_LIMIT_RUN_MEMORY_MB)");
+      LOG_WARN(
+          "cannot read the run's processes in /proc: its memory in all is not bounded "
+          "(SKILL_MCP_LIMIT_RUN_MEMORY_MB)");
     memory_blind_warned_ = true;
     return;
   }

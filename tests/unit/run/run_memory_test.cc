@@ -72,8 +72,8 @@ pid_t Allocator(const std::vector<size_t>& mibs, size_t level, int ready_w) {
   }
   if (level == 0) setpgid(0, 0);
   if (level + 1 < mibs.size()) Allocator(mibs, level + 1, ready_w);
-  void* p = mmap(nullptr, mibs[level] * kMiB, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* p =
+      mmap(nullptr, mibs[level] * kMiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) _exit(1);
   memset(p, 0x5a, mibs[level] * kMiB);  // touched: resident and counted in RssAnon
   char c = 'r';
@@ -267,9 +267,9 @@ TEST(RunMemoryBlindness, SeenUnlessProcHidesOtherProcesses) {
   EXPECT_EQ(RunMemoryBlindness("5 1 0:4 / /proc rw - proc proc rw,hidepid=0\n", false), "");
   EXPECT_EQ(RunMemoryBlindness("5 1 0:4 / /proc rw - proc proc rw,hidepid=off\n", false), "");
   // A hidepid mount elsewhere (a container's /proc seen from outside) is not the broker's.
-  EXPECT_EQ(RunMemoryBlindness(std::string(kPlainProc) +
-                                   "91 27 0:61 / /srv/c/proc rw - proc proc rw,hidepid=2\n",
-                               false),
+  EXPECT_EQ(RunMemoryBlindness(
+                std::string(kPlainProc) + "91 27 0:61 / /srv/c/proc rw - proc proc rw,hidepid=2\n",
+                false),
             "");
 }
 
