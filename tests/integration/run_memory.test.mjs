@@ -142,6 +142,23 @@ for (const mode of MODES) {
       assert.doesNotMatch(r.stderr, /skill-mcp: the run used more/);
     });
 
+    test('under a /proc with hidepid the broker cannot see its runs: off by default, a set limit refuses runs', (t) => {
+      if (!isRoot) return t.skip('needs root to mount a /proc with hidepid in a private mount namespace');
+      // A private mount namespace whose /proc hides other users' processes (what the unit's
+      // ProtectProc=invisible gives), then the broker's doctor, as in mode, inside it.
+      const hidden = (env) => spawnSync('unshare', ['--mount', '--propagation', 'private', 'sh', '-c',
+        'mount -t proc -o hidepid=invisible proc /proc && exec "$@"', 'sh', mode.command, ...mode.args, 'doctor'],
+        { env: serverEnv({ SKILLS_DIR: root, ...env }), encoding: 'utf8' });
+      const probe = hidden({});
+      if (probe.error || !/run-memory:/.test(probe.stdout)) return t.skip(`no private /proc mount here: ${probe.stderr}`);
+      assert.match(probe.stdout, /run-memory: off\n {4}\/proc is mounted with hidepid=invisible/, probe.stdout);
+      assert.doesNotMatch(probe.stdout, /run-memory: off {2}<< required/);
+      const demanded = hidden({ SKILL_MCP_LIMIT_RUN_MEMORY_MB: '256' });
+      assert.match(demanded.stdout, /run-memory: off {2}<< required by this configuration/, demanded.stdout);
+      assert.match(demanded.stdout, /runs: off\n {4}.*SKILL_MCP_LIMIT_RUN_MEMORY_MB is set, but \/proc is mounted with hidepid/, demanded.stdout);
+      assert.equal(demanded.status, 1);
+    });
+
     for (const ns of ['auto', 'off']) {
       test(`orphans of the run count too (SKILL_MCP_NAMESPACES=${ns})`, async () => {
         const r = await runHog(mode, { SKILL_MCP_LIMIT_RUN_MEMORY_MB: '256', SKILL_MCP_NAMESPACES: ns },
