@@ -1,9 +1,11 @@
 #include "broker/run/run_memory.h"
 
 #include <dirent.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <unordered_set>
 #include <utility>
 
@@ -169,6 +171,12 @@ std::string RunMemoryBlindness(std::string_view mountinfo, bool cap_sys_ptrace) 
 }
 
 std::string OwnRunMemoryBlindness() {
+  // why: a /proc of another pid namespace would name other processes by our runs' pids.
+  char self[32] = {};
+  const ssize_t n = readlink("/proc/self", self, sizeof self - 1);
+  if (n <= 0 || std::string(self, static_cast<size_t>(n)) != std::to_string(getpid()))
+    return "the broker's /proc is not of its own pid namespace (/proc/self is not its pid), "
+           "so it cannot find its runs' processes there";
   std::string mountinfo, status;
   int err = 0;
   if (!ReadSmallFile("/proc/self/mountinfo", &mountinfo, &err))

@@ -67,7 +67,8 @@ RunMemorySample SampleRunMemory(const std::vector<pid_t>& roots, size_t max_visi
 // holds that capability.
 std::string RunMemoryBlindness(std::string_view mountinfo, bool cap_sys_ptrace);
 
-// The same for this process (its mountinfo and effective capabilities).
+// The same for this process (its mountinfo and effective capabilities), and why not when
+// its /proc belongs to another pid namespace (/proc/self is not its pid).
 std::string OwnRunMemoryBlindness();
 
 }  // namespace skillmcp
