@@ -96,7 +96,7 @@ struct RunSpec {
   std::string scratch_dir_path;       // the run's TMPDIR (read-write), made by the broker
   std::string data_dir_path;          // MCP_DATA_DIR (read-write), when set
   std::string node_dir_path;          // where the pinned node lives (read and execute)
-  std::vector<std::string> read_dirs;  // node_modules beside the skills roots (read)
+  std::vector<std::string> read_dirs; // node_modules beside the skills roots (read)
 };
 
 // A classic BPF program: struct sock_filter records, at most BPF_MAXINSNS (the
@@ -127,13 +127,13 @@ std::optional<std::string> EncodeRunSpec(const RunSpec& spec);
 // The rules Decode enforces on the decoded value: no NUL in any string; argv + envp at
 // most kRunSpecMaxStrings entries; every envp entry NAME=value with NAME matching
 // [A-Za-z_][A-Za-z0-9_]* and no NAME twice; kNodeScript needs an absolute
-// script_path (a probe: no script_path, args or envp, no seccomp); with seccomp, seccomp_bpf is 1
-// to kRunSpecMaxBpfBytes / 8 whole 8-byte instructions, without it empty; with namespaces an
-// absolute skill_dir_path and at most kRunSpecMaxHiddenRoots absolute hidden_roots other than "/",
-// without them both empty; landlock_abi at most kRunSpecMaxLandlockAbi, network_off only with ABI
-// 4+, every Landlock path absolute or empty, at most kRunSpecMaxReadDirs read_dirs, and without
-// Landlock no data, node or read dirs; a probe carries neither Landlock nor a scratch directory.
-// Brokers can check a spec before forking.
+// script_path (a probe: no script_path, args or envp, no seccomp); with seccomp, seccomp_bpf is 1 to
+// kRunSpecMaxBpfBytes / 8 whole 8-byte instructions, without it empty; with namespaces
+// an absolute skill_dir_path and at most kRunSpecMaxHiddenRoots absolute hidden_roots
+// other than "/", without them both empty; landlock_abi at most kRunSpecMaxLandlockAbi,
+// network_off only with ABI 4+, every Landlock path absolute or empty, at most
+// kRunSpecMaxReadDirs read_dirs, and without Landlock no data, node or read dirs; a probe
+// carries neither Landlock nor a scratch directory. Brokers can check a spec before forking.
 bool IsValidRunSpec(const RunSpec& spec);
 
 // A portable variable name, [A-Za-z_][A-Za-z0-9_]*: the one rule for the run spec,

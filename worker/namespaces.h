@@ -1,7 +1,6 @@
 // The run's own view of the filesystem (RunSpec::namespaces; the broker's
-// SKILL_MCP_NAMESPACES=auto where its boot probe passed, or =on). After the identity switch the
-// worker enters a new user and mount namespace, where it holds capabilities over that namespace
-// only, and builds:
+// SKILL_MCP_NAMESPACES=auto where its boot probe passed, or =on). After the identity switch the worker enters a new user and
+// mount namespace, where it holds capabilities over that namespace only, and builds:
 //   - a private, empty /tmp (tmpfs): nothing left there by other runs, other skills or
 //     other users is visible, and nothing this run leaves there outlives it;
 //   - an empty read-only tmpfs over every skills root: the other skills' bundles do not
