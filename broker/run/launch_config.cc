@@ -19,8 +19,8 @@
 #include "seccomp/compile.h"
 #include "seccomp/policy.h"
 #include "shared/landlock_abi.h"
-#include "shared/log.h"
 #include "shared/run_limits_default.h"
+#include "shared/log.h"
 #include "shared/small_file.h"
 
 namespace skillmcp {
@@ -375,9 +375,9 @@ LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState
   }
   if (!node_why.empty()) why_not += (why_not.empty() ? "" : "; ") + node_why;
   if (node_why.empty()) c.node_dir = NodeInstallDir(c.node_path);
+  if (std::string e = RunMemoryRefusal(c); !e.empty()) why_not += (why_not.empty() ? "" : "; ") + e;
   if (std::string e = LandlockRefusal(c); !e.empty()) why_not += (why_not.empty() ? "" : "; ") + e;
   if (std::string e = RunIdentityRefusal(c); !e.empty()) why_not += (why_not.empty() ? "" : "; ") + e;
-  if (std::string e = RunMemoryRefusal(c); !e.empty()) why_not += (why_not.empty() ? "" : "; ") + e;
   if (c.seccomp) {
     // why: fail closed; with seccomp configured on, no run starts without the filter.
     if (int rc = seccomp::CompileWorkerPolicy(&c.seccomp_bpf); rc < 0)
