@@ -34,13 +34,13 @@ struct LaunchConfig {
   bool run_uids_demanded = false;   // SKILL_MCP_RUN_UIDS names a range
   std::string run_uids_off_reason;  // why runs share one uid, when run_uids is null
   std::string run_uids_warning;     // on, with a weakness (private state dir, MCP_DATA_DIR)
-  RunLimits limits;
   // The whole-run memory bound (broker/run/run_memory.h): the limit in bytes the
   // supervisor holds every run to, 0 when off; SKILL_MCP_LIMIT_RUN_MEMORY_MB (MiB, 0 or
   // off: none; unset: twice the per-process data limit).
   uint64_t run_memory_bytes = 0;
   bool run_memory_demanded = false;   // the variable names a limit
   std::string run_memory_off_reason;  // why runs have no whole-run memory bound
+  RunLimits limits;
   bool seccomp = true;
   std::string seccomp_bpf;  // compiled once here, handed to every worker (RunSpec)
   // Each run in its own user, mount, pid and IPC namespace (worker/namespaces.h,
@@ -86,8 +86,7 @@ struct LaunchConfigResult {
 // SKILL_MCP_RUN_UIDS (A-B|off; unset: the default range where it can work), TMPDIR (the base of
 // the runs' scratch directories; /tmp when unset or relative),
 // SKILL_MCP_LIMIT_{NPROC,AS_MB,DATA_MB,CPU_SECONDS,FSIZE_MB,NOFILE} (strict positive
-// integers), SKILL_MCP_LIMIT_RUN_MEMORY_MB (a strict positive integer, 0 or off). The
-// run-as identity comes from what DropPrivileges resolved.
+// integers). The run-as identity comes from what DropPrivileges resolved.
 // kDeferred leaves the namespace probe to the caller (namespaces_pending is then set when
 // one is needed): run it with NamespaceProbeTask and hand the results to DecideNamespaces.
 enum class NamespaceProbeTiming { kNow, kDeferred };
@@ -104,9 +103,9 @@ bool ProbeAgainWithoutFreshProc(const NamespaceProbe& first);
 void DecideNamespaces(LaunchConfig& config, const NamespaceProbe& first,
                       const NamespaceProbe* second);
 
-// SKILL_MCP_LIMIT_RUN_MEMORY_MB into `c` (after c.limits is set), given why the broker
-// cannot see its runs' processes ("" when it can, broker/run/run_memory.h): "" or the
-// boot error. An explicit limit that cannot be enforced is kept as demanded with
+// SKILL_MCP_LIMIT_RUN_MEMORY_MB (a strict positive integer, 0 or off; ResolveLaunchConfig
+// reads it) into `c` (after c.limits is set), given why the broker cannot see its runs'
+// processes ("" when it can, broker/run/run_memory.h): "" or the boot error. An explicit limit that cannot be enforced is kept as demanded with
 // run_memory_bytes 0 (RunMemoryRefusal then refuses runs); the default one is off.
 std::string ResolveRunMemory(const EnvStore& env, std::string_view blindness, LaunchConfig& c);
 
