@@ -48,6 +48,10 @@ Running scripts (skill_run):
   TMPDIR                     where each run's private scratch TMPDIR is made (default /tmp)
   SKILL_MCP_LIMIT_*          per-run limits: NPROC, AS_MB, DATA_MB, CPU_SECONDS, FSIZE_MB,
                              NOFILE (positive integers)
+  SKILL_MCP_LIMIT_RUN_MEMORY_MB
+                             a run's memory in all (MiB), every process summed every
+                             50 ms; past it the run is killed (default twice DATA_MB;
+                             0 or off: none)
 
 stdout carries JSON-RPC only; diagnostics go to stderr. See skill-mcp(1) and README.md.
 )";

@@ -42,6 +42,13 @@ struct WorkerLayerFacts {
   std::string run_uids_warning;     // on, with a weakness
   std::string run_uids_lock_dir;    // on: the directory of the uid locks
   uint32_t run_gid = 0;             // the run-as group every run keeps
+  // The whole-run memory bound (broker/run/run_memory.h): the limit in MiB (0: off),
+  // the sampling period, what bounds a burst between samples, and why it is off.
+  uint64_t run_memory_mb = 0;
+  bool run_memory_demanded = false;  // SKILL_MCP_LIMIT_RUN_MEMORY_MB names a limit
+  int64_t run_memory_sample_ms = 0;
+  std::string run_memory_burst;  // e.g. "nproc 256 x data 1024 MiB"
+  std::string run_memory_off_reason;
   bool limits_configured = false;
   std::string limits_text;  // e.g. "nproc 64, as 4096 MiB, cpu 300 s, fsize 64 MiB, nofile 256"
   bool runs_possible = false;

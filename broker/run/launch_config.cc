@@ -14,6 +14,7 @@
 
 #include "broker/run/namespace_probe.h"
 #include "broker/run/run_identity.h"
+#include "broker/run/run_memory.h"
 #include "config.h"
 #include "seccomp/compile.h"
 #include "seccomp/policy.h"
@@ -200,6 +201,47 @@ void DecideNamespaces(LaunchConfig& c, const NamespaceProbe& first, const Namesp
   LimitHiddenRoots(c);
 }
 
+std::string ResolveRunMemory(const EnvStore& env, std::string_view blindness, LaunchConfig& c) {
+  constexpr char kName[] = "SKILL_MCP_LIMIT_RUN_MEMORY_MB";
+  std::optional<std::string> text = env.GetConfig(kName);
+  c.run_memory_bytes = 0;
+  c.run_memory_demanded = false;
+  if (text && (*text == "0" || *text == "off")) {
+    c.run_memory_off_reason = std::string("turned off by ") + kName + "=" + *text;
+    return "";
+  }
+  if (text) {
+    std::optional<uint64_t> v = ParsePositive(*text);
+    // why: a mistyped limit must stop the boot, never silently fall back to another value.
+    if (!v || *v > UINT64_MAX / kMiB)
+      return std::string(kName) + "=\"" + *text +
+             "\" is not a positive whole number, 0 or off; set it to a value like 2048, or "
+             "unset it for the default (twice SKILL_MCP_LIMIT_DATA_MB)";
+    c.run_memory_bytes = *v * kMiB;
+    c.run_memory_demanded = true;
+  } else {
+    // Decision: twice the per-process data limit (2 GiB by default). One process may use
+    // its whole data limit and still leave room for the helpers it spawns (an idle node
+    // holds about 6 MiB of RssAnon, an ordinary run tens), while a run that forks its way past
+    // the per-process bound (issue 12: 7 processes, 838 MiB at a 128 MiB data limit) is
+    // stopped; an operator who raises DATA_MB raises this with it.
+    c.run_memory_bytes = c.limits.data > UINT64_MAX / 2 ? UINT64_MAX : 2 * c.limits.data;
+  }
+  if (!blindness.empty()) {
+    c.run_memory_bytes = 0;
+    c.run_memory_off_reason = std::string(blindness);
+  }
+  return "";
+}
+
+std::string RunMemoryRefusal(const LaunchConfig& c) {
+  // why: an operator who set the limit relies on it; fail closed rather than run unbounded.
+  if (c.run_memory_demanded && c.run_memory_bytes == 0)
+    return "SKILL_MCP_LIMIT_RUN_MEMORY_MB is set, but " + c.run_memory_off_reason +
+           "; unset it (or set it to off) to run without the whole-run bound";
+  return "";
+}
+
 std::optional<uint64_t> ParsePositive(std::string_view text) {
   if (text.empty() || text[0] == '0') return std::nullopt;
   uint64_t v = 0;
@@ -251,6 +293,10 @@ LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState
       return result;
     }
     c.limits.*(o.field) = *v * o.unit;
+  }
+  if (std::string e = ResolveRunMemory(env, OwnRunMemoryBlindness(), c); !e.empty()) {
+    result.error = e;
+    return result;
   }
 
   std::optional<std::string> sec = env.GetConfig("SKILL_MCP_SECCOMP");
@@ -339,6 +385,7 @@ LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState
   }
   if (!node_why.empty()) why_not += (why_not.empty() ? "" : "; ") + node_why;
   if (node_why.empty()) c.node_dir = NodeInstallDir(c.node_path);
+  if (std::string e = RunMemoryRefusal(c); !e.empty()) why_not += (why_not.empty() ? "" : "; ") + e;
   if (std::string e = LandlockRefusal(c); !e.empty()) why_not += (why_not.empty() ? "" : "; ") + e;
   if (std::string e = RunIdentityRefusal(c); !e.empty()) why_not += (why_not.empty() ? "" : "; ") + e;
   c.seccomp_pending = c.seccomp;
@@ -443,6 +490,11 @@ WorkerLayerFacts LayerFacts(const LaunchConfig& c) {
   f.limits_text = "nproc " + std::to_string(l.nproc) + ", as " + MiB(l.address_space) + ", data " +
                   MiB(l.data) + ", cpu " + std::to_string(l.cpu_seconds) + " s, fsize " +
                   MiB(l.fsize) + ", nofile " + std::to_string(l.nofile) + ", core 0";
+  f.run_memory_mb = c.run_memory_bytes / kMiB;
+  f.run_memory_demanded = c.run_memory_demanded;
+  f.run_memory_sample_ms = kRunMemorySampleMs;
+  f.run_memory_burst = "nproc x data (" + std::to_string(l.nproc) + " x " + MiB(l.data) + ")";
+  f.run_memory_off_reason = c.run_memory_off_reason;
   f.landlock_abi = c.landlock_abi;
   f.landlock_demanded = c.landlock_demanded;
   f.landlock_problem = c.landlock_problem;

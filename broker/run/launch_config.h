@@ -34,6 +34,12 @@ struct LaunchConfig {
   bool run_uids_demanded = false;   // SKILL_MCP_RUN_UIDS names a range
   std::string run_uids_off_reason;  // why runs share one uid, when run_uids is null
   std::string run_uids_warning;     // on, with a weakness (private state dir, MCP_DATA_DIR)
+  // The whole-run memory bound (broker/run/run_memory.h): the limit in bytes the
+  // supervisor holds every run to, 0 when off; SKILL_MCP_LIMIT_RUN_MEMORY_MB (MiB, 0 or
+  // off: none; unset: twice the per-process data limit).
+  uint64_t run_memory_bytes = 0;
+  bool run_memory_demanded = false;   // the variable names a limit
+  std::string run_memory_off_reason;  // why runs have no whole-run memory bound
   RunLimits limits;
   bool seccomp = true;
   std::string seccomp_bpf;  // compiled once (CompileSeccompPolicy), handed to every worker
@@ -104,6 +110,15 @@ bool ProbeAgainWithoutFreshProc(const NamespaceProbe& first);
 // Clears namespaces_pending.
 void DecideNamespaces(LaunchConfig& config, const NamespaceProbe& first,
                       const NamespaceProbe* second);
+
+// SKILL_MCP_LIMIT_RUN_MEMORY_MB (a strict positive integer, 0 or off; ResolveLaunchConfig
+// reads it) into `c` (after c.limits is set), given why the broker cannot see its runs'
+// processes ("" when it can, broker/run/run_memory.h): "" or the boot error. An explicit limit that cannot be enforced is kept as demanded with
+// run_memory_bytes 0 (RunMemoryRefusal then refuses runs); the default one is off.
+std::string ResolveRunMemory(const EnvStore& env, std::string_view blindness, LaunchConfig& c);
+
+// Why runs are refused for the whole-run memory option (demanded, cannot work), or "".
+std::string RunMemoryRefusal(const LaunchConfig& c);
 
 // Pure: a strict positive decimal integer ("1".."18446744073709551615"), no sign,
 // no spaces, no leading zero. nullopt otherwise.

@@ -45,12 +45,21 @@ struct SetupFailure {
   std::string worker_path, node_path;
 };
 
+// The whole-run memory bound killed the run (broker/run/run_memory.h): its limit, and what
+// the sample that passed it counted.
+struct MemoryKill {
+  uint64_t limit_bytes = 0;
+  uint64_t used_bytes = 0;
+  size_t processes = 0;
+};
+
 struct RunResult {
   std::optional<SetupFailure> failure;  // set: the script did not start
   std::optional<int> exit_code;         // the script exited with this code
   std::optional<int> signal;            // or was killed by this signal
   StreamCapture out, err;
   bool timed_out = false;
+  std::optional<MemoryKill> memory_kill;  // set: killed for its memory in all
   int64_t duration_ms = 0;
 };
 

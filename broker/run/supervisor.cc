@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <utility>
 
+#include "broker/run/run_memory.h"
 #include "broker/run/scratch_dir.h"
 #include "broker/run/spawn.h"
 #include "shared/log.h"
@@ -111,9 +112,11 @@ struct RunSupervisor::Run {
   bool exited = false;
   int child_code = 0, child_status = 0;  // from waitid: CLD_* and the code or signal
   bool timed_out = false;
+  std::optional<MemoryKill> memory_kill;  // the whole-run memory bound killed it
   bool settling = false;  // Settle is on the stack: its drain must not re-enter it
   int64_t start_ms = 0, exit_ms = 0;
   EventLoop::TimerId timeout_timer = 0, kill_timer = 0, drain_timer = 0, hard_timer = 0;
+  EventLoop::TimerId memory_timer = 0;
 };
 
 RunSupervisor::RunSupervisor(EventLoop& loop, const LaunchConfig& config, const EnvStore& env)
@@ -242,6 +245,10 @@ std::optional<StartRefusal> RunSupervisor::StartCommitted(PreparedRun prepared, 
     run_->hard_timer = 0;
     Settle();
   });
+  // why: the run's memory in all is bounded even where no cgroup can do it
+  // (docs/isolation.md, "Whole-run limits"); a loop timer, never a blocking wait.
+  if (config_.run_memory_bytes > 0)
+    run_->memory_timer = loop_.AddTimer(kRunMemorySampleMs, [this] { OnMemorySample(); });
   OnSpecWritable();
   return std::nullopt;
 }
@@ -359,6 +366,52 @@ void RunSupervisor::OnTimeout() {
   });
 }
 
+std::vector<pid_t> RunSupervisor::RunRoots() const {
+  std::vector<pid_t> roots{run_->pid};
+  // Without a pid namespace a run's orphans re-parent to us (the subreaper) and stay in
+  // the run's group (the seccomp filter refuses setsid and setpgid): they are the run's.
+  // Our unreaped children keep their pids, so none of these is a stranger.
+  const pid_t waiting = pool_.waiting_pid();
+  for (pid_t child : ListChildren())
+    if (child != run_->pid && child != waiting && getpgid(child) == run_->pid)
+      roots.push_back(child);
+  return roots;
+}
+
+void RunSupervisor::OnMemorySample() {
+  if (!run_) return;
+  Run& r = *run_;
+  r.memory_timer = 0;
+  if (r.settling || r.memory_kill) return;
+  // RLIMIT_NPROC counts every thread: one status read per process and one children read
+  // per thread reach a whole run within 2 x nproc reads.
+  const uint64_t nproc = config_.limits.nproc;
+  const size_t cap =
+      nproc > kRunMemoryMaxVisits / 2 ? kRunMemoryMaxVisits : static_cast<size_t>(2 * nproc);
+  const RunMemorySample sample = SampleRunMemory(RunRoots(), cap);
+  if (!sample.root_seen) {
+    // The worker is our child and unreaped until Settle, so its /proc entry exists: not
+    // readable means /proc hides it (boot found no hidepid; it changed since). Say so once.
+    if (!memory_blind_warned_)
+      LOG_WARN(
+          "cannot read the run's processes in /proc: its memory in all is not bounded "
+          "(SKILL_MCP_LIMIT_RUN_MEMORY_MB)");
+    memory_blind_warned_ = true;
+    return;
+  }
+  if (sample.bytes > config_.run_memory_bytes) {
+    r.memory_kill = MemoryKill{config_.run_memory_bytes, sample.bytes, sample.processes};
+    LOG_INFO("run of worker %d killed: %llu MiB in %zu processes, over the %llu MiB limit",
+             static_cast<int>(r.pid), static_cast<unsigned long long>(sample.bytes >> 20),
+             sample.processes, static_cast<unsigned long long>(config_.run_memory_bytes >> 20));
+    // why: SIGKILL at once by the timeout's path (the group, the namespace's init with it):
+    // a SIGTERM grace would let the run keep growing for kKillGraceMs.
+    SignalGroup(SIGKILL);
+    return;
+  }
+  r.memory_timer = loop_.AddTimer(kRunMemorySampleMs, [this] { OnMemorySample(); });
+}
+
 void RunSupervisor::SignalGroup(int sig) {
   if (!run_) return;
   Run& r = *run_;
@@ -448,6 +501,7 @@ RunResult RunSupervisor::Result(Run& r) const {
   result.out = std::move(r.out);
   result.err = std::move(r.err);
   result.timed_out = r.timed_out;
+  result.memory_kill = r.memory_kill;
   result.duration_ms = r.exit_ms - r.start_ms;
   return result;
 }
@@ -458,7 +512,8 @@ void RunSupervisor::Teardown() {
   for (UniqueFd* fd : {&r.out_r, &r.err_r, &r.report_r, &r.spec_w, &r.pidfd}) {
     if (fd->valid()) loop_.RemoveFd(fd->get());
   }
-  for (EventLoop::TimerId t : {r.timeout_timer, r.kill_timer, r.drain_timer, r.hard_timer}) {
+  for (EventLoop::TimerId t :
+       {r.timeout_timer, r.kill_timer, r.drain_timer, r.hard_timer, r.memory_timer}) {
     if (t) loop_.CancelTimer(t);
   }
   Wipe(r.spec_bytes);

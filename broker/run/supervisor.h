@@ -2,7 +2,9 @@
 // from a PreparedRun, the worker started by broker/run/spawn.h, then drain stdout/stderr,
 // watch the report pipe and the pidfd, enforce the timeout (SIGTERM to the group, SIGKILL
 // 2 s later) and settle on exit plus a 250 ms drain, under a hard deadline of timeout +
-// 3.25 s. Hands back a plain RunResult; nothing here blocks the loop.
+// 3.25 s. While the run is active its memory in all is sampled every kRunMemorySampleMs
+// (broker/run/run_memory.h); past the limit the group gets SIGKILL at once. Hands back a
+// plain RunResult; nothing here blocks the loop.
 #pragma once
 
 #include <sys/types.h>
@@ -75,6 +77,8 @@ class RunSupervisor : public Runner {
   void OnReport(uint32_t events);
   void OnExit();
   void OnTimeout();
+  void OnMemorySample();
+  std::vector<pid_t> RunRoots() const;
   void SignalGroup(int sig);
   void MaybeSettle();
   void Settle();
@@ -88,6 +92,7 @@ class RunSupervisor : public Runner {
   WorkerPool pool_;  // the worker the next run takes
   EventLoop::TimerId refill_timer_ = 0;
   Reaper reaper_;  // kills and reaps what finished runs leave behind
+  bool memory_blind_warned_ = false;  // the run's root was unreadable in /proc once
 };
 
 }  // namespace skillmcp

@@ -14,6 +14,14 @@ std::string SignalName(int sig) {
   return abbrev != nullptr ? std::string("SIG") + abbrev : "SIG" + std::to_string(sig);
 }
 
+std::string DescribeMemoryKill(const MemoryKill& kill) {
+  return "skill-mcp: the run used more than " + std::to_string(kill.limit_bytes >> 20) +
+         " MiB in all (" + std::to_string(kill.processes) +
+         (kill.processes == 1 ? " process" : " processes") + ", " +
+         std::to_string(kill.used_bytes >> 20) +
+         " MiB when sampled) and was killed; SKILL_MCP_LIMIT_RUN_MEMORY_MB sets the limit";
+}
+
 nlohmann::ordered_json BuildReceipt(const ReceiptContext& context, const RunResult& run) {
   nlohmann::ordered_json j;
   j["skill"] = context.skill;
@@ -24,7 +32,14 @@ nlohmann::ordered_json BuildReceipt(const ReceiptContext& context, const RunResu
   j["signal"] = run.signal ? nlohmann::ordered_json(SignalName(*run.signal))
                            : nlohmann::ordered_json(nullptr);
   j["stdout"] = RepairUtf8(run.out.data, run.out.truncated);
-  j["stderr"] = RepairUtf8(run.err.data, run.err.truncated);
+  std::string err = RepairUtf8(run.err.data, run.err.truncated);
+  // why: the 2025 receipt has no field for it (docs/wire.md); like a timeout's kill it
+  // shows as signal SIGKILL, and the reason is the last line of stderr.
+  if (run.memory_kill) {
+    if (!err.empty() && err.back() != '\n') err += '\n';
+    err += DescribeMemoryKill(*run.memory_kill) + "\n";
+  }
+  j["stderr"] = std::move(err);
   j["truncated"] = {{"stdout", run.out.truncated}, {"stderr", run.err.truncated}};
   j["timedOut"] = run.timed_out;
   j["timeoutMs"] = context.timeout_ms;

@@ -25,6 +25,10 @@ struct ReceiptContext {
 // "SIGKILL" for 9; "SIG<n>" for a number without a name.
 std::string SignalName(int sig);
 
+// "skill-mcp: the run used more than N MiB in all (M processes, U MiB when sampled) and
+// was killed; ...": the line a run killed by the whole-run memory bound ends stderr with.
+std::string DescribeMemoryKill(const MemoryKill& kill);
+
 // {skill, script, interpreter, exitCode|null, signal|null, stdout, stderr,
 //  truncated: {stdout, stderr}, timedOut, timeoutMs, durationMs, env[], networkNote?}
 nlohmann::ordered_json BuildReceipt(const ReceiptContext& context, const RunResult& run);

@@ -52,6 +52,7 @@ RunOutcome Render(RunResult r) {
   j["truncated"] = {{"stdout", r.out.truncated}, {"stderr", r.err.truncated}};
   j["timedOut"] = r.timed_out;
   j["durationMs"] = r.duration_ms;
+  if (r.memory_kill) j["memoryKill"] = {r.memory_kill->limit_bytes, r.memory_kill->processes};
   return o;
 }
 
@@ -235,6 +236,29 @@ TEST_F(SupervisorTest, TimeoutIgnoringSigtermIsKilled) {
   EXPECT_GE(d, 1500 + kKillGraceMs - 100);
   EXPECT_LE(d, 1500 + kHardDeadlineExtraMs);
   EXPECT_LE(took, 1500 + kHardDeadlineExtraMs + 500);
+}
+
+// The whole-run memory bound (broker/run/run_memory.h): a run holding more than the limit
+// is SIGKILLed by the supervisor, and the result says so; the control without the bound
+// runs into its timeout instead.
+TEST_F(SupervisorTest, ARunOverItsMemoryInAllIsKilled) {
+  Script("scripts/hog.js",
+         "const b = Buffer.alloc(200 * 1048576, 1); console.log('filled');"
+         "setInterval(() => b[0]++, 1000);");
+  config_.run_memory_bytes = 64ull << 20;
+  auto o = RunToEnd(Request("scripts/hog.js", 20000));
+  ASSERT_TRUE(o && o->ran) << (o ? o->error : "no outcome");
+  EXPECT_EQ(o->receipt["signal"], "SIGKILL") << o->receipt.dump();
+  EXPECT_EQ(o->receipt["timedOut"], false);
+  ASSERT_TRUE(o->receipt.contains("memoryKill")) << o->receipt.dump();
+  EXPECT_EQ(o->receipt["memoryKill"][0], 64ull << 20);
+  EXPECT_GE(o->receipt["memoryKill"][1], 1u);
+
+  config_.run_memory_bytes = 0;  // off: the same script lives until its timeout
+  auto c = RunToEnd(Request("scripts/hog.js", 1500));
+  ASSERT_TRUE(c && c->ran) << (c ? c->error : "no outcome");
+  EXPECT_EQ(c->receipt["timedOut"], true) << c->receipt.dump();
+  EXPECT_FALSE(c->receipt.contains("memoryKill"));
 }
 
 // Reports whether a detached child (node's spawn runs setsid() in it) leads a group of

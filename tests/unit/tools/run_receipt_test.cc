@@ -73,6 +73,35 @@ TEST(BuildReceipt, KeyOrderAndNulls) {
   EXPECT_TRUE(j["signal"].is_null());
 }
 
+// A run the whole-run memory bound killed: the same keys as any receipt (docs/wire.md has
+// no field for it), SIGKILL as for a timeout's kill, and the reason as stderr's last line.
+TEST(BuildReceipt, AMemoryKillEndsStderrWithTheReason) {
+  ReceiptContext c;
+  c.skill = "hog";
+  c.script = "scripts/fork.js";
+  c.timeout_ms = 60000;
+  RunResult o;
+  o.signal = SIGKILL;
+  o.err.Append("child 3 started", 15);
+  o.memory_kill = MemoryKill{256ull << 20, 301ull << 20, 7};
+  nlohmann::ordered_json j = BuildReceipt(c, o);
+  EXPECT_EQ(j.size(), 12u);  // no key beyond the 2025 receipt's
+  EXPECT_EQ(j["signal"], "SIGKILL");
+  EXPECT_EQ(j["timedOut"], false);
+  EXPECT_EQ(j["stderr"],
+            "child 3 started\nskill-mcp: the run used more than 256 MiB in all (7 processes, "
+            "301 MiB when sampled) and was killed; SKILL_MCP_LIMIT_RUN_MEMORY_MB sets the "
+            "limit\n");
+  o.memory_kill.reset();  // not killed for memory: stderr as the script wrote it
+  EXPECT_EQ(BuildReceipt(c, o)["stderr"], "child 3 started");
+  o.err = StreamCapture{};
+  o.memory_kill = MemoryKill{1ull << 20, 2ull << 20, 1};
+  EXPECT_EQ(BuildReceipt(c, o)["stderr"].get<std::string>().rfind("skill-mcp: the run used more "
+                                                                  "than 1 MiB in all (1 process,",
+                                                                  0),
+            0u);
+}
+
 TEST(SignalName, NamesAndNumbers) {
   EXPECT_EQ(SignalName(SIGKILL), "SIGKILL");
   EXPECT_EQ(SignalName(SIGTERM), "SIGTERM");

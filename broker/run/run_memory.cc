@@ -1,0 +1,196 @@
+#include "broker/run/run_memory.h"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <unordered_set>
+#include <utility>
+
+#include "shared/small_file.h"
+
+namespace skillmcp {
+namespace {
+
+constexpr size_t kStatusCap = 64 * 1024;    // status is about 1.5 KiB
+constexpr size_t kChildrenCap = 64 * 1024;  // a pid list: bounded by nproc anyway
+
+// The number after "Name:" on its own line of a /proc status text.
+std::optional<uint64_t> Field(std::string_view text, std::string_view name) {
+  size_t at = 0;
+  for (;;) {
+    at = text.find(name, at);
+    if (at == std::string_view::npos) return std::nullopt;
+    if ((at == 0 || text[at - 1] == '\n') && text.size() > at + name.size() &&
+        text[at + name.size()] == ':')
+      break;
+    at += name.size();
+  }
+  size_t start = text.find_first_not_of(" \t", at + name.size() + 1);
+  if (start == std::string_view::npos) return std::nullopt;
+  uint64_t v = 0;
+  auto r = std::from_chars(text.data() + start, text.data() + text.size(), v);
+  if (r.ec != std::errc()) return std::nullopt;
+  return v;
+}
+
+// The pids of one children file.
+void ParsePids(std::string_view text, std::vector<pid_t>& out) {
+  const char* p = text.data();
+  const char* end = p + text.size();
+  while (p < end) {
+    while (p < end && (*p < '0' || *p > '9')) ++p;
+    pid_t v = 0;
+    auto r = std::from_chars(p, end, v);
+    if (r.ec != std::errc()) break;
+    if (v > 0) out.push_back(v);
+    p = r.ptr;
+  }
+}
+
+// The tids of /proc/<pid>/task; empty when the process is gone.
+std::vector<std::string> Tasks(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = opendir(dir.c_str());
+  if (!d) return out;
+  while (dirent* e = readdir(d))
+    if (e->d_name[0] >= '0' && e->d_name[0] <= '9') out.emplace_back(e->d_name);
+  closedir(d);
+  return out;
+}
+
+}  // namespace
+
+std::optional<ProcessMemory> ParseProcessMemory(std::string_view status) {
+  std::optional<uint64_t> ppid = Field(status, "PPid");
+  if (!ppid) return std::nullopt;
+  ProcessMemory m;
+  m.ppid = static_cast<pid_t>(*ppid);
+  std::optional<uint64_t> anon = Field(status, "RssAnon");
+  std::optional<uint64_t> shmem = Field(status, "RssShmem");
+  // A zombie (or an exiting process) has no mm: no Rss lines.
+  if (anon) {
+    m.has_memory = true;
+    m.bytes = (*anon + shmem.value_or(0)) * 1024;
+  }
+  return m;
+}
+
+RunMemorySample SampleRunMemory(const std::vector<pid_t>& roots, size_t max_visits,
+                                const std::string& proc) {
+  RunMemorySample s;
+  // (pid, the parent it was found under; 0 for a root, whose pid cannot be reused)
+  std::vector<std::pair<pid_t, pid_t>> todo;
+  for (auto it = roots.rbegin(); it != roots.rend(); ++it) todo.emplace_back(*it, 0);
+  std::unordered_set<pid_t> counted;
+  std::string text;
+  std::vector<pid_t> kids;
+  const pid_t first_root = roots.empty() ? 0 : roots.front();
+  while (!todo.empty()) {
+    auto [pid, parent] = todo.back();
+    todo.pop_back();
+    if (s.visits >= max_visits) {
+      s.capped = true;
+      break;
+    }
+    const std::string dir = proc + "/" + std::to_string(pid);
+    int err = 0;
+    ++s.visits;
+    if (!ReadSmallFile((dir + "/status").c_str(), &text, &err, kStatusCap)) continue;  // gone
+    std::optional<ProcessMemory> m = ParseProcessMemory(text);
+    if (!m) continue;
+    // why: only what descends from the run's known roots is the run's; a pid found under
+    // a parent that is no longer its parent may be a stranger that reused it.
+    if (parent != 0 && m->ppid != parent) continue;
+    if (!counted.insert(pid).second) continue;  // re-parented mid-walk and seen before
+    if (pid == first_root) s.root_seen = true;
+    if (m->has_memory) {
+      s.bytes += m->bytes;
+      ++s.processes;
+    }
+    for (const std::string& tid : Tasks(dir + "/task")) {
+      if (s.visits >= max_visits) {
+        s.capped = true;
+        break;
+      }
+      ++s.visits;
+      kids.clear();
+      if (!ReadSmallFile((dir + "/task/" + tid + "/children").c_str(), &text, &err, kChildrenCap))
+        continue;
+      ParsePids(text, kids);
+      for (pid_t k : kids) todo.emplace_back(k, pid);
+    }
+    if (s.capped) break;
+  }
+  return s;
+}
+
+std::string RunMemoryBlindness(std::string_view mountinfo, bool cap_sys_ptrace) {
+  if (cap_sys_ptrace) return "";
+  // The last /proc mount listed is the one on top, the one the broker reads.
+  std::string_view options;
+  bool found = false;
+  size_t at = 0;
+  while (at < mountinfo.size()) {
+    size_t nl = mountinfo.find('\n', at);
+    if (nl == std::string_view::npos) nl = mountinfo.size();
+    std::string_view line = mountinfo.substr(at, nl - at);
+    at = nl + 1;
+    // "<id> <parent> <dev> <root> <mount point> <options> [optional...] - <fs> <src> <super>"
+    size_t sep = line.find(" - ");
+    if (sep == std::string_view::npos) continue;
+    std::vector<std::string_view> head;
+    for (size_t p = 0; p < sep && head.size() < 5;) {
+      size_t sp = line.find(' ', p);
+      if (sp == std::string_view::npos || sp > sep) sp = sep;
+      head.push_back(line.substr(p, sp - p));
+      p = sp + 1;
+    }
+    std::string_view tail = line.substr(sep + 3);
+    if (head.size() < 5 || head[4] != "/proc" || tail.substr(0, 5) != "proc ") continue;
+    size_t last = tail.rfind(' ');
+    options = last == std::string_view::npos ? std::string_view() : tail.substr(last + 1);
+    found = true;
+  }
+  if (!found) return "";
+  std::string_view value;
+  for (size_t p = 0; p <= options.size();) {
+    size_t comma = options.find(',', p);
+    if (comma == std::string_view::npos) comma = options.size();
+    std::string_view opt = options.substr(p, comma - p);
+    if (opt.substr(0, 8) == "hidepid=") value = opt.substr(8);
+    p = comma + 1;
+  }
+  if (value.empty() || value == "0" || value == "off") return "";
+  return "/proc is mounted with hidepid=" + std::string(value) +
+         " (systemd's ProtectProc=) and the broker lacks CAP_SYS_PTRACE, so it cannot read "
+         "its runs' processes; the unit's MemoryMax= or the container's memory limit bounds "
+         "the connection instead";
+}
+
+std::string OwnRunMemoryBlindness() {
+  // why: a /proc of another pid namespace would name other processes by our runs' pids.
+  char self[32] = {};
+  const ssize_t n = readlink("/proc/self", self, sizeof self - 1);
+  if (n <= 0 || std::string(self, static_cast<size_t>(n)) != std::to_string(getpid()))
+    return "the broker's /proc is not of its own pid namespace (/proc/self is not its pid), "
+           "so it cannot find its runs' processes there";
+  std::string mountinfo, status;
+  int err = 0;
+  if (!ReadSmallFile("/proc/self/mountinfo", &mountinfo, &err))
+    return "/proc/self/mountinfo cannot be read, so whether the broker sees its runs' "
+           "processes is unknown";
+  bool ptrace = false;
+  if (ReadSmallFile("/proc/self/status", &status, &err)) {
+    size_t at = status.find("\nCapEff:");
+    if (at != std::string::npos) {
+      uint64_t eff = std::strtoull(status.c_str() + at + 8, nullptr, 16);
+      ptrace = (eff >> 19) & 1;  // CAP_SYS_PTRACE
+    }
+  }
+  return RunMemoryBlindness(mountinfo, ptrace);
+}
+
+}  // namespace skillmcp
