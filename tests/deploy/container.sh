@@ -131,6 +131,13 @@ else
   rc=1
 fi
 
+# The hostile probe of systemd-e2e.sh (one run reading another's environ, signalling it)
+# has no variant between two containers: each container is its own pid namespace with its
+# own /proc, so a run in one cannot even name a process of the other; the probe would
+# pass without testing anything. Two brokers inside one container are the integration
+# tests' case (tests/integration/run_identity.test.mjs).
+echo "ok - # SKIP the cross-connection probe between two containers: separate pid namespaces, nothing to address"
+
 echo "elapsed $(($(date +%s) - started)) s"
 [[ ${rc} == 0 ]] || fail "see the failed checks above"
 echo "PASS"
