@@ -50,8 +50,7 @@ HostStateDefault HostStateDefaultFor(const EnvStore& env) {
                 std::string(kHostStateDir) + "; set SKILL_MCP_STATE_DIR";
     return out;
   }
-  Identity service =
-      ResolveIdentity(PrivilegeOptionsFrom(env).service_user, kFallbackServiceId);
+  Identity service = ResolveIdentity(PrivilegeOptionsFrom(env).service_user, kFallbackServiceId);
   // why: without a service identity the broker refuses to serve anyway; make nothing.
   if (!service.ok) {
     out.error = "no service user to own " + std::string(kHostStateDir) + ": " + service.error;

@@ -120,8 +120,7 @@ bool MountOf(std::string_view mountinfo, std::string_view mount_point, std::stri
 // of the host trusts, so nobody but root may be able to touch the path to it.
 std::string CheckRootOnly(const struct stat& st, const std::string& path) {
   if (!S_ISDIR(st.st_mode)) return path + " is not a directory";
-  if (st.st_uid != 0)
-    return path + " belongs to uid " + std::to_string(st.st_uid) + ", not root";
+  if (st.st_uid != 0) return path + " belongs to uid " + std::to_string(st.st_uid) + ", not root";
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) return path + " can be written by others than root";
   return "";
 }

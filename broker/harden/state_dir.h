@@ -8,14 +8,14 @@
 // before it is trusted; later operations use openat() on the open descriptor.
 #pragma once
 
+#include <sys/types.h>
+
 #include <functional>
 #include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <sys/types.h>
 
 #include "shared/unique_fd.h"
 

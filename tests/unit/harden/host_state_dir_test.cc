@@ -31,9 +31,8 @@ StateGetFn Getter(const Vars& vars) {
 }
 
 TEST(ResolveStateBase, TheRootDefaultComesAfterTheVariablesAndBeforeTheRuntimeDir) {
-  Vars vars = {{"SKILL_MCP_STATE_DIR", "/a"},
-               {"STATE_DIRECTORY", "/b"},
-               {"XDG_RUNTIME_DIR", "/run/user/0"}};
+  Vars vars = {
+      {"SKILL_MCP_STATE_DIR", "/a"}, {"STATE_DIRECTORY", "/b"}, {"XDG_RUNTIME_DIR", "/run/user/0"}};
   HostStateDefault host{true, kHostStateDir, ""};
   EXPECT_EQ(ResolveStateBase(Getter(vars), host).base, "/a");
   EXPECT_FALSE(NeedsHostStateDefault(Getter(vars)));
@@ -102,7 +101,8 @@ TEST(PrepareHostStateDir, MakesTheDirectoryForTheServiceUserAndAcceptsItAgain) {
 TEST(PrepareHostStateDir, RefusesAWrongOwnerOrMode) {
   const int code = InFakeRoot([] {
     if (mkdir(kHostStateDir, 0700) != 0 || chown(kHostStateDir, 64103, 64103) != 0) return 1;
-    if (!Refused(PrepareHostStateDir(kHostStateDir, kUid, kGid), "belongs to uid 64103 with mode 0700"))
+    if (!Refused(PrepareHostStateDir(kHostStateDir, kUid, kGid),
+                 "belongs to uid 64103 with mode 0700"))
       return 2;
     if (chown(kHostStateDir, kUid, kGid) != 0 || chmod(kHostStateDir, 0750) != 0) return 3;
     if (!Refused(PrepareHostStateDir(kHostStateDir, kUid, kGid), "with mode 0750")) return 4;
