@@ -7,6 +7,7 @@
 
 #include "broker/catalogue/reasons.h"
 #include "broker/catalogue/scan.h"
+#include "broker/cli/roots.h"
 #include "broker/harden/credentials.h"
 #include "broker/harden/environ_scrub.h"
 #include "broker/harden/privileges.h"
@@ -30,6 +31,32 @@ void RaiseOpenFileLimit() {
   if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= kWanted) return;
   lim.rlim_cur = lim.rlim_max == RLIM_INFINITY ? kWanted : std::min(lim.rlim_max, kWanted);
   setrlimit(RLIMIT_NOFILE, &lim);
+}
+
+// Why: a root stdio broker must share the unit's pool of run uids and its spent-token
+// record (docs/isolation.md, "Own identity per run"), and only root can make the
+// directory for the service user, so it is made now, before the privilege drop.
+// Not for a broker run from its build tree (tests, development; as DefaultRoot in
+// roots.cc): it leaves the host's directory alone and needs SKILL_MCP_STATE_DIR.
+HostStateDefault HostStateDefaultFor(const EnvStore& env) {
+  uid_t r, e, s;
+  const auto get = [&env](std::string_view n) { return env.GetConfig(n); };
+  if (getresuid(&r, &e, &s) != 0 || (r != 0 && e != 0 && s != 0) || !NeedsHostStateDefault(get))
+    return {};
+  HostStateDefault out;
+  out.applies = true;
+  if (RunsFromBuildTree()) {
+    out.error = "a broker run from its build tree does not use the host-wide " +
+                std::string(kHostStateDir) + "; set SKILL_MCP_STATE_DIR";
+    return out;
+  }
+  Identity service = ResolveIdentity(PrivilegeOptionsFrom(env).service_user, kFallbackServiceId);
+  // why: without a service identity the broker refuses to serve anyway; make nothing.
+  if (!service.ok) {
+    out.error = "no service user to own " + std::string(kHostStateDir) + ": " + service.error;
+    return out;
+  }
+  return PrepareHostStateDir(kHostStateDir, service.uid, service.gid);
 }
 
 }  // namespace
@@ -66,8 +93,11 @@ std::unique_ptr<Boot> BootBroker(NamespaceProbeTiming probe, CatalogueTiming cat
   b->facts.allow_unscrubbed = b->env.GetConfig("MCP_SKILL_ALLOW_UNSCRUBBED") == "1";
 
   // 3. Stop being root before touching any skill: parsing untrusted SKILL.md files and
-  //    reading bundles happens with the service identity only.
+  //    reading bundles happens with the service identity only. Just before, as root, the
+  //    host-wide state directory where no variable names one (HostStateDefaultFor).
+  HostStateDefault host_state = HostStateDefaultFor(b->env);
   b->facts.privileges = DropPrivileges(PrivilegeOptionsFrom(b->env));
+  b->facts.privileges.host_state = std::move(host_state);
   if (!b->facts.privileges.ok()) {
     b->fatal = "started as root but could not switch to the service user (" +
                b->facts.privileges.detail +
@@ -109,7 +139,8 @@ std::unique_ptr<Boot> BootBroker(NamespaceProbeTiming probe, CatalogueTiming cat
     // Why: every broker with this key accepts its tokens, so a spend must be seen by all
     // of them and survive a restart; without the shared record no token is honoured.
     SpentDir::Opened spent =
-        OpenSpentDirFromEnv([env = &b->env](std::string_view n) { return env->GetConfig(n); });
+        OpenSpentDirFromEnv([env = &b->env](std::string_view n) { return env->GetConfig(n); },
+                            b->facts.privileges.host_state);
     b->facts.shared_tokens = true;
     if (spent.dir) {
       LOG_INFO("spent confirmation tokens are recorded in %s", spent.dir->path().c_str());

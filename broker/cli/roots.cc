@@ -70,14 +70,15 @@ std::vector<std::string> SplitRootList(const std::string& value, const std::stri
   return out;
 }
 
-std::string DefaultRoot() {
+bool RunsFromBuildTree() {
   std::string exe = RealPath("/proc/self/exe");
   std::string build_broker = RealPath(std::string(SKILL_MCP_BUILD_ROOT) + "/broker");
+  return !exe.empty() && !build_broker.empty() && exe.rfind(build_broker + "/", 0) == 0;
+}
+
+std::string DefaultRoot() {
   std::string source_skills = std::string(SKILL_MCP_SOURCE_ROOT) + "/skills";
-  if (!exe.empty() && !build_broker.empty() && exe.rfind(build_broker + "/", 0) == 0 &&
-      IsDir(source_skills)) {
-    return source_skills;
-  }
+  if (RunsFromBuildTree() && IsDir(source_skills)) return source_skills;
   return std::string(SKILL_MCP_DATADIR) + "/skills";
 }
 

@@ -21,6 +21,11 @@ Roots ResolveRoots(const EnvStore& env);
 // installed datadir copy.
 std::string DefaultRoot();
 
+// True when this executable runs from its build tree (/proc/self/exe beneath the build's
+// broker/ directory): the bundled skills then come from the source tree, and a root broker
+// leaves the host's state directory alone (broker/cli/boot.cc).
+bool RunsFromBuildTree();
+
 // Pure: splits a ':'-separated list; each entry is trimmed of surrounding whitespace, empty
 // entries are dropped, and each is made absolute against `cwd` and normalised lexically
 // (`.`, `..`, doubled and trailing '/'), as the TypeScript server's path.resolve does:

@@ -121,13 +121,14 @@ void SpentDir::MaybePrune(int64_t now) {
   live_ = live;
 }
 
-SpentDir::Opened OpenSpentDirFromEnv(const GetFn& get) {
-  StateBase b = ResolveStateBase(get);
+SpentDir::Opened OpenSpentDirFromEnv(const GetFn& get, const HostStateDefault& host) {
+  StateBase b = ResolveStateBase(get, host);
   if (b.base.empty()) {
     SpentDir::Opened out;
-    out.error =
-        "no directory to record spent confirmation tokens in: set SKILL_MCP_STATE_DIR (or run "
-        "under the systemd unit, or with XDG_RUNTIME_DIR set)";
+    out.error = !b.error.empty() ? b.error
+                                 : "no directory to record spent confirmation tokens in: set "
+                                   "SKILL_MCP_STATE_DIR (or run under the systemd unit, or as "
+                                   "root, or with XDG_RUNTIME_DIR set)";
     return out;
   }
   // XDG_RUNTIME_DIR is shared with the user's other programs: ours is a subdirectory.

@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "broker/grants/env_lookup.h"
+#include "broker/harden/state_dir.h"
 #include "shared/unique_fd.h"
 
 namespace skillmcp {
@@ -73,7 +74,8 @@ class SpentDir {
 };
 
 // Where the shared record lives, in order: SKILL_MCP_STATE_DIR, $STATE_DIRECTORY (systemd
-// StateDirectory=), $XDG_RUNTIME_DIR/skill-mcp. Error when none is set.
-SpentDir::Opened OpenSpentDirFromEnv(const GetFn& get);
+// StateDirectory=), a root-started broker's `host` default (broker/harden/state_dir.h),
+// $XDG_RUNTIME_DIR/skill-mcp. Error when none is set.
+SpentDir::Opened OpenSpentDirFromEnv(const GetFn& get, const HostStateDefault& host = {});
 
 }  // namespace skillmcp

@@ -98,7 +98,8 @@ std::vector<Layer> ComputeLayers(const IsolationFacts& f) {
                     (wf.run_uids_warning.empty() ? "" : "; warning: " + wf.run_uids_warning)
               : wf.run_uids_off_reason,
       "start the broker as root or with CAP_SETUID/CAP_SETGID, give it a host-wide state "
-      "directory (SKILL_MCP_STATE_DIR, or the unit's StateDirectory=), and leave "
+      "directory (SKILL_MCP_STATE_DIR, the unit's StateDirectory=, or, started as root, "
+      "/var/lib/skill-mcp owned by its service user with mode 0700), and leave "
       "SKILL_MCP_RUN_UIDS unset or name a range mapped here"));
 
   std::string caps_reason;

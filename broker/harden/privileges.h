@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "broker/harden/env_store.h"
+#include "broker/harden/state_dir.h"
 
 namespace skillmcp {
 
@@ -52,6 +53,7 @@ struct PrivilegeState {
   bool worker_switch = false;         // workers can switch to run_as (SETUID+SETGID held)
   bool can_signal_other_uid = false;  // CAP_KILL effective (or still root)
   std::string detail;                 // reasons for anything off, for the report
+  HostStateDefault host_state;        // set by the boot (broker/cli/boot.cc), not here
   // False when the configuration demanded a switch that did not happen: the caller
   // should refuse to serve rather than run as root.
   bool ok() const { return !switch_demanded || broker_switched; }

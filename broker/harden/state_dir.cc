@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "shared/small_file.h"
@@ -114,9 +115,99 @@ bool MountOf(std::string_view mountinfo, std::string_view mount_point, std::stri
   return found;
 }
 
+// A directory above the host-wide default, walked as root. Why stricter than
+// CheckAncestor (no sticky exception): a root broker creates the directory every broker
+// of the host trusts, so nobody but root may be able to touch the path to it.
+std::string CheckRootOnly(const struct stat& st, const std::string& path) {
+  if (!S_ISDIR(st.st_mode)) return path + " is not a directory";
+  if (st.st_uid != 0) return path + " belongs to uid " + std::to_string(st.st_uid) + ", not root";
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) return path + " can be written by others than root";
+  return "";
+}
+
+std::string ModeText(mode_t mode) {
+  char buf[8];
+  snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(mode & 07777));
+  return buf;
+}
+
+// The last component of the host-wide default, opened (made first when missing) beneath
+// `parent`; `error` on any doubt.
+UniqueFd OpenHostLeaf(int parent, const std::string& name, const std::string& path, uid_t uid,
+                      gid_t gid, std::string* error) {
+  const bool made = mkdirat(parent, name.c_str(), 0700) == 0;
+  if (!made && errno != EEXIST) {
+    *error = ErrnoText("cannot create " + path, errno);
+    return UniqueFd();
+  }
+  UniqueFd fd(openat(parent, name.c_str(), kDirFlags));
+  if (!fd) {
+    *error = ErrnoText("cannot open " + path + " (it must be a directory, not a link)", errno);
+    return UniqueFd();
+  }
+  // Why fchown on the descriptor: only root can write the parent, so what was made is ours.
+  if (made && (fchown(fd.get(), uid, gid) != 0 || fchmod(fd.get(), 0700) != 0)) {
+    *error = ErrnoText("cannot give " + path + " to the service user", errno);
+    return UniqueFd();
+  }
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0) {
+    *error = ErrnoText("cannot inspect " + path, errno);
+    return UniqueFd();
+  }
+  // Why refuse rather than repair: a directory someone else owns or opened up may hold
+  // planted locks or records; the operator decides (systemd's StateDirectory= would chown).
+  if (st.st_uid != uid || (st.st_mode & 07777) != 0700) {
+    *error = path + " belongs to uid " + std::to_string(st.st_uid) + " with mode " +
+             ModeText(st.st_mode) + ", not to the service uid " + std::to_string(uid) +
+             " with mode 0700, so it is not used; chown and chmod it, or set "
+             "SKILL_MCP_STATE_DIR";
+    return UniqueFd();
+  }
+  return fd;
+}
+
 }  // namespace
 
-StateBase ResolveStateBase(const StateGetFn& get) {
+bool NeedsHostStateDefault(const StateGetFn& get) {
+  return !get("SKILL_MCP_STATE_DIR") && !get("STATE_DIRECTORY");
+}
+
+HostStateDefault PrepareHostStateDir(const std::string& path, uid_t uid, gid_t gid) {
+  HostStateDefault out;
+  out.applies = true;
+  const std::vector<std::string> parts = Components(path);
+  if (path.empty() || path[0] != '/' || parts.empty()) {
+    out.error = "the host-wide state directory \"" + path + "\" is not an absolute path";
+    return out;
+  }
+  UniqueFd fd(open("/", kPathFlags));
+  struct stat st {};
+  if (!fd || fstat(fd.get(), &st) != 0) {
+    out.error = ErrnoText("cannot open /", errno);
+    return out;
+  }
+  out.error = CheckRootOnly(st, "/");
+  std::string at;
+  for (size_t i = 0; out.error.empty() && i + 1 < parts.size(); ++i) {
+    at += "/" + parts[i];
+    fd = UniqueFd(openat(fd.get(), parts[i].c_str(), kPathFlags));
+    if (!fd || fstat(fd.get(), &st) != 0) {
+      out.error = ErrnoText("cannot open " + at + " (it must be a directory, not a link)", errno);
+    } else {
+      out.error = CheckRootOnly(st, at);
+    }
+  }
+  if (out.error.empty()) OpenHostLeaf(fd.get(), parts.back(), path, uid, gid, &out.error);
+  if (!out.error.empty()) {
+    out.error = "the host-wide state directory is refused: " + out.error;
+    return out;
+  }
+  out.path = path;
+  return out;
+}
+
+StateBase ResolveStateBase(const StateGetFn& get, const HostStateDefault& host) {
   StateBase b;
   if (std::optional<std::string> dir = get("SKILL_MCP_STATE_DIR")) {
     b.base = *dir;
@@ -126,6 +217,12 @@ StateBase ResolveStateBase(const StateGetFn& get) {
     // It may list several directories separated by ':'; the first is ours.
     b.base = dir->substr(0, dir->find(':'));
     b.from = "STATE_DIRECTORY";
+  } else if (host.applies) {
+    // Why before XDG_RUNTIME_DIR: a root stdio broker shares the unit's pool of run uids
+    // and its spent-token record, not a per-login directory (docs/isolation.md).
+    b.base = host.path;
+    b.from = "the host-wide default " + std::string(kHostStateDir);
+    b.error = host.error;
   } else if (std::optional<std::string> dir = get("XDG_RUNTIME_DIR")) {
     b.base = *dir;
     b.subdirs = {"skill-mcp"};
@@ -179,13 +276,15 @@ OpenedStateDir OpenStateSubdir(const std::string& base, const std::vector<std::s
 }
 
 OpenedStateDir OpenStateDirFromEnv(const StateGetFn& get,
-                                   std::initializer_list<std::string_view> leaf) {
-  StateBase b = ResolveStateBase(get);
+                                   std::initializer_list<std::string_view> leaf,
+                                   const HostStateDefault& host) {
+  StateBase b = ResolveStateBase(get, host);
   if (b.base.empty()) {
     OpenedStateDir out;
-    out.error =
-        "no state directory: set SKILL_MCP_STATE_DIR (or run under the systemd unit, "
-        "or with XDG_RUNTIME_DIR set)";
+    out.error = !b.error.empty()
+                    ? b.error
+                    : "no state directory: set SKILL_MCP_STATE_DIR (or run under the systemd "
+                      "unit, or as root, or with XDG_RUNTIME_DIR set)";
     return out;
   }
   for (std::string_view l : leaf) b.subdirs.emplace_back(l);

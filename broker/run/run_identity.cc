@@ -93,8 +93,8 @@ std::string ResolveRunIdentity(const EnvStore& env, const PrivilegeState& p, Lau
                             "a mapped range";
     return "";
   }
-  OpenedStateDir dir =
-      OpenStateDirFromEnv([&env](std::string_view n) { return env.GetConfig(n); }, {"run-uids"});
+  OpenedStateDir dir = OpenStateDirFromEnv([&env](std::string_view n) { return env.GetConfig(n); },
+                                           {"run-uids"}, p.host_state);
   if (!dir.fd) {
     c.run_uids_off_reason = "the uid locks need the host-wide state directory (" + dir.error +
                             "), so every run shares " + c.run_as;

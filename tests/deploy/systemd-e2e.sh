@@ -10,6 +10,10 @@
 #   - the unit starts without the optional MCP_CONFIRM_SECRET credential (and then a
 #     token from one broker is refused by the next); with it in /etc/credstore, a
 #     token signed by one broker is honoured by the next one
+#   - two connections at once (namespaces auto, then off): one run cannot read another's
+#     environ, signal it or read the unit's environment file (which must not be readable
+#     by runs: 0640); a SIGKILLed broker leaves no process of its run; a root stdio
+#     broker shares the unit's /var/lib/skill-mcp
 # Usage: systemd-e2e.sh BUILD_DIR SOURCE_ROOT
 set -euo pipefail
 build=$(realpath "$1") SOURCE_ROOT=$(realpath "$2")
@@ -128,7 +132,94 @@ else
   rc=1
 fi
 
-# 4. SKILL_MCP_NAMESPACES=on under the unit, with the drop-in skill-mcp(1) documents:
+# 4. The cell under attack (issue 12): two connections at once, each with its own broker.
+#    The first runs a victim holding a granted secret; the second's run tries to read the
+#    victim's /proc/<pid>/environ, to kill it, and to read the operator's environment
+#    file. The controls: root in the container sees the victim running with the secret
+#    before and after, under another uid. Then the first connection's broker is SIGKILLed
+#    mid-run, and no process of the run may be left (ps in the container). Twice: with
+#    the unit's defaults (each run in its own pid namespace too), and with
+#    SKILL_MCP_NAMESPACES=off, where the run's own uid alone must stop it.
+secret="cell-secret-${RANDOM}${RANDOM}"
+in_ctr sh -c "printf 'CELL_SECRET=%s\n' '${secret}' >>'${envfile}'"
+hostile_probe() {
+  local label=$1 mark="victim-$$-${RANDOM}" victim="" vpid vuid attack verdict bpid left
+  local plan victim_job find_mark
+  plan=$(node -e 'const p=JSON.parse(process.argv[1]); p.command=process.argv.slice(2); console.log(JSON.stringify(p))' \
+    "{\"run\":{\"name\":\"probe\",\"script\":\"scripts/victim.js\",\"args\":[\"${mark}\"]}}" \
+    podman exec -i "${CTR}" runuser -u alice -- "${bin}" connect)
+  node "${here}/mcp-session.mjs" "${plan}" >"${stage}/victim.json" 2>&1 &
+  victim_job=$!
+  # The victim's node as root in the container sees it, "pid uid". The mark is spelt in
+  # two pieces so that no command line of the search itself holds it.
+  find_mark="index(\$0, \"victim-\" \"${mark#victim-}\")"
+  for _ in $(seq 1 100); do
+    victim=$(in_ctr sh -c "ps -eo pid=,uid=,args= | awk '${find_mark} && \$2 != 0 { print \$1, \$2 }'")
+    [[ -n ${victim} ]] && break
+    sleep 0.2
+  done
+  read -r vpid vuid <<<"${victim:-0 0}"
+  holds_secret() { in_ctr sh -c "tr '\\0' '\\n' </proc/${vpid}/environ | grep -qx 'CELL_SECRET=${secret}'"; }
+  if [[ ${vpid} == 0 ]] || ! holds_secret; then
+    echo "not ok - ${label}: control: the victim never ran with its secret ($(head -c 1500 "${stage}/victim.json"))"
+    rc=1
+    kill "${victim_job}" 2>/dev/null || true
+    wait "${victim_job}" 2>/dev/null || true
+    return
+  fi
+  echo "ok - ${label}: control: the victim runs as pid ${vpid}, uid ${vuid}, with the granted secret in its environ"
+  session "{\"run\":{\"name\":\"probe\",\"script\":\"scripts/attack.js\",\"args\":[\"${vpid}\",\"${envfile}\"]}}" '{}' >"${stage}/attack.txt" ||
+    { cat "${stage}/attack.txt"; rc=1; }
+  attack=$(node -e 'const r=JSON.parse(require("fs").readFileSync(0,"utf8")); process.stdout.write(r.receipt?.json?.stdout ?? "")' <"${stage}/report.json")
+  verdict=$(node -e '
+    const a = JSON.parse(process.argv[1] || "{}"), vuid = Number(process.argv[2]);
+    const bad = [];
+    if (!Number.isInteger(a.uid) || a.uid === vuid) bad.push(`the attacker ran as uid ${a.uid}, the victim as ${vuid}`);
+    if (a.environ === "read" || a.environ === "no-secret") bad.push(`it opened the victim environ (${a.environ})`);
+    if (a.kill === "sent") bad.push("it signalled the victim");
+    if (a.envFile === "read") bad.push(`it read ${process.argv[3]}`);
+    if (!a.environ || !a.kill || !a.envFile) bad.push("it did not report every attempt");
+    console.log(bad.join("; "));' "${attack}" "${vuid}" "${envfile}" 2>&1)
+  if [[ -z ${verdict} ]] && holds_secret; then
+    echo "ok - ${label}: another connection's run could not read the victim's environ, signal it or read ${envfile}: ${attack}"
+  else
+    echo "not ok - ${label}: the hostile probe: ${verdict:-the victim did not survive the attack} (${attack:-no output}; ${envfile} is $(in_ctr stat -c '%U:%G %a' "${envfile}"))"
+    rc=1
+  fi
+  bpid=$(in_ctr sh -c "p=${vpid}; while [ \"\$p\" -gt 1 ]; do p=\$(ps -o ppid= -p \"\$p\" | tr -d ' '); [ \"\$(ps -o comm= -p \"\$p\")\" = skill-mcp ] && { echo \"\$p\"; break; }; done")
+  in_ctr kill -KILL "${bpid:-0}" || true
+  left="unchecked"
+  for _ in $(seq 1 50); do
+    left=$(in_ctr sh -c "ps -eo uid=,pid=,args= | awk '(\$1 >= 1879048192 && \$1 <= 1879113727) || ${find_mark}'")
+    [[ -z ${left} ]] && break
+    sleep 0.2
+  done
+  if [[ -n ${bpid} && -z ${left} ]]; then
+    echo "ok - ${label}: SIGKILL of the victim's broker (pid ${bpid}) mid-run left no process of the run"
+  else
+    echo "not ok - ${label}: after SIGKILL of the victim's broker (pid ${bpid:-not found}) these are left:"
+    echo "${left}"
+    rc=1
+  fi
+  kill "${victim_job}" 2>/dev/null || true
+  wait "${victim_job}" 2>/dev/null || true
+}
+hostile_probe "the unit's defaults"
+in_ctr sh -c "printf 'SKILL_MCP_NAMESPACES=off\n' >>'${envfile}'"
+hostile_probe "SKILL_MCP_NAMESPACES=off"
+in_ctr sed -i '/^SKILL_MCP_NAMESPACES=off$/d' "${envfile}"
+
+# A root stdio broker (no state directory named) shares the unit's StateDirectory.
+in_ctr "${bin}" doctor >"${stage}/root-doctor.txt" 2>&1 || true
+if grep -q 'locks in /var/lib/skill-mcp/run-uids' "${stage}/root-doctor.txt"; then
+  echo "ok - a root stdio broker takes its run uids from the unit's /var/lib/skill-mcp"
+else
+  echo "not ok - a root stdio broker's doctor:"
+  sed 's/^/    /' "${stage}/root-doctor.txt"
+  rc=1
+fi
+
+# 5. SKILL_MCP_NAMESPACES=on under the unit, with the drop-in skill-mcp(1) documents:
 #    the run gets its own user and mount namespace, so its bounding set is empty too,
 #    and the broker's boot line has run-namespaces among the layers on.
 in_ctr mkdir -p /etc/systemd/system/skill-mcp@.service.d
