@@ -27,7 +27,8 @@ Running scripts (skill_run):
   MCP_CONFIRM_TTL_SECONDS    confirmation token lifetime (default 600)
   MCP_CONFIRM_SECRET         token signing key, so tokens survive a restart
   SKILL_MCP_STATE_DIR        the host-wide state: spent tokens (with a secret) and the
-                             per-run uid locks (default $STATE_DIRECTORY, else
+                             per-run uid locks (default $STATE_DIRECTORY if it ends
+                             in skill-mcp, else
                              /var/lib/skill-mcp when started as root, else
                              $XDG_RUNTIME_DIR/skill-mcp)
   MCP_SKILL_ALLOW_UNSCRUBBED 1: run scripts even if the environ block stays readable

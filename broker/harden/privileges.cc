@@ -92,13 +92,15 @@ bool ReduceCaps(std::string* why) {
   return ok;
 }
 
-// Drops every bounding-set capability except kKept. Needs CAP_SETPCAP. Dropping one that
-// is already gone succeeds, so there is no read before each drop (one prctl per cap).
+// Drops every bounding-set capability except kKept. Needs CAP_SETPCAP. With it, dropping
+// one that is already gone succeeds, so there is no read before each drop (one prctl per
+// cap); without it every drop is EPERM, and only a cap still there is a failure.
 bool ReduceBounding(std::string* why) {
   int last = static_cast<int>(cap_max_bits()) - 1;
   for (int c = 0; c <= last; ++c) {
     if (IsKept(static_cast<cap_value_t>(c))) continue;
     if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) != 0) {
+      if (errno == EPERM && prctl(PR_CAPBSET_READ, c, 0, 0, 0) == 0) continue;
       *why = Err("dropping capability " + std::to_string(c) + " from the bounding set");
       return false;
     }

@@ -169,8 +169,21 @@ UniqueFd OpenHostLeaf(int parent, const std::string& name, const std::string& pa
 
 }  // namespace
 
+std::optional<std::string> UnitStateDirectory(const StateGetFn& get) {
+  std::optional<std::string> dir = get("STATE_DIRECTORY");
+  if (!dir) return std::nullopt;
+  // It may list several directories separated by ':'; the first is ours.
+  std::string first = dir->substr(0, dir->find(':'));
+  // Why only ".../skill-mcp": a broker started by another service inherits that service's
+  // $STATE_DIRECTORY; taking it would split the host's uid pool and spent-token record
+  // from the unit's (StateDirectory=skill-mcp). SKILL_MCP_STATE_DIR names any other.
+  const size_t slash = first.find_last_of('/');
+  if (slash == std::string::npos || first.substr(slash + 1) != "skill-mcp") return std::nullopt;
+  return first;
+}
+
 bool NeedsHostStateDefault(const StateGetFn& get) {
-  return !get("SKILL_MCP_STATE_DIR") && !get("STATE_DIRECTORY");
+  return !get("SKILL_MCP_STATE_DIR") && !UnitStateDirectory(get);
 }
 
 HostStateDefault PrepareHostStateDir(const std::string& path, uid_t uid, gid_t gid) {
@@ -212,10 +225,9 @@ StateBase ResolveStateBase(const StateGetFn& get, const HostStateDefault& host) 
   if (std::optional<std::string> dir = get("SKILL_MCP_STATE_DIR")) {
     b.base = *dir;
     b.from = "SKILL_MCP_STATE_DIR";
-  } else if (std::optional<std::string> dir = get("STATE_DIRECTORY")) {
+  } else if (std::optional<std::string> dir = UnitStateDirectory(get)) {
     // systemd's StateDirectory= (the unit sets it): kept across restarts and reboots.
-    // It may list several directories separated by ':'; the first is ours.
-    b.base = dir->substr(0, dir->find(':'));
+    b.base = *dir;
     b.from = "STATE_DIRECTORY";
   } else if (host.applies) {
     // Why before XDG_RUNTIME_DIR: a root stdio broker shares the unit's pool of run uids

@@ -49,6 +49,9 @@ StateBase ResolveStateBase(const StateGetFn& get, const HostStateDefault& host =
 
 // True when a root-started broker falls back to the host-wide default: neither
 // SKILL_MCP_STATE_DIR nor $STATE_DIRECTORY is set.
+// The first entry of systemd's $STATE_DIRECTORY when it is the unit's (its last component
+// is "skill-mcp"); another service's state directory is not ours.
+std::optional<std::string> UnitStateDirectory(const StateGetFn& get);
 bool NeedsHostStateDefault(const StateGetFn& get);
 
 // As root, before the privilege drop: opens `path` (kHostStateDir; tests pass another),

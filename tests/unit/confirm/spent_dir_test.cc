@@ -187,7 +187,7 @@ TEST_F(SpentDirTest, AWritableNonStickyAncestorIsNotTrusted) {
 }
 
 TEST_F(SpentDirTest, EnvironmentOrder) {
-  const std::string a = base_ + "/a", b = base_ + "/b", c = base_ + "/c";
+  const std::string a = base_ + "/a", b = base_ + "/skill-mcp", c = base_ + "/c";
   for (const auto& d : {a, b, c}) ASSERT_EQ(mkdir(d.c_str(), 0700), 0);
   auto env = [&](bool state_dir, bool systemd) {
     return [=](std::string_view n) -> std::optional<std::string> {

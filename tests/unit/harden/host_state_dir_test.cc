@@ -32,13 +32,17 @@ StateGetFn Getter(const Vars& vars) {
 
 TEST(ResolveStateBase, TheRootDefaultComesAfterTheVariablesAndBeforeTheRuntimeDir) {
   Vars vars = {
-      {"SKILL_MCP_STATE_DIR", "/a"}, {"STATE_DIRECTORY", "/b"}, {"XDG_RUNTIME_DIR", "/run/user/0"}};
+      {"SKILL_MCP_STATE_DIR", "/a"}, {"STATE_DIRECTORY", "/b/skill-mcp"}, {"XDG_RUNTIME_DIR", "/run/user/0"}};
   HostStateDefault host{true, kHostStateDir, ""};
   EXPECT_EQ(ResolveStateBase(Getter(vars), host).base, "/a");
   EXPECT_FALSE(NeedsHostStateDefault(Getter(vars)));
   vars.erase("SKILL_MCP_STATE_DIR");
-  EXPECT_EQ(ResolveStateBase(Getter(vars), host).base, "/b");
+  EXPECT_EQ(ResolveStateBase(Getter(vars), host).base, "/b/skill-mcp");
   EXPECT_FALSE(NeedsHostStateDefault(Getter(vars)));
+  // Another service's $STATE_DIRECTORY, inherited: the root default still applies.
+  vars["STATE_DIRECTORY"] = "/var/lib/other-service";
+  EXPECT_TRUE(NeedsHostStateDefault(Getter(vars)));
+  EXPECT_EQ(ResolveStateBase(Getter(vars), host).base, "/var/lib/skill-mcp");
   vars.erase("STATE_DIRECTORY");
   EXPECT_TRUE(NeedsHostStateDefault(Getter(vars)));
   StateBase root = ResolveStateBase(Getter(vars), host);

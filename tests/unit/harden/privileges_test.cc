@@ -100,6 +100,32 @@ TEST(DropPrivileges, AsRootKeepsExactlySetuidSetgidKillSetpcap) {
   EXPECT_EQ(rc, 0);
 }
 
+// A root broker whose bounding set holds only the setid caps and CAP_KILL (podman
+// --cap-drop ALL --cap-add SETUID,SETGID,KILL --user root) has no CAP_SETPCAP: every
+// bounding drop is EPERM there, and the caps already gone must not count as a failure.
+TEST(DropPrivileges, AsRootWithoutSetpcapStillSwitches) {
+  if (getuid() != 0) GTEST_SKIP() << "needs root";
+  if (getpwuid(kFallbackRunAsId) || getpwuid(kFallbackServiceId))
+    GTEST_SKIP() << "fallback ids have passwd entries here";
+  int rc = InChild([] {
+    const int last = static_cast<int>(cap_max_bits()) - 1;
+    for (int c = 0; c <= last; ++c) {
+      if (c == CAP_SETUID || c == CAP_SETGID || c == CAP_KILL || c == CAP_SETPCAP) continue;
+      if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) != 0) return 20;
+    }
+    if (prctl(PR_CAPBSET_DROP, CAP_SETPCAP, 0, 0, 0) != 0) return 21;
+    cap_t three = cap_from_text("cap_setuid,cap_setgid,cap_kill=ep");
+    if (three == nullptr || cap_set_proc(three) != 0) return 22;
+    cap_free(three);
+    PrivilegeState st = DropPrivileges({kNoService, kNoRunAs});
+    if (!st.ok() || !st.broker_switched) return 1;
+    if (StatusLine("CapBnd") != "00000000000000e0") return 2;
+    if (StatusLine("CapPrm") != "00000000000000e0") return 3;
+    return 0;
+  });
+  EXPECT_EQ(rc, 0);
+}
+
 TEST(DropPrivileges, RunAsEqualToServiceUidIsRefused) {
   if (getuid() != 0) GTEST_SKIP() << "needs root";
   int rc = InChild([] {

@@ -21,7 +21,7 @@ using testing::InChild;
 
 TEST(ResolveStateBase, OrderIsOptionThenSystemdThenRuntimeDir) {
   std::map<std::string, std::string, std::less<>> vars = {{"SKILL_MCP_STATE_DIR", "/a"},
-                                                          {"STATE_DIRECTORY", "/b:/c"},
+                                                          {"STATE_DIRECTORY", "/b/skill-mcp:/c"},
                                                           {"XDG_RUNTIME_DIR", "/run/user/1"}};
   auto get = [&vars](std::string_view n) -> std::optional<std::string> {
     auto it = vars.find(n);
@@ -30,7 +30,13 @@ TEST(ResolveStateBase, OrderIsOptionThenSystemdThenRuntimeDir) {
   };
   EXPECT_EQ(ResolveStateBase(get).base, "/a");
   vars.erase("SKILL_MCP_STATE_DIR");
-  EXPECT_EQ(ResolveStateBase(get).base, "/b");
+  EXPECT_EQ(ResolveStateBase(get).base, "/b/skill-mcp");
+  // Another service's state directory (inherited by a broker it started) is not ours.
+  vars["STATE_DIRECTORY"] = "/var/lib/other-service";
+  EXPECT_EQ(ResolveStateBase(get).base, "/run/user/1");
+  EXPECT_FALSE(UnitStateDirectory(get));
+  vars["STATE_DIRECTORY"] = "/var/lib/skill-mcp-evil:/var/lib/skill-mcp";
+  EXPECT_FALSE(UnitStateDirectory(get));
   vars.erase("STATE_DIRECTORY");
   StateBase x = ResolveStateBase(get);
   EXPECT_EQ(x.base, "/run/user/1");
