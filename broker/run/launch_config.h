@@ -133,8 +133,9 @@ std::string SearchPath(std::string_view path_value, std::string_view name);
 
 // After the catalogue scan: the directories a namespaced run must not see, i.e. every
 // skills root (real path) and every skill's parent directory, without "/", shortest
-// first; and the node_modules directories per root (module_roots). More than kRunSpecMaxHiddenRoots refuses runs (a view could not be built);
-// while the probe is pending that check waits for DecideNamespaces.
+// first; and the node_modules directories per root (module_roots). More than
+// kRunSpecMaxHiddenRoots refuses runs (a view could not be built); while the probe is
+// pending that check waits for DecideNamespaces.
 void SetHiddenRoots(LaunchConfig& config, const std::vector<std::string>& roots,
                     const std::vector<std::string>& skill_dirs);
 

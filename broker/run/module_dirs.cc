@@ -32,7 +32,8 @@ std::vector<RootModuleDirs> ModuleDirsByRoot(const std::vector<std::string>& rea
     const std::string trimmed = root == "/" ? "" : root;
     std::vector<std::string> candidates = {trimmed + "/node_modules"};
     const size_t slash = trimmed.rfind('/');
-    if (slash != std::string::npos) candidates.push_back(trimmed.substr(0, slash) + "/node_modules");
+    if (slash != std::string::npos)
+      candidates.push_back(trimmed.substr(0, slash) + "/node_modules");
     for (std::string& dir : candidates)
       if (!InsideASkill(dir, skill_dirs)) r.dirs.push_back(std::move(dir));
     out.push_back(std::move(r));
