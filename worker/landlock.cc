@@ -10,6 +10,7 @@
 #include "shared/landlock_abi.h"
 #include "shared/unique_fd.h"
 #include "worker/landlock_rules.h"
+#include "worker/module_dir.h"
 
 namespace skillmcp::worker {
 namespace {
@@ -51,8 +52,18 @@ int AddRulesExcept(int ruleset, int dir, uint64_t access, const std::string& exc
   return 0;
 }
 
+// A node_modules directory: no symlink followed and the descriptor checked
+// (worker/module_dir.h). why skipped, not fatal: a planted link or a directory others
+// may write allows nothing, and the run goes on without it.
+int AddModuleDirRule(int ruleset, const LandlockPathRule& r) {
+  UniqueFd fd = OpenModuleDir(r.path);
+  if (!fd.valid()) return IsSkippedModuleDirError(errno) ? 0 : errno;
+  return AddRule(ruleset, fd.get(), r.access);
+}
+
 int AddPathRule(int ruleset, const LandlockPathRule& r, int skill_dir_fd) {
   if (r.from_skill_fd) return AddRule(ruleset, skill_dir_fd, r.access);
+  if (r.module_dir) return AddModuleDirRule(ruleset, r);
   // Opened as the run-as user (after the uid switch): a path that user cannot reach gets
   // no rule. System paths may be symlinks (/lib -> usr/lib on merged-/usr hosts).
   UniqueFd fd(open(r.path.c_str(), O_PATH | O_CLOEXEC));

@@ -78,7 +78,10 @@ LandlockPlan BuildLandlockPlan(const RunSpec& spec) {
   for (const char* dir : kReadDirs) Add(plan, dir, kRead, false);
   for (const char* dev : kDevices) Add(plan, dev, kDevice, false);
   plan.rules.push_back({"", true, kRead & plan.handled_fs, true});
-  for (const std::string& dir : spec.read_dirs) Add(plan, dir, kRead, false);
+  for (const std::string& dir : spec.read_dirs) {
+    Add(plan, dir, kRead, false);
+    plan.rules.back().module_dir = true;
+  }
   // why: the scratch directory is the run's TMPDIR; tools unpack and run helpers there.
   if (!spec.scratch_dir_path.empty())
     Add(plan, spec.scratch_dir_path, kReadWrite | kExecute, true);

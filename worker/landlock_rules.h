@@ -19,6 +19,9 @@ struct LandlockPathRule {
   // Non-empty: the rule goes on every entry of the directory but this one (and the
   // directory itself keeps only kReadDir), since Landlock can grant but never subtract.
   std::string except_child;
+  // A node_modules directory (RunSpec::read_dirs): opened without following any symlink
+  // and checked (worker/module_dir.h); one that fails is skipped.
+  bool module_dir = false;
 };
 
 struct LandlockPlan {

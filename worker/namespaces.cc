@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "shared/unique_fd.h"
+#include "worker/module_dir.h"
 
 namespace skillmcp::worker {
 namespace {
@@ -61,14 +62,14 @@ unsigned long KeptMountFlags(int fd) {
 using OpenedDirs = std::vector<std::pair<const std::string*, UniqueFd>>;
 
 // The node_modules directories the Landlock rule allows (RunSpec::read_dirs), opened in
-// the host's view before anything is covered. why O_NOFOLLOW: a symlink planted there
-// is never followed to somewhere else; absent or unreachable ones are skipped, as the
-// Landlock rule skips them.
+// the host's view before anything is covered, with the Landlock rule's own opening and
+// checks (worker/module_dir.h): no symlink followed on any component, a directory
+// others cannot write. why skipped: one that fails binds nothing, as it grants nothing.
 int OpenModuleDirs(const RunSpec& spec, OpenedDirs& out) {
   for (const std::string& path : spec.read_dirs) {
-    UniqueFd fd(open(path.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    UniqueFd fd = OpenModuleDir(path);
     if (!fd.valid()) {
-      if (errno == ENOENT || errno == ENOTDIR || errno == EACCES || errno == ELOOP) continue;
+      if (IsSkippedModuleDirError(errno)) continue;
       return errno;
     }
     out.emplace_back(&path, std::move(fd));

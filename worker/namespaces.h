@@ -7,7 +7,8 @@
 //     exist;
 //   - an empty read-only tmpfs over /etc/skill-mcp, the operator's configuration;
 //   - the node_modules directories of RunSpec::read_dirs bound back read-only where a
-//     cover hid them, each checked to be the directory opened before covering;
+//     cover hid them (opened with no symlink followed and checked, worker/module_dir.h),
+//     each checked to be the directory opened before covering;
 //   - the skill's own directory bound back at its real path, verified to be the very
 //     directory the broker checked (fd 7), so the script's paths and require() work.
 // The namespace's capabilities go with the capability steps that follow; the seccomp

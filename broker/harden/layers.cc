@@ -185,7 +185,7 @@ std::vector<Layer> ComputeLayers(const IsolationFacts& f) {
   std::string landlock_reason =
       landlock_on ? "Landlock ABI " + std::to_string(w.landlock_abi) +
                         ": each run reads and executes only the system and node, reads its own "
-                        "skill and the node_modules beside the skills roots, writes only its "
+                        "skill and the node_modules beside its own skills root, writes only its "
                         "scratch TMPDIR and MCP_DATA_DIR" +
                         (w.landlock_abi >= 6 ? "; its signals and abstract unix sockets stay "
                                                "within the run"

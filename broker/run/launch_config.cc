@@ -426,18 +426,6 @@ std::string NodeInstallDir(const std::string& node_path) {
   return dir;
 }
 
-std::vector<std::string> ModuleDirs(const std::vector<std::string>& real_roots) {
-  std::set<std::string> dirs;
-  for (const std::string& root : real_roots) {
-    if (root.empty() || root[0] != '/') continue;
-    const std::string trimmed = root == "/" ? "" : root;
-    dirs.insert(trimmed + "/node_modules");
-    const size_t slash = trimmed.rfind('/');
-    if (slash != std::string::npos) dirs.insert(trimmed.substr(0, slash) + "/node_modules");
-  }
-  return std::vector<std::string>(dirs.begin(), dirs.end());
-}
-
 std::vector<std::string> HiddenRoots(const std::vector<std::string>& roots,
                                      const std::vector<std::string>& skill_dirs) {
   std::set<std::string> all;
@@ -463,13 +451,11 @@ void SetHiddenRoots(LaunchConfig& c, const std::vector<std::string>& roots,
   std::vector<std::string> real_roots;
   for (const std::string& r : roots)
     if (std::string real = RealPath(r); !real.empty()) real_roots.push_back(real);
-  c.module_dirs = ModuleDirs(real_roots);
-  // why: more than the run description carries would drop some silently; keep none and
-  // say so, rather than pick (the runs still start: fewer reads, never more).
-  if (c.module_dirs.size() > kRunSpecMaxReadDirs) {
-    LOG_WARN("%zu node_modules directories beside the skills roots: more than %zu, so runs "
-             "may read none of them", c.module_dirs.size(), kRunSpecMaxReadDirs);
-    c.module_dirs.clear();
+  c.module_roots = ModuleDirsByRoot(real_roots, skill_dirs);
+  for (RootModuleDirs& m : c.module_roots) {
+    struct stat st {};
+    // why: a root that cannot be stat'ed lends its owner to nothing (root still counts).
+    m.root_owner = stat(m.root.c_str(), &st) == 0 ? st.st_uid : 0;
   }
   // A deferred probe applies the limit once it has decided (DecideNamespaces).
   if (!c.namespaces_pending) LimitHiddenRoots(c);

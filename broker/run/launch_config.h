@@ -12,6 +12,7 @@
 #include "broker/harden/layers.h"
 #include "broker/harden/privileges.h"
 #include "broker/run/run_uids.h"
+#include "broker/run/module_dirs.h"
 #include "broker/run/namespace_probe.h"
 #include "shared/worker_protocol.h"
 #include "shared/unique_fd.h"
@@ -70,7 +71,9 @@ struct LaunchConfig {
   std::string landlock_problem;
   bool network_off = false;
   std::string node_dir;                  // read and execute for runs (node's install prefix)
-  std::vector<std::string> module_dirs;  // node_modules beside the skills roots (SetHiddenRoots)
+  // The node_modules beside each skills root, none inside a skill (SetHiddenRoots); each
+  // run gets its own root's, checked at its start (broker/run/module_dirs.h).
+  std::vector<RootModuleDirs> module_roots;
   std::string scratch_base;              // where each run's scratch directory is made
   std::string refusal;  // non-empty: why runs are refused (node, worker, seccomp, namespaces)
 
@@ -130,15 +133,11 @@ std::string SearchPath(std::string_view path_value, std::string_view name);
 
 // After the catalogue scan: the directories a namespaced run must not see, i.e. every
 // skills root (real path) and every skill's parent directory, without "/", shortest
-// first. More than kRunSpecMaxHiddenRoots refuses runs (a view could not be built);
-// while the probe is pending that check waits for DecideNamespaces.
+// first; and the node_modules directories per root (module_roots). More than
+// kRunSpecMaxHiddenRoots refuses runs (a view could not be built); while the probe is
+// pending that check waits for DecideNamespaces.
 void SetHiddenRoots(LaunchConfig& config, const std::vector<std::string>& roots,
                     const std::vector<std::string>& skill_dirs);
-
-// Pure: the node_modules directories a run may read, for the skills roots' real paths:
-// <root>/node_modules and <parent of root>/node_modules, each once, "/node_modules"
-// included only when a root lies directly under "/".
-std::vector<std::string> ModuleDirs(const std::vector<std::string>& real_roots);
 
 // Pure: the directory node is installed under, for the absolute real path of the binary:
 // the parent of its bin/ directory ("/opt/node" for "/opt/node/bin/node"), else the

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <utility>
 
+#include "broker/run/module_dirs.h"
 #include "broker/run/run_memory.h"
 #include "broker/run/scratch_dir.h"
 #include "broker/run/spawn.h"
@@ -58,12 +59,16 @@ RunSpec BuildSpec(const PreparedRun& run, const LaunchConfig& config, const EnvS
   spec.limits = config.limits;
   spec.seccomp = config.seccomp;
   spec.seccomp_bpf = config.seccomp_bpf;
+  // why only its own root's: another root's node_modules is no business of this run.
+  std::vector<std::string> module_dirs;
+  if (config.namespaces || config.landlock_abi > 0)
+    module_dirs = RunModuleDirs(config.module_roots, run.skill_dir_path);
   if (config.namespaces) {
     spec.namespaces = true;
     spec.skill_dir_path = run.skill_dir_path;
     spec.hidden_roots = config.hidden_roots;
     spec.fresh_proc = config.fresh_proc;
-    spec.read_dirs = config.module_dirs;  // bound back over the covers (worker/namespaces.h)
+    spec.read_dirs = module_dirs;  // bound back over the covers (worker/namespaces.h)
   }
   spec.scratch_dir_path = scratch;
   spec.envp.push_back("TMPDIR=" + scratch);
@@ -71,7 +76,7 @@ RunSpec BuildSpec(const PreparedRun& run, const LaunchConfig& config, const EnvS
     spec.landlock_abi = config.landlock_abi;
     spec.network_off = config.network_off;
     spec.node_dir_path = config.node_dir;
-    spec.read_dirs = config.module_dirs;
+    spec.read_dirs = module_dirs;
     env.WithValue("MCP_DATA_DIR", [&](std::string_view v) {
       if (!v.empty() && v[0] == '/') spec.data_dir_path = std::string(v);
     });

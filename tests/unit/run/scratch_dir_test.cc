@@ -138,15 +138,6 @@ TEST_F(ScratchTest, OwnedByTheRunsIdsWhenTheBrokerSwitches) {
   EXPECT_EQ(access((outside_ + "/keep/file").c_str(), F_OK), 0);
 }
 
-TEST(LandlockInputs, ModuleDirsBesideTheSkillsRoots) {
-  EXPECT_EQ(ModuleDirs({"/srv/skills", "/home/u/.skills"}),
-            (std::vector<std::string>{"/home/u/.skills/node_modules", "/home/u/node_modules",
-                                      "/srv/node_modules", "/srv/skills/node_modules"}));
-  EXPECT_EQ(ModuleDirs({"/skills"}),
-            (std::vector<std::string>{"/node_modules", "/skills/node_modules"}));
-  EXPECT_EQ(ModuleDirs({"relative", ""}), std::vector<std::string>{});
-}
-
 TEST(LandlockInputs, NodeInstallDir) {
   EXPECT_EQ(NodeInstallDir("/usr/bin/node"), "/usr");
   EXPECT_EQ(NodeInstallDir("/opt/node-v20/bin/node"), "/opt/node-v20");

@@ -264,6 +264,54 @@ TEST(LandlockKernel, ARequiredPathMissingFailsTheStep) {
   EXPECT_EQ(InChild(spec, t.skill, [] { return 0; }), 0);
 }
 
+// A node_modules planted as a symlink (a skill that is its own root ships
+// <root>/node_modules -> /, a repository commits one) grants nothing: the rule is opened
+// without following it. Control: a real directory in its place is readable.
+TEST(LandlockKernel, ASymlinkedModuleDirGrantsNothing) {
+  const int abi = KernelAbi();
+  if (abi <= 0) GTEST_SKIP() << "this kernel has no Landlock (" << strerror(-abi) << ")";
+  Tree t;
+  const std::string modules = t.root + "/node_modules";
+  ASSERT_EQ(symlink(t.other.c_str(), modules.c_str()), 0);
+  RunSpec spec = Spec(static_cast<uint32_t>(abi));
+  spec.scratch_dir_path = t.scratch;
+  spec.node_dir_path = "/usr";
+  spec.read_dirs = {modules};
+  EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr(modules + "/secret", O_RDONLY); }),
+            EACCES) << "the link's target is not granted";
+  EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr(t.other + "/secret", O_RDONLY); }),
+            EACCES);
+  // A link on an earlier component is not followed either.
+  const std::string linked_parent = t.root + "/via";
+  ASSERT_EQ(symlink(t.root.c_str(), linked_parent.c_str()), 0);
+  ASSERT_EQ(unlink(modules.c_str()), 0);
+  ASSERT_EQ(rename(t.other.c_str(), modules.c_str()), 0);
+  spec.read_dirs = {linked_parent + "/node_modules"};
+  EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr(modules + "/secret", O_RDONLY); }),
+            EACCES) << "reached through a linked parent";
+  spec.read_dirs = {modules};  // control: the real directory
+  EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr(modules + "/secret", O_RDONLY); }), 0);
+}
+
+// A node_modules directory its group or others may write grants nothing (anyone could
+// have put code there); the same directory without those bits is readable.
+TEST(LandlockKernel, AModuleDirOthersMayWriteGrantsNothing) {
+  const int abi = KernelAbi();
+  if (abi <= 0) GTEST_SKIP() << "this kernel has no Landlock (" << strerror(-abi) << ")";
+  Tree t;
+  const std::string modules = t.root + "/node_modules";
+  ASSERT_EQ(rename(t.other.c_str(), modules.c_str()), 0);
+  RunSpec spec = Spec(static_cast<uint32_t>(abi));
+  spec.scratch_dir_path = t.scratch;
+  spec.node_dir_path = "/usr";
+  spec.read_dirs = {modules};
+  ASSERT_EQ(chmod(modules.c_str(), 0777), 0);
+  EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr(modules + "/secret", O_RDONLY); }),
+            EACCES) << "mode 0777";
+  ASSERT_EQ(chmod(modules.c_str(), 0755), 0);
+  EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr(modules + "/secret", O_RDONLY); }), 0);
+}
+
 TEST(LandlockKernel, SignalsStayWithinTheRun) {
   const int abi = KernelAbi();
   if (abi < 6) GTEST_SKIP() << "signal scoping needs Landlock ABI 6 (this kernel: " << abi << ")";

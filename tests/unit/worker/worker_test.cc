@@ -252,6 +252,38 @@ TEST_F(WorkerTest, NamespacedRunSeesItsModuleDirsButNoSymlinkedOne) {
       << r.out;
 }
 
+// No component of a module directory's path is followed if a symlink (a linked parent
+// reaches the same directory, yet is not bound), and one others may write is not bound;
+// the real path of a directory others cannot write is (control).
+TEST_F(WorkerTest, NamespacedRunBindsNoModuleDirReachedByALinkOrWritableByOthers) {
+  const std::string root = dir_.Sub("root");
+  ASSERT_EQ(mkdir(root.c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((root + "/skill").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((root + "/node_modules").c_str(), 0755), 0);
+  WriteFile(root + "/node_modules/index.js", "module.exports = 1;\n");
+  ASSERT_EQ(mkdir(dir_.Sub("open").c_str(), 0777), 0);
+  ASSERT_EQ(chmod(dir_.Sub("open").c_str(), 0777), 0);
+  WriteFile(dir_.Sub("open/index.js"), "module.exports = 2;\n");
+  ASSERT_EQ(symlink(root.c_str(), dir_.Sub("via").c_str()), 0);
+  chmod(dir_.path().c_str(), 0755);
+  const std::string linked = dir_.Sub("via/node_modules/index.js");
+  RunSpec spec = ProbeSpec({"open", linked, dir_.Sub("open/index.js"),
+                            root + "/node_modules/index.js"});
+  spec.namespaces = true;
+  spec.skill_dir_path = root + "/skill";
+  spec.hidden_roots = {"/tmp", root};
+  spec.read_dirs = {dir_.Sub("via/node_modules"), dir_.Sub("open"), root + "/node_modules"};
+  Launch l = LaunchFor(spec);
+  l.dir_path = root + "/skill";
+  const LaunchResult r = RunWorker(l);
+  SKIP_WITHOUT_USER_NAMESPACES(r);
+  ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
+  EXPECT_EQ(Lines(r.out), (std::vector<std::string>{linked + " ENOENT",
+                                                    dir_.Sub("open/index.js") + " ENOENT",
+                                                    root + "/node_modules/index.js ok"}))
+      << r.out;
+}
+
 TEST_F(WorkerTest, NamespacedRunRefusesASkillPathThatIsNotTheCheckedDirectory) {
   TempDir elsewhere;
   RunSpec spec = ProbeSpec({"status"});

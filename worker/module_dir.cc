@@ -1,0 +1,76 @@
+#include "worker/module_dir.h"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace skillmcp::worker {
+namespace {
+
+constexpr int kFlags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+
+// The fallback: one component at a time from "/", none of them followed if a symlink
+// (O_NOFOLLOW with O_DIRECTORY: a symlink is ENOTDIR, never its target).
+UniqueFd WalkNoSymlinks(const std::string& path) {
+  UniqueFd cur(open("/", kFlags));
+  size_t start = 1;
+  while (cur.valid() && start < path.size()) {
+    const size_t slash = path.find('/', start);
+    const size_t end = slash == std::string::npos ? path.size() : slash;
+    const std::string name = path.substr(start, end - start);
+    // why: the paths are the broker's real paths; "." or ".." would be something else.
+    if (name.empty() || name == "." || name == "..") {
+      errno = ENOENT;
+      return {};
+    }
+    cur.reset(openat(cur.get(), name.c_str(), kFlags));
+    start = end + 1;
+  }
+  return cur;
+}
+
+UniqueFd OpenNoSymlinks(const std::string& path) {
+  open_how how{};
+  how.flags = static_cast<uint64_t>(kFlags);
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  const long fd = syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof how);
+  if (fd >= 0) return UniqueFd(static_cast<int>(fd));
+  // why the fallback: kernels before 5.6 and older container seccomp profiles answer
+  // ENOSYS or EPERM; the walk follows no symlink either.
+  if (errno != ENOSYS && errno != EPERM) return {};
+  return WalkNoSymlinks(path);
+}
+
+}  // namespace
+
+UniqueFd OpenModuleDir(const std::string& path) {
+  if (path.empty() || path[0] != '/') {
+    errno = ENOENT;
+    return {};
+  }
+  // why no symlink anywhere: a node_modules planted as a link (to "/", say) would grant
+  // or bind its target; a link's target is judged by the rules of where it lies.
+  UniqueFd fd = OpenNoSymlinks(path);
+  if (!fd.valid()) return {};
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0) return {};
+  // why (re-checked here, on the descriptor that is granted or bound, after the broker's
+  // own check of the path): a directory another user may write could be filled with
+  // code that every run's require() then loads. The owner cannot be re-checked here: in
+  // the run's user namespace every id but the run's own reads as the overflow id.
+  if (!S_ISDIR(st.st_mode) || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    errno = EPERM;
+    return {};
+  }
+  return fd;
+}
+
+bool IsSkippedModuleDirError(int err) {
+  return err == ENOENT || err == ENOTDIR || err == EACCES || err == ELOOP || err == EPERM;
+}
+
+}  // namespace skillmcp::worker

@@ -1,0 +1,24 @@
+// Opening one node_modules directory a run may read (RunSpec::read_dirs), for the
+// Landlock rule (worker/landlock.cc) and the bind into a namespaced view
+// (worker/namespaces.cc): the same checks on both paths. docs/isolation.md, "The
+// filesystem allowlist".
+#pragma once
+
+#include <string>
+
+#include "shared/unique_fd.h"
+
+namespace skillmcp::worker {
+
+// Opens the absolute `path` as an O_PATH directory without following any symlink, on
+// any component (openat2 RESOLVE_NO_SYMLINKS; where openat2 is refused, a walk from "/"
+// with O_NOFOLLOW on every component), then checks the descriptor: a directory that
+// neither its group nor others may write. Invalid with errno on failure; EPERM when the
+// directory is there but fails the check.
+UniqueFd OpenModuleDir(const std::string& path);
+
+// True for the errors of OpenModuleDir that mean "no such usable directory here": the
+// directory is skipped (no rule, no bind), the run goes on.
+bool IsSkippedModuleDirError(int err);
+
+}  // namespace skillmcp::worker
