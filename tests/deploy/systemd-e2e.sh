@@ -106,7 +106,9 @@ session "{\"run\":{\"name\":\"probe\",\"script\":\"scripts/status.js\",\"confirm
 # run-namespaces, fresh-proc, parent-death and landlock included (the unit's defaults).
 # network-off is the operator's opt-in (SKILL_MCP_NETWORK=off): off, saying so, is right.
 # run-cgroup is never on (docs/isolation.md, whole-run limits): off with its reason.
-only_opt_in_off='off \[(network-off \(runs may open TCP connections \(SKILL_MCP_NETWORK is not off\)\), )?run-cgroup \(no per-run cgroup: [^]]*\)\]$'
+# run-memory is off under the unit: ProtectProc=invisible hides the runs' processes from
+# the broker, and the unit's MemoryMax= bounds the connection (docs/isolation.md).
+only_opt_in_off='off \[(run-memory \(/proc is mounted with hidepid=invisible \(systemd.s ProtectProc=\) and the broker lacks CAP_SYS_PTRACE, so it cannot read its runs. processes; the unit.s MemoryMax= or the container.s memory limit bounds the connection instead\), )?(network-off \(runs may open TCP connections \(SKILL_MCP_NETWORK is not off\)\), )?run-cgroup \(no per-run cgroup: [^]]*\)\]$'
 layers=$(in_ctr journalctl --no-pager -o cat _COMM=skill-mcp 2>/dev/null | grep 'isolation:' || true)
 if [[ -n ${layers} ]] && ! grep -v -E "${only_opt_in_off}" <<<"${layers}" | grep -q . &&
    ! grep -v -E 'on \[.*run-namespaces, fresh-proc, parent-death, landlock' <<<"${layers}" | grep -q .; then
