@@ -141,7 +141,7 @@ std::vector<Layer> ComputeLayers(const IsolationFacts& f) {
   out.push_back(
       Make("run-memory", mem_on, f.worker.run_memory_demanded,
            mem_on ? "sampled every " + std::to_string(f.worker.run_memory_sample_ms) +
-                        " ms, limit " + std::to_string(f.worker.run_memory_mb) +
+                        " ms (or 10 x a sample's cost when longer), limit " + std::to_string(f.worker.run_memory_mb) +
                         " MiB per run; a burst faster than the sampling is bounded by " +
                         f.worker.run_memory_burst +
                         "; a run whose processes hold more in all (RssAnon + RssShmem) is killed"

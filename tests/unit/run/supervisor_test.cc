@@ -261,6 +261,33 @@ TEST_F(SupervisorTest, ARunOverItsMemoryInAllIsKilled) {
   EXPECT_FALSE(c->receipt.contains("memoryKill"));
 }
 
+// The run ends when its worker exits; what it left behind (a child holding the pipes
+// through the drain) is killed at Settle. Sampling stops at the exit, so a leftover that
+// grows past the limit during the drain never puts "killed for memory" next to the
+// normal exit code.
+TEST_F(SupervisorTest, NoMemoryKillAfterTheRunHasExited) {
+  // The child says it is waiting, the script exits 0; once re-parented the child fills
+  // 300 MiB (over the 128 MiB limit) while it holds stderr open through the drain.
+  Script("scripts/leave.js", R"JS(
+const { spawn } = require('node:child_process');
+const CHILD = `const p = process.ppid; process.stdout.write('w');
+const t = setInterval(() => {
+  if (process.ppid === p) return;
+  clearInterval(t);
+  const b = Buffer.alloc(300 * 1048576, 1);
+  process.stderr.write('grown ' + b.length + '\\n');
+  setInterval(() => b[0]++, 1000);
+}, 1);`;
+const k = spawn(process.execPath, ['-e', CHILD], { stdio: ['ignore', 'pipe', 'inherit'] });
+k.stdout.once('data', () => { console.log('leaving'); process.exit(0); });
+)JS");
+  config_.run_memory_bytes = 128ull << 20;
+  auto o = RunToEnd(Request("scripts/leave.js", 20000));
+  ASSERT_TRUE(o && o->ran) << (o ? o->error : "no outcome");
+  EXPECT_EQ(o->receipt["exitCode"], 0) << o->receipt.dump();
+  EXPECT_FALSE(o->receipt.contains("memoryKill")) << o->receipt.dump();
+}
+
 // Reports whether a detached child (node's spawn runs setsid() in it) leads a group of
 // its own or stayed in the script's.
 constexpr char kDetachProbeJs[] =
