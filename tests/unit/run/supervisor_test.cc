@@ -52,7 +52,9 @@ RunOutcome Render(RunResult r) {
   j["truncated"] = {{"stdout", r.out.truncated}, {"stderr", r.err.truncated}};
   j["timedOut"] = r.timed_out;
   j["durationMs"] = r.duration_ms;
-  if (r.memory_kill) j["memoryKill"] = {r.memory_kill->limit_bytes, r.memory_kill->processes};
+  if (r.memory_kill)
+    j["memoryKill"] = {r.memory_kill->limit_bytes, r.memory_kill->processes,
+                       r.memory_kill->sample_cap};
   return o;
 }
 
@@ -259,6 +261,25 @@ TEST_F(SupervisorTest, ARunOverItsMemoryInAllIsKilled) {
   ASSERT_TRUE(c && c->ran) << (c ? c->error : "no outcome");
   EXPECT_EQ(c->receipt["timedOut"], true) << c->receipt.dump();
   EXPECT_FALSE(c->receipt.contains("memoryKill"));
+}
+
+// A sample that cannot read the whole run (its visit budget, 2 x nproc, reached) is a
+// breach however little it summed: the run is killed and the result says the sample was
+// capped. The budget is lowered after the start, so the worker's own RLIMIT_NPROC stays
+// as configured and node (several threads: one children read each) overruns 4 reads.
+TEST_F(SupervisorTest, ARunTooBigToSampleIsKilled) {
+  Script("scripts/idle.js", "console.log('up'); setInterval(() => {}, 1000);");
+  config_.run_memory_bytes = 1ull << 40;  // far above anything it holds
+  std::string refused = Refused(sup_->Start(
+      Request("scripts/idle.js", 5000), [this](RunResult o) { outcome_ = Render(std::move(o)); }));
+  ASSERT_EQ(refused, "");
+  config_.limits.nproc = 2;  // read by each sample: a budget of 4 reads
+  auto o = Wait(30000);
+  ASSERT_TRUE(o && o->ran) << (o ? o->error : "no outcome");
+  EXPECT_EQ(o->receipt["signal"], "SIGKILL") << o->receipt.dump();
+  EXPECT_EQ(o->receipt["timedOut"], false) << o->receipt.dump();
+  ASSERT_TRUE(o->receipt.contains("memoryKill")) << o->receipt.dump();
+  EXPECT_EQ(o->receipt["memoryKill"][2], 4u) << o->receipt.dump();
 }
 
 // The run ends when its worker exits; what it left behind (a child holding the pipes
