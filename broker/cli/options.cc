@@ -52,7 +52,8 @@ Running scripts (skill_run):
                              NOFILE (positive integers)
   SKILL_MCP_LIMIT_RUN_MEMORY_MB
                              a run's memory in all (MiB), every process summed every
-                             50 ms; past it the run is killed (default twice DATA_MB;
+                             50 ms or more; past it, or with more processes than a
+                             sample reads, the run is killed (default twice DATA_MB;
                              0 or off: none)
 
 stdout carries JSON-RPC only; diagnostics go to stderr. See skill-mcp(1) and README.md.

@@ -141,13 +141,15 @@ std::vector<Layer> ComputeLayers(const IsolationFacts& f) {
   out.push_back(
       Make("run-memory", mem_on, f.worker.run_memory_demanded,
            mem_on ? "sampled every " + std::to_string(f.worker.run_memory_sample_ms) +
-                        " ms, limit " + std::to_string(f.worker.run_memory_mb) +
+                        " ms (or 10 x a sample's cost when longer), limit " +
+                        std::to_string(f.worker.run_memory_mb) +
                         " MiB per run; a burst faster than the sampling is bounded by " +
                         f.worker.run_memory_burst +
                         "; a run whose processes hold more in all (RssAnon + RssShmem) is killed"
                   : f.worker.run_memory_off_reason,
            "unset SKILL_MCP_LIMIT_RUN_MEMORY_MB (the default is twice the data limit) or set it to "
-           "a limit in MiB, on a /proc without hidepid (or give the broker CAP_SYS_PTRACE)"));
+           "a limit in MiB, on a /proc without hidepid (or give the broker CAP_SYS_PTRACE) and "
+           "with per-thread children files (a kernel with CONFIG_PROC_CHILDREN)"));
 
   const WorkerLayerFacts& w = f.worker;
   const bool ns_on = w.namespaces_configured && w.namespaces_problem.empty();

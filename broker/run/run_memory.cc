@@ -1,6 +1,7 @@
 #include "broker/run/run_memory.h"
 
 #include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -127,6 +128,34 @@ RunMemorySample SampleRunMemory(const std::vector<pid_t>& roots, size_t max_visi
   return s;
 }
 
+size_t RunMemoryVisitCap(uint64_t nproc) {
+  return nproc > kRunMemoryMaxVisits / 2 ? kRunMemoryMaxVisits : static_cast<size_t>(2 * nproc);
+}
+
+int64_t NextRunMemorySampleMs(int64_t sample_ns) {
+  if (sample_ns <= 0) return kRunMemorySampleMs;
+  // 10 x the cost, rounded up to whole ms: the sampling's share of the loop stays <= 10 %.
+  const int64_t ten_x_ms = (sample_ns / 100000 + (sample_ns % 100000 != 0 ? 1 : 0));
+  return std::max(kRunMemorySampleMs, ten_x_ms);
+}
+
+RunMemoryVerdict JudgeRunMemory(const RunMemorySample& sample, uint64_t limit_bytes) {
+  if (!sample.root_seen) return RunMemoryVerdict::kBlind;
+  // why: an incomplete walk may have missed the heavy processes (a depth-first walk
+  // reaches the oldest children last); a run too big to sample is not a run under limit.
+  if (sample.capped) return RunMemoryVerdict::kTooMany;
+  return sample.bytes > limit_bytes ? RunMemoryVerdict::kOver : RunMemoryVerdict::kUnder;
+}
+
+std::string ProcChildrenBlindness(const std::string& proc, pid_t tid) {
+  struct stat st {};
+  const std::string path = proc + "/self/task/" + std::to_string(tid) + "/children";
+  if (stat(path.c_str(), &st) == 0) return "";
+  return path + " does not exist (a kernel without CONFIG_PROC_CHILDREN, or gVisor), so the "
+         "broker cannot find its runs' descendants; the unit's MemoryMax= or the container's "
+         "memory limit bounds the connection instead";
+}
+
 std::string RunMemoryBlindness(std::string_view mountinfo, bool cap_sys_ptrace) {
   if (cap_sys_ptrace) return "";
   // The last /proc mount listed is the one on top, the one the broker reads.
@@ -177,6 +206,8 @@ std::string OwnRunMemoryBlindness() {
   if (n <= 0 || std::string(self, static_cast<size_t>(n)) != std::to_string(getpid()))
     return "the broker's /proc is not of its own pid namespace (/proc/self is not its pid), "
            "so it cannot find its runs' processes there";
+  // why: without children files the walk sees the worker alone and counts nothing.
+  if (std::string blind = ProcChildrenBlindness("/proc", gettid()); !blind.empty()) return blind;
   std::string mountinfo, status;
   int err = 0;
   if (!ReadSmallFile("/proc/self/mountinfo", &mountinfo, &err))

@@ -33,6 +33,18 @@ inline constexpr int64_t kRunMemorySampleMs = 50;
 // sample's CPU stays bounded even with a huge configured nproc.
 inline constexpr size_t kRunMemoryMaxVisits = 4096;
 
+// The visit budget of one sample for a run limited to `nproc` processes (and threads):
+// one status read per process and one children read per thread reach the whole run
+// within 2 x nproc reads, failed reads (a pid that vanished, a stranger skipped) counted
+// too; at most kRunMemoryMaxVisits. Pure.
+size_t RunMemoryVisitCap(uint64_t nproc);
+
+// The delay before the next sample after one that took `sample_ns` of CLOCK_MONOTONIC:
+// kRunMemorySampleMs, or 10 x the sample's cost when that is longer, so that sampling
+// never takes more than about 10 % of the broker's event loop however many processes a
+// run has (docs/isolation.md, "Whole-run limits"). Pure.
+int64_t NextRunMemorySampleMs(int64_t sample_ns);
+
 // One process's part, from the text of its /proc/<pid>/status. Pure.
 struct ProcessMemory {
   uint64_t bytes = 0;       // RssAnon + RssShmem
@@ -60,6 +72,17 @@ struct RunMemorySample {
 RunMemorySample SampleRunMemory(const std::vector<pid_t>& roots, size_t max_visits,
                                 const std::string& proc = "/proc");
 
+// What one sample means for the run. kBlind: the run's worker could not be read (no
+// verdict); kTooMany: the walk reached its visit cap, so the sum is only a lower bound and
+// the processes not reached may hold anything: fail closed, the run is killed.
+enum class RunMemoryVerdict { kUnder, kOver, kTooMany, kBlind };
+RunMemoryVerdict JudgeRunMemory(const RunMemorySample& sample, uint64_t limit_bytes);
+
+// Why the broker cannot find its runs' descendants, or "" when it can: the walk needs
+// <proc>/self/task/<tid>/children, which kernels without CONFIG_PROC_CHILDREN (and gVisor)
+// lack; without it only the worker would be seen and the bound would count nothing.
+std::string ProcChildrenBlindness(const std::string& proc, pid_t tid);
+
 // Why the broker cannot read its runs' memory on this host, or "" when it can: a /proc
 // mounted with hidepid (systemd's ProtectProc=) hides the runs' processes from a broker
 // without CAP_SYS_PTRACE (the worker that is the run's root is not dumpable). Pure:
@@ -68,7 +91,8 @@ RunMemorySample SampleRunMemory(const std::vector<pid_t>& roots, size_t max_visi
 std::string RunMemoryBlindness(std::string_view mountinfo, bool cap_sys_ptrace);
 
 // The same for this process (its mountinfo and effective capabilities), and why not when
-// its /proc belongs to another pid namespace (/proc/self is not its pid).
+// its /proc belongs to another pid namespace (/proc/self is not its pid) or has no
+// children files (ProcChildrenBlindness).
 std::string OwnRunMemoryBlindness();
 
 }  // namespace skillmcp

@@ -51,6 +51,7 @@ struct MemoryKill {
   uint64_t limit_bytes = 0;
   uint64_t used_bytes = 0;
   size_t processes = 0;
+  size_t sample_cap = 0;  // not 0: the sample reached this many /proc reads and stopped
 };
 
 struct RunResult {

@@ -6,6 +6,7 @@
 #include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -351,6 +352,10 @@ void RunSupervisor::OnExit() {
     loop_.CancelTimer(r.timeout_timer);
     r.timeout_timer = 0;
   }
+  if (r.memory_timer) {  // the run has ended: no memory kill after its end
+    loop_.CancelTimer(r.memory_timer);
+    r.memory_timer = 0;
+  }
   // Settle when the pipes are closed, or after a short drain: a detached grandchild
   // may hold them open for ever.
   r.drain_timer = loop_.AddTimer(kDrainMs, [this] {
@@ -387,34 +392,55 @@ void RunSupervisor::OnMemorySample() {
   if (!run_) return;
   Run& r = *run_;
   r.memory_timer = 0;
-  if (r.settling || r.memory_kill) return;
+  // why: once the worker has exited the run has ended; what it left is killed at Settle,
+  // and a kill now would put "killed for memory" next to a normal exit in the receipt.
+  if (r.settling || r.memory_kill || r.exited) return;
   // RLIMIT_NPROC counts every thread: one status read per process and one children read
   // per thread reach a whole run within 2 x nproc reads.
-  const uint64_t nproc = config_.limits.nproc;
-  const size_t cap =
-      nproc > kRunMemoryMaxVisits / 2 ? kRunMemoryMaxVisits : static_cast<size_t>(2 * nproc);
-  const RunMemorySample sample = SampleRunMemory(RunRoots(), cap);
-  if (!sample.root_seen) {
-    // The worker is our child and unreaped until Settle, so its /proc entry exists: not
-    // readable means /proc hides it (boot found no hidepid; it changed since). Say so once.
-    if (!memory_blind_warned_)
-      LOG_WARN(
-          "cannot read the run's processes in /proc: its memory in all is not bounded "
-          "(SKILL_MCP_LIMIT_RUN_MEMORY_MB)");
-    memory_blind_warned_ = true;
-    return;
+  timespec t0{}, t1{};
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  const RunMemorySample sample =
+      SampleRunMemory(RunRoots(), RunMemoryVisitCap(config_.limits.nproc));
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  const int64_t took_ns =
+      (int64_t{t1.tv_sec} - t0.tv_sec) * 1000000000 + (int64_t{t1.tv_nsec} - t0.tv_nsec);
+  switch (JudgeRunMemory(sample, config_.run_memory_bytes)) {
+    case RunMemoryVerdict::kBlind:
+      // The worker is our child and unreaped until Settle, so its /proc entry exists: not
+      // readable means /proc hides it (boot found no hidepid; it changed since). Say so once.
+      if (!memory_blind_warned_)
+        LOG_WARN(
+            "cannot read the run's processes in /proc: its memory in all is not bounded "
+            "(SKILL_MCP_LIMIT_RUN_MEMORY_MB)");
+      memory_blind_warned_ = true;
+      return;
+    case RunMemoryVerdict::kTooMany:
+    case RunMemoryVerdict::kOver:
+      KillForMemory(sample);
+      return;
+    case RunMemoryVerdict::kUnder:
+      break;
   }
-  if (sample.bytes > config_.run_memory_bytes) {
-    r.memory_kill = MemoryKill{config_.run_memory_bytes, sample.bytes, sample.processes};
+  // why: the next sample waits 10 x this one's cost at least (docs/isolation.md), so a run
+  // of thousands of processes cannot make sampling eat the broker's loop.
+  r.memory_timer =
+      loop_.AddTimer(NextRunMemorySampleMs(took_ns), [this] { OnMemorySample(); });
+}
+
+void RunSupervisor::KillForMemory(const RunMemorySample& sample) {
+  Run& r = *run_;
+  r.memory_kill = MemoryKill{config_.run_memory_bytes, sample.bytes, sample.processes,
+                             sample.capped ? sample.visits : 0};
+  if (sample.capped)
+    LOG_INFO("run of worker %d killed: more processes than one sample can read (%zu reads)",
+             static_cast<int>(r.pid), sample.visits);
+  else
     LOG_INFO("run of worker %d killed: %llu MiB in %zu processes, over the %llu MiB limit",
              static_cast<int>(r.pid), static_cast<unsigned long long>(sample.bytes >> 20),
              sample.processes, static_cast<unsigned long long>(config_.run_memory_bytes >> 20));
-    // why: SIGKILL at once by the timeout's path (the group, the namespace's init with it):
-    // a SIGTERM grace would let the run keep growing for kKillGraceMs.
-    SignalGroup(SIGKILL);
-    return;
-  }
-  r.memory_timer = loop_.AddTimer(kRunMemorySampleMs, [this] { OnMemorySample(); });
+  // why: SIGKILL at once by the timeout's path (the group, the namespace's init with it):
+  // a SIGTERM grace would let the run keep growing for kKillGraceMs.
+  SignalGroup(SIGKILL);
 }
 
 void RunSupervisor::SignalGroup(int sig) {

@@ -2,8 +2,9 @@
 // from a PreparedRun, the worker started by broker/run/spawn.h, then drain stdout/stderr,
 // watch the report pipe and the pidfd, enforce the timeout (SIGTERM to the group, SIGKILL
 // 2 s later) and settle on exit plus a 250 ms drain, under a hard deadline of timeout +
-// 3.25 s. While the run is active its memory in all is sampled every kRunMemorySampleMs
-// (broker/run/run_memory.h); past the limit the group gets SIGKILL at once. Hands back a
+// 3.25 s. Until the worker exits the run's memory in all is sampled every
+// kRunMemorySampleMs or 10 x a sample's cost (broker/run/run_memory.h); past the limit,
+// or with more processes than a sample can read, the group gets SIGKILL at once. Hands back a
 // plain RunResult; nothing here blocks the loop.
 #pragma once
 
@@ -25,6 +26,8 @@
 #include "broker/run/worker_pool.h"
 
 namespace skillmcp {
+
+struct RunMemorySample;  // broker/run/run_memory.h
 
 inline constexpr int64_t kKillGraceMs = 2000;          // SIGTERM -> SIGKILL
 inline constexpr int64_t kDrainMs = 250;               // after the worker exited
@@ -78,6 +81,7 @@ class RunSupervisor : public Runner {
   void OnExit();
   void OnTimeout();
   void OnMemorySample();
+  void KillForMemory(const RunMemorySample& sample);
   std::vector<pid_t> RunRoots() const;
   void SignalGroup(int sig);
   void MaybeSettle();

@@ -15,6 +15,11 @@ std::string SignalName(int sig) {
 }
 
 std::string DescribeMemoryKill(const MemoryKill& kill) {
+  if (kill.sample_cap != 0)
+    return "skill-mcp: the run had more processes than the broker can sample (" +
+           std::to_string(kill.sample_cap) +
+           " /proc reads in one sample) and was killed, since what it did not read may hold any "
+           "amount of memory; SKILL_MCP_LIMIT_NPROC bounds a run's processes";
   return "skill-mcp: the run used more than " + std::to_string(kill.limit_bytes >> 20) +
          " MiB in all (" + std::to_string(kill.processes) +
          (kill.processes == 1 ? " process" : " processes") + ", " +

@@ -111,9 +111,9 @@ for (const mode of MODES) {
   describe(`whole-run memory, broker ${mode.name}`, () => {
     test('doctor reports the run-memory layer: on with its period and limit, or off and why', () => {
       const on = doctor(mode, { SKILL_MCP_LIMIT_RUN_MEMORY_MB: '256' });
-      assert.match(on.stdout, /run-memory: on\n {4}sampled every 50 ms, limit 256 MiB per run; a burst faster than the sampling is bounded by nproc x data/, on.stdout);
+      assert.match(on.stdout, /run-memory: on\n {4}sampled every 50 ms \(or 10 x a sample's cost when longer\), limit 256 MiB per run; a burst faster than the sampling is bounded by nproc x data/, on.stdout);
       const dflt = doctor(mode, { SKILL_MCP_LIMIT_DATA_MB: '300' });
-      assert.match(dflt.stdout, /run-memory: on\n {4}sampled every 50 ms, limit 600 MiB per run/, dflt.stdout);
+      assert.match(dflt.stdout, /run-memory: on\n {4}sampled every 50 ms \(or 10 x a sample's cost when longer\), limit 600 MiB per run/, dflt.stdout);
       const off = doctor(mode, { SKILL_MCP_LIMIT_RUN_MEMORY_MB: 'off' });
       assert.match(off.stdout, /run-memory: off\n {4}turned off by SKILL_MCP_LIMIT_RUN_MEMORY_MB=off/, off.stdout);
       const bad = doctor(mode, { SKILL_MCP_LIMIT_RUN_MEMORY_MB: '2G' });

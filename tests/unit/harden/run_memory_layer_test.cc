@@ -40,8 +40,9 @@ TEST(RunMemoryLayer, OnSaysThePeriodTheLimitAndTheBurstBound) {
               const Layer* l = Find(layers, "run-memory");
               if (!l || !l->on || DoctorExitCode(layers) != 0) return 1;
               const std::string want =
-                  "sampled every 50 ms, limit 256 MiB per run; a burst faster than the "
-                  "sampling is bounded by nproc x data (256 x 1024 MiB)";
+                  "sampled every 50 ms (or 10 x a sample's cost when longer), limit 256 MiB "
+                  "per run; a burst faster than the sampling is bounded by nproc x data "
+                  "(256 x 1024 MiB)";
               return l->reason.rfind(want, 0) == 0 ? 0 : 2;
             }),
             0);

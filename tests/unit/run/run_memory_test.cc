@@ -249,6 +249,91 @@ TEST_F(FakeProc, TheCapBoundsTheReadsOfAHugeTree) {
   EXPECT_EQ(all.processes, 101u);
 }
 
+// The heavy processes first, then many idle ones: the depth-first walk reaches the
+// oldest child last, so a capped sample misses the memory. It is judged a breach.
+TEST_F(FakeProc, ACappedSampleIsABreachWhateverItCounted) {
+  std::string kids;
+  for (pid_t p = 1000; p < 1100; ++p) {
+    kids += std::to_string(p) + " ";
+    Add(p, 100, p == 1000 ? 10u << 20 : 1, {""});  // 1000: the oldest, 10 GiB
+  }
+  Add(100, 1, 1, {kids});
+  RunMemorySample capped = Sample({100}, 64);
+  ASSERT_TRUE(capped.capped);
+  EXPECT_LT(capped.bytes, kMiB) << "the heavy child is reached last";
+  EXPECT_EQ(JudgeRunMemory(capped, 256 * kMiB), RunMemoryVerdict::kTooMany);
+  RunMemorySample all = Sample({100}, 10000);
+  EXPECT_EQ(JudgeRunMemory(all, 256 * kMiB), RunMemoryVerdict::kOver);
+  EXPECT_EQ(JudgeRunMemory(all, 20 * 1024 * kMiB), RunMemoryVerdict::kUnder);
+  RunMemorySample blind = Sample({99}, 10000);  // no such root
+  EXPECT_EQ(JudgeRunMemory(blind, 256 * kMiB), RunMemoryVerdict::kBlind);
+}
+
+TEST_F(FakeProc, FailedAndSkippedReadsCountWithinTheBudget) {
+  // 100 lists 50 pids that are gone and 50 strangers (another parent): none is counted,
+  // every one of them costs a read of the budget.
+  std::string kids;
+  for (pid_t p = 1000; p < 1100; ++p) {
+    kids += std::to_string(p) + " ";
+    if (p >= 1050) Add(p, 77, 1, {""});
+  }
+  Add(100, 1, 1, {kids});
+  RunMemorySample all = Sample({100}, 10000);
+  EXPECT_FALSE(all.capped);
+  EXPECT_EQ(all.processes, 1u);
+  EXPECT_EQ(all.visits, 102u);  // status + children of 100, then 100 status reads
+  RunMemorySample capped = Sample({100}, 101);
+  EXPECT_TRUE(capped.capped);
+  EXPECT_EQ(JudgeRunMemory(capped, 256 * kMiB), RunMemoryVerdict::kTooMany);
+}
+
+TEST(RunMemoryVisitCap, TwiceNprocUpToTheCeiling) {
+  EXPECT_EQ(RunMemoryVisitCap(1), 2u);
+  EXPECT_EQ(RunMemoryVisitCap(256), 512u);
+  EXPECT_EQ(RunMemoryVisitCap(2048), 4096u);
+  EXPECT_EQ(RunMemoryVisitCap(2049), kRunMemoryMaxVisits);
+  EXPECT_EQ(RunMemoryVisitCap(UINT64_MAX), kRunMemoryMaxVisits);
+}
+
+// ---------------------------------------------------------------- the period
+
+TEST(NextRunMemorySampleMs, TenTimesTheCostOrTheBasePeriod) {
+  EXPECT_EQ(NextRunMemorySampleMs(0), kRunMemorySampleMs);
+  EXPECT_EQ(NextRunMemorySampleMs(-5), kRunMemorySampleMs);      // a clock oddity
+  EXPECT_EQ(NextRunMemorySampleMs(350000), kRunMemorySampleMs);  // 0.35 ms: 3.5 ms < 50
+  EXPECT_EQ(NextRunMemorySampleMs(5000000), 50);                 // 5 ms: exactly 50
+  EXPECT_EQ(NextRunMemorySampleMs(5000001), 51);                 // rounded up, never under 10x
+  EXPECT_EQ(NextRunMemorySampleMs(12000000), 120);               // 12 ms: 120 ms
+  EXPECT_EQ(NextRunMemorySampleMs(int64_t{3} * 1000000000), 30000);
+}
+
+// ---------------------------------------------------------------- children files
+
+TEST_F(FakeProc, NoChildrenFilesMeansBlind) {
+  fs::create_directories(dir_ / "self" / "task" / "4242");
+  const std::string blind = ProcChildrenBlindness(dir_.string(), 4242);
+  EXPECT_NE(blind.find("CONFIG_PROC_CHILDREN"), std::string::npos) << blind;
+  EXPECT_NE(blind.find("MemoryMax="), std::string::npos) << blind;
+  std::ofstream(dir_ / "self" / "task" / "4242" / "children") << "";
+  EXPECT_EQ(ProcChildrenBlindness(dir_.string(), 4242), "");
+  EXPECT_NE(ProcChildrenBlindness(dir_.string(), 4243), "");  // another thread's is not ours
+  // Blind for this reason, the bound is off by default and a set limit refuses runs.
+  LaunchConfig c;
+  c.limits.data = kMiB;
+  EnvStore env;
+  env.Set("SKILL_MCP_LIMIT_RUN_MEMORY_MB", "512");
+  const std::string none = ProcChildrenBlindness((dir_ / "none").string(), 1);
+  ASSERT_EQ(ResolveRunMemory(env, none, c), "");
+  EXPECT_EQ(c.run_memory_bytes, 0u);
+  EXPECT_NE(RunMemoryRefusal(c).find("CONFIG_PROC_CHILDREN"), std::string::npos);
+}
+
+TEST(ProcChildrenBlindness, ThisHostHasThem) {
+  if (access(("/proc/self/task/" + std::to_string(gettid()) + "/children").c_str(), F_OK) != 0)
+    GTEST_SKIP() << "this kernel has no CONFIG_PROC_CHILDREN";
+  EXPECT_EQ(ProcChildrenBlindness("/proc", gettid()), "");
+}
+
 // ---------------------------------------------------------------- hidepid
 
 constexpr char kPlainProc[] =

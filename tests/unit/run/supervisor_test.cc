@@ -52,7 +52,9 @@ RunOutcome Render(RunResult r) {
   j["truncated"] = {{"stdout", r.out.truncated}, {"stderr", r.err.truncated}};
   j["timedOut"] = r.timed_out;
   j["durationMs"] = r.duration_ms;
-  if (r.memory_kill) j["memoryKill"] = {r.memory_kill->limit_bytes, r.memory_kill->processes};
+  if (r.memory_kill)
+    j["memoryKill"] = {r.memory_kill->limit_bytes, r.memory_kill->processes,
+                       r.memory_kill->sample_cap};
   return o;
 }
 
@@ -259,6 +261,58 @@ TEST_F(SupervisorTest, ARunOverItsMemoryInAllIsKilled) {
   ASSERT_TRUE(c && c->ran) << (c ? c->error : "no outcome");
   EXPECT_EQ(c->receipt["timedOut"], true) << c->receipt.dump();
   EXPECT_FALSE(c->receipt.contains("memoryKill"));
+}
+
+// A sample that cannot read the whole run (its visit budget, 2 x nproc, reached) is a
+// breach however little it summed: the run is killed and the result says the sample was
+// capped. The budget is lowered after the start, so the worker's own RLIMIT_NPROC stays
+// as configured and node (several threads: one children read each) overruns 4 reads.
+TEST_F(SupervisorTest, ARunTooBigToSampleIsKilled) {
+  Script("scripts/idle.js", "console.log('up'); setInterval(() => {}, 1000);");
+  config_.run_memory_bytes = 1ull << 40;  // far above anything it holds
+  std::string refused = Refused(sup_->Start(
+      Request("scripts/idle.js", 5000), [this](RunResult o) { outcome_ = Render(std::move(o)); }));
+  ASSERT_EQ(refused, "");
+  config_.limits.nproc = 2;  // read by each sample: a budget of 4 reads
+  auto o = Wait(30000);
+  ASSERT_TRUE(o && o->ran) << (o ? o->error : "no outcome");
+  EXPECT_EQ(o->receipt["signal"], "SIGKILL") << o->receipt.dump();
+  EXPECT_EQ(o->receipt["timedOut"], false) << o->receipt.dump();
+  ASSERT_TRUE(o->receipt.contains("memoryKill")) << o->receipt.dump();
+  EXPECT_EQ(o->receipt["memoryKill"][2], 4u) << o->receipt.dump();
+}
+
+// The run ends when its worker exits; what it left behind (a child holding the pipes
+// through the drain) is killed at Settle. Sampling stops at the exit, so a leftover that
+// grows past the limit during the drain never puts "killed for memory" next to the
+// normal exit code.
+TEST_F(SupervisorTest, NoMemoryKillAfterTheRunHasExited) {
+  // The child says it is waiting, the script exits 0; once re-parented the child fills
+  // 300 MiB (over the 128 MiB limit) while it holds stderr open through the drain.
+  Script("scripts/leave.js", R"JS(
+const { spawn } = require('node:child_process');
+const CHILD = `const p = process.ppid; process.stdout.write('w');
+const t = setInterval(() => {
+  if (process.ppid === p) return;
+  clearInterval(t);
+  const b = Buffer.alloc(300 * 1048576, 1);
+  process.stderr.write('grown ' + b.length + '\\n');
+  setInterval(() => b[0]++, 1000);
+}, 1);`;
+const k = spawn(process.execPath, ['-e', CHILD], { stdio: ['ignore', 'pipe', 'inherit'] });
+k.stdout.once('data', () => { console.log('leaving'); process.exit(0); });
+)JS");
+  // why off: with namespaces the kernel ends the leftovers with the run's init, before
+  // the broker sees the exit; without them they live on, adopted by the broker, until
+  // Settle kills them after the drain.
+  sup_.reset();
+  env_.Set("SKILL_MCP_NAMESPACES", "off");
+  Configure();
+  config_.run_memory_bytes = 128ull << 20;
+  auto o = RunToEnd(Request("scripts/leave.js", 20000));
+  ASSERT_TRUE(o && o->ran) << (o ? o->error : "no outcome");
+  EXPECT_EQ(o->receipt["exitCode"], 0) << o->receipt.dump();
+  EXPECT_FALSE(o->receipt.contains("memoryKill")) << o->receipt.dump();
 }
 
 // Reports whether a detached child (node's spawn runs setsid() in it) leads a group of

@@ -102,6 +102,22 @@ TEST(BuildReceipt, AMemoryKillEndsStderrWithTheReason) {
             0u);
 }
 
+// A run with more processes than one sample can read is killed too (a capped sample is a
+// breach, broker/run/run_memory.h): its own line, not a claim about MiB it did not count.
+TEST(BuildReceipt, ARunTooBigToSampleSaysSo) {
+  ReceiptContext c;
+  c.skill = "forks";
+  c.script = "scripts/fork.js";
+  RunResult o;
+  o.signal = SIGKILL;
+  o.memory_kill = MemoryKill{256ull << 20, 3ull << 20, 60, 512};
+  const std::string err = BuildReceipt(c, o)["stderr"];
+  EXPECT_EQ(err,
+            "skill-mcp: the run had more processes than the broker can sample (512 /proc "
+            "reads in one sample) and was killed, since what it did not read may hold any "
+            "amount of memory; SKILL_MCP_LIMIT_NPROC bounds a run's processes\n");
+}
+
 TEST(SignalName, NamesAndNumbers) {
   EXPECT_EQ(SignalName(SIGKILL), "SIGKILL");
   EXPECT_EQ(SignalName(SIGTERM), "SIGTERM");
