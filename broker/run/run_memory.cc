@@ -83,15 +83,15 @@ RunMemorySample SampleRunMemory(const std::vector<pid_t>& roots, size_t max_visi
                                 const std::string& proc) {
   RunMemorySample s;
   // (pid, the parent it was found under; 0 for a root, whose pid cannot be reused)
-  std::vector<std::pair<pid_t, pid_t>> todo;
-  for (auto it = roots.rbegin(); it != roots.rend(); ++it) todo.emplace_back(*it, 0);
+  std::vector<std::pair<pid_t, pid_t>> to_visit;
+  for (auto it = roots.rbegin(); it != roots.rend(); ++it) to_visit.emplace_back(*it, 0);
   std::unordered_set<pid_t> counted;
   std::string text;
   std::vector<pid_t> kids;
   const pid_t first_root = roots.empty() ? 0 : roots.front();
-  while (!todo.empty()) {
-    auto [pid, parent] = todo.back();
-    todo.pop_back();
+  while (!to_visit.empty()) {
+    auto [pid, parent] = to_visit.back();
+    to_visit.pop_back();
     if (s.visits >= max_visits) {
       s.capped = true;
       break;
@@ -121,7 +121,7 @@ RunMemorySample SampleRunMemory(const std::vector<pid_t>& roots, size_t max_visi
       if (!ReadSmallFile((dir + "/task/" + tid + "/children").c_str(), &text, &err, kChildrenCap))
         continue;
       ParsePids(text, kids);
-      for (pid_t k : kids) todo.emplace_back(k, pid);
+      for (pid_t k : kids) to_visit.emplace_back(k, pid);
     }
     if (s.capped) break;
   }
