@@ -12,6 +12,10 @@
 namespace skillmcp {
 namespace {
 
+// A race is about one in twenty-five lookups under a tight rename loop on this kind of
+// machine (tests/unit/shared/open_beneath_test.cc measures it); 64 in a row do not happen.
+constexpr int kEagainRetries = 64;
+
 UniqueFd WalkNoFollow(int dirfd, const std::string& rel, int flags) {
   UniqueFd cur(fcntl(dirfd, F_DUPFD_CLOEXEC, 3));
   if (!cur) return {};
@@ -51,7 +55,15 @@ UniqueFd OpenBeneath(int dirfd, std::string_view rel, int flags) {
   // Why: RESOLVE_BENEATH makes escape impossible at open time (no check-then-use race);
   // NO_MAGICLINKS stops /proc/self/fd-style links from jumping out.
   how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-  long fd = syscall(SYS_openat2, dirfd, path.c_str(), &how, sizeof how);
+  long fd = -1;
+  // Why: with RESOLVE_BENEATH the kernel answers EAGAIN when any rename or mount on the
+  // host raced a lookup through "..", and asks the caller to retry; a link such as
+  // "../references/guide.md" would otherwise vanish from a listing or fail a read while
+  // unrelated work renames files. Bounded, so a rename storm cannot spin the caller.
+  for (int attempt = 0; attempt < kEagainRetries; ++attempt) {
+    fd = syscall(SYS_openat2, dirfd, path.c_str(), &how, sizeof how);
+    if (fd >= 0 || errno != EAGAIN) break;
+  }
   if (fd >= 0) return UniqueFd(static_cast<int>(fd));
   // Why: a kernel before 5.6 answers ENOSYS, and container seccomp profiles written
   // before openat2 existed answer ENOSYS or EPERM. The walk is safe on its own (no

@@ -13,7 +13,8 @@ namespace skillmcp {
 // `flags` gets O_CLOEXEC | O_NOCTTY added. Where openat2 is missing (ENOSYS) or
 // filtered (EPERM) it falls back to a component walk with O_NOFOLLOW that refuses "..",
 // "." and empty components (EXDEV) and every symlink (ELOOP): fails closed.
-// Returns an invalid fd and sets errno on failure.
+// The kernel's EAGAIN (a rename or mount raced a lookup through "..") is retried a bounded
+// number of times. Returns an invalid fd and sets errno on failure.
 UniqueFd OpenBeneath(int dirfd, std::string_view rel, int flags);
 
 // Opens `rel` for reading and checks the open descriptor: a regular file, never a FIFO,

@@ -18,8 +18,8 @@ TEST(FrontmatterJsonOnce, SameTextAsASecondParse) {
       "name: x\ndescription: d\nlimit: .inf\n",        // JSON cannot carry it: ""
       "",                                               // null document: ""
       "name: x\ndescription: d\nmcp-host:\n  version: 1\n  run: [\n",  // block refused: ""
-      "name: x\ndescription: d\nmcp-host:\n  version: 1\n  run:\n    - script: s.js\n"
-      "      interpreter: node\n",
+      ("name: x\ndescription: d\nmcp-host:\n  version: 1\n  run:\n    - script: s.js\n"
+       "      interpreter: node\n"),
       "name: \"\\u00e9t\\u00e9\"\ndescription: 'quote '' and \\\\'\n",
   };
   for (const char* fm : frontmatters) {

@@ -7,10 +7,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <filesystem>
+#include <atomic>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 // Built twice more with SKILL_MCP_TEST_OPENAT2_ERRNO set (ENOSYS, EPERM): a seccomp
 // filter then answers openat2 with that errno for the whole test program, so every case
@@ -167,6 +170,38 @@ TEST_F(OpenBeneathTest, SwapAfterCheckDoesNotServeTheTarget) {
   ASSERT_EQ(symlink((root_ + "/secret.txt").c_str(), (root_ + "/skill/sub/file.txt").c_str()), 0);
   EXPECT_EQ(ReadAll(fd.get()), "inside");
   EXPECT_FALSE(OpenRegularBeneath(dir_.get(), "sub/file.txt").valid());
+}
+
+// The kernel answers EAGAIN to a RESOLVE_BENEATH lookup through ".." that any rename on
+// the host raced. The bare syscall is the control: where it never races here the case is
+// skipped, since the retry could not be told from luck.
+TEST_F(OpenBeneathTest, ALinkThroughDotDotSurvivesRenamesElsewhere) {
+  if (kFallback) GTEST_SKIP() << "the fallback walk follows no symlink and meets no \"..\"";
+  ASSERT_EQ(mkdir((root_ + "/skill/docs").c_str(), 0755), 0);
+  ASSERT_EQ(symlink("../sub/file.txt", (root_ + "/skill/docs/inner.txt").c_str()), 0);
+  Write(root_ + "/r1", "");
+  std::atomic<bool> stop{false};
+  std::thread renamer([&] {
+    const std::string a = root_ + "/r1", b = root_ + "/r2";
+    while (!stop.load()) {
+      std::rename(a.c_str(), b.c_str());
+      std::rename(b.c_str(), a.c_str());
+    }
+  });
+  int raced = 0, failed = 0;
+  for (int i = 0; i < 40000 && failed == 0; ++i) {
+    open_how how{};
+    how.flags = O_PATH | O_CLOEXEC;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+    long raw = syscall(SYS_openat2, dir_.get(), "docs/inner.txt", &how, sizeof how);
+    if (raw >= 0) close(static_cast<int>(raw));
+    else if (errno == EAGAIN) ++raced;
+    if (!OpenRegularBeneath(dir_.get(), "docs/inner.txt").valid()) ++failed;
+  }
+  stop = true;
+  renamer.join();
+  EXPECT_EQ(failed, 0) << "the bare syscall raced " << raced << " times";
+  if (raced == 0) GTEST_SKIP() << "no rename raced a lookup on this machine; nothing shown";
 }
 
 }  // namespace
