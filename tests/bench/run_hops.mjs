@@ -12,7 +12,8 @@
 //               capabilities, set limits)
 //   cell       -> the worker's fork of the namespace's init (user and mount namespace, the
 //               view, the pid and IPC namespace)
-//   init       -> node's exec (fresh /proc, Landlock, fork of node, seccomp)
+//   init       -> node's exec (fresh /proc, Landlock, fork of node, seccomp), of which
+//     landlock   the ruleset's creation -> landlock_restrict_self (one rule a path)
 //   node       node's exec -> its exit_group (compare with the floor's)
 //   exit       -> the init's exit (node's teardown, the init's wake-up)
 //   mirror     -> the worker's exit (the worker's wake-up, the namespace's teardown)
@@ -30,6 +31,7 @@ const EVENTS = [
   'sched:sched_process_fork', 'sched:sched_process_exec', 'sched:sched_process_exit',
   'syscalls:sys_enter_recvfrom', 'syscalls:sys_enter_sendmsg', 'syscalls:sys_enter_unshare',
   'syscalls:sys_enter_exit_group', 'syscalls:sys_exit_wait4',
+  'syscalls:sys_enter_landlock_create_ruleset', 'syscalls:sys_enter_landlock_restrict_self',
 ];
 
 async function main() {
@@ -162,7 +164,12 @@ function report(label, events, { driver, broker }, N) {
   }
 
   // The runs: each run description the broker sent (sendmsg on anything but fd 1).
-  const hops = { prepare: [], worker: [], cell: [], init: [], node: [], exit: [], mirror: [], settle: [], total: [] };
+  const hops = { prepare: [], worker: [], cell: [], init: [], landlock: [], node: [], exit: [], mirror: [], settle: [], total: [] };
+  const landlock = (pids, after) => {
+    const at = (ev) => events.find((e) => pids.includes(e.pid) && e.ev === ev && e.t > after)?.t;
+    const created = at('sys_enter_landlock_create_ruleset'), restricted = at('sys_enter_landlock_restrict_self');
+    return created !== undefined && restricted !== undefined ? restricted - created : undefined;
+  };
   const mine = events.filter((e) => e.pid === broker);
   for (let i = 0; i < mine.length; i++) {
     const s = mine[i];
@@ -195,6 +202,8 @@ function report(label, events, { driver, broker }, N) {
       hops.cell.push(exec - (u ?? wfork.t));
       hops.init.push(0);
     }
+    const ll = landlock([worker, init, nodePid].filter((p) => p), s.t);
+    if (ll !== undefined) hops.landlock.push(ll);
     hops.node.push(end - exec);
     hops.exit.push((initExit ?? workerExit) - end);
     hops.mirror.push(init ? workerExit - initExit : 0);
