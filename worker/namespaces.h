@@ -9,8 +9,11 @@
 //   - the node_modules directories of RunSpec::read_dirs bound back read-only where a
 //     cover hid them (opened with no symlink followed and checked, worker/module_dir.h),
 //     each checked to be the directory opened before covering;
-//   - the skill's own directory bound back at its real path, verified to be the very
-//     directory the broker checked (fd 7), so the script's paths and require() work.
+//   - the skill's own directory bound back read-only at its real path, verified to be
+//     the very directory the broker checked (fd 7), so the script's paths and require()
+//     work.
+// Each read-only bind keeps its source mount's noexec, atime mode and nosymfollow (a
+// user namespace may not clear the locked ones).
 // The namespace's capabilities go with the capability steps that follow; the seccomp
 // filter then refuses unshare, setns and mount, so the script cannot undo any of it.
 #pragma once
