@@ -4,8 +4,10 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <string>
+#include <vector>
 
 #include "shared/landlock_abi.h"
 #include "shared/unique_fd.h"
@@ -28,10 +30,10 @@ int AddRule(int ruleset, int fd, uint64_t access) {
   return landlock::AddPathRule(ruleset, rule) == 0 ? 0 : errno;
 }
 
-// A rule on every entry of the directory `dir` except `except` (never following a
-// symlink there: its target is judged by the rules of where it lies); the directory
-// itself gets only kReadDir, so it can still be listed.
-int AddRulesExcept(int ruleset, int dir, uint64_t access, const std::string& except) {
+// A rule on every entry of the directory `dir` except the names in `except` (never
+// following a symlink there: its target is judged by the rules of where it lies); the
+// directory itself gets only kReadDir, so it can still be listed.
+int AddRulesExcept(int ruleset, int dir, uint64_t access, const std::vector<std::string>& except) {
   if (int err = AddRule(ruleset, dir, access & landlock::kReadDir); err != 0) return err;
   UniqueFd listing(openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!listing.valid()) return errno;
@@ -40,7 +42,9 @@ int AddRulesExcept(int ruleset, int dir, uint64_t access, const std::string& exc
   listing.release();
   while (dirent* e = readdir(d)) {
     const std::string name = e->d_name;
-    if (name == "." || name == ".." || name == except) continue;
+    if (name == "." || name == ".." ||
+        std::find(except.begin(), except.end(), name) != except.end())
+      continue;
     UniqueFd fd(openat(dirfd(d), name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
     struct stat st {};
     if (!fd.valid() || fstat(fd.get(), &st) != 0 || S_ISLNK(st.st_mode)) continue;
@@ -74,7 +78,8 @@ int AddPathRule(int ruleset, const LandlockPathRule& r, int skill_dir_fd) {
     if (!r.required && (err == ENOENT || err == ENOTDIR || err == EACCES)) return 0;
     return err;
   }
-  if (!r.except_child.empty()) return AddRulesExcept(ruleset, fd.get(), r.access, r.except_child);
+  if (!r.except_children.empty())
+    return AddRulesExcept(ruleset, fd.get(), r.access, r.except_children);
   return AddRule(ruleset, fd.get(), r.access);
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "shared/landlock_abi.h"
+#include "worker/operator_dirs.h"
 
 namespace skillmcp::worker {
 namespace {
@@ -24,7 +25,6 @@ constexpr uint64_t kDevice = kReadFile | kWriteFile | kTruncate;  // `> /dev/nul
 // The system, read and execute. /lib* covers every multiarch layout; a missing one is
 // skipped. why: /etc holds what libc, TLS and time zones read; DAC still guards the
 // files in it the run-as user may not read.
-constexpr const char kOperatorConfigName[] = "skill-mcp";  // /etc/skill-mcp
 constexpr const char* kSystemDirs[] = {"/usr",  "/lib", "/lib32", "/lib64", "/libx32",
                                        "/bin",  "/sbin", "/etc"};
 // Read only: node reads /proc/self/* and the CPU list (os.cpus()); /proc's own rules
@@ -70,10 +70,14 @@ LandlockPlan BuildLandlockPlan(const RunSpec& spec) {
     plan.scoped = kScopeAbstractUnixSocket | kScopeSignal;
   }
   for (const char* dir : kSystemDirs) Add(plan, dir, kReadExec, false);
-  // why: /etc/skill-mcp holds the operator's configuration (the unit's environment
-  // file): /etc is granted entry by entry, without it (worker/landlock.cc).
-  for (LandlockPathRule& r : plan.rules)
-    if (r.path == "/etc") r.except_child = kOperatorConfigName;
+  // why: /etc holds the operator's directories (the unit's environment file, systemd's
+  // credential stores): /etc is granted entry by entry, without them (worker/landlock.cc).
+  for (LandlockPathRule& r : plan.rules) {
+    if (r.path != "/etc") continue;
+    for (const std::string& dir : OperatorDirs())
+      if (dir.rfind("/etc/", 0) == 0 && dir.find('/', 5) == std::string::npos)
+        r.except_children.push_back(dir.substr(5));
+  }
   if (!spec.node_dir_path.empty()) Add(plan, spec.node_dir_path, kReadExec, true);
   for (const char* dir : kReadDirs) Add(plan, dir, kRead, false);
   for (const char* dev : kDevices) Add(plan, dev, kDevice, false);

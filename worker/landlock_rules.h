@@ -16,9 +16,9 @@ struct LandlockPathRule {
   bool from_skill_fd = false;  // the rule is opened from fd 7, the checked directory
   uint64_t access = 0;   // within LandlockPlan::handled_fs
   bool required = false;  // a missing path fails the step (else it is skipped)
-  // Non-empty: the rule goes on every entry of the directory but this one (and the
+  // Non-empty: the rule goes on every entry of the directory but these names (and the
   // directory itself keeps only kReadDir), since Landlock can grant but never subtract.
-  std::string except_child;
+  std::vector<std::string> except_children;
   // A node_modules directory (RunSpec::read_dirs): opened without following any symlink
   // and checked (worker/module_dir.h); one that fails is skipped.
   bool module_dir = false;
@@ -40,8 +40,7 @@ uint64_t HandledFsAccess(uint32_t abi);
 uint64_t FileOnlyAccess(uint64_t access);
 
 // The ruleset for `spec` (spec.landlock_abi > 0): the system read and execute (/etc
-// without the operator's skill-mcp directory), the
-// devices, /proc and the CPU list, the skill (fd 7) and the module directories read-only,
+// without the operator's directories, worker/operator_dirs.h), the devices, /proc and the CPU list, the skill (fd 7) and the module directories read-only,
 // the scratch directory and MCP_DATA_DIR read-write.
 LandlockPlan BuildLandlockPlan(const RunSpec& spec);
 

@@ -16,6 +16,7 @@
 
 #include "shared/unique_fd.h"
 #include "worker/module_dir.h"
+#include "worker/operator_dirs.h"
 
 namespace skillmcp::worker {
 namespace {
@@ -164,17 +165,22 @@ StepResult MountPrivateTmp() {
 }
 
 StepResult CoverOperatorConfig() {
-  struct stat st {};
-  if (stat(kOperatorConfigDir, &st) != 0) return errno == ENOENT ? StepOk() : MountFailed(errno);
-  if (!S_ISDIR(st.st_mode)) return StepOk();  // a file there is left to its mode and Landlock
-  // why: it holds the unit's environment file, no run's business, and Landlock's /etc rule
-  // cannot subtract it (worker/landlock.cc lists /etc instead); this cover holds with
-  // Landlock off as well. Empty, noexec and read-only.
-  if (mount("tmpfs", kOperatorConfigDir, "tmpfs", kTmpFlags | MS_NOEXEC, "mode=0755,size=4k") != 0)
-    return MountFailed(errno);
-  if (mount(nullptr, kOperatorConfigDir, nullptr, MS_REMOUNT | MS_RDONLY | kTmpFlags | MS_NOEXEC,
-            nullptr) != 0)
-    return MountFailed(errno);
+  for (const std::string& dir : OperatorDirs()) {
+    struct stat st {};
+    if (stat(dir.c_str(), &st) != 0) {
+      if (errno == ENOENT) continue;
+      return MountFailed(errno);
+    }
+    if (!S_ISDIR(st.st_mode)) continue;  // a file there is left to its mode and Landlock
+    // why: the unit's environment file and systemd's credentials are no run's business,
+    // and a Landlock rule cannot subtract a directory (worker/landlock.cc grants around
+    // it instead); this cover holds with Landlock off as well. Empty, noexec, read-only.
+    if (mount("tmpfs", dir.c_str(), "tmpfs", kTmpFlags | MS_NOEXEC, "mode=0755,size=4k") != 0)
+      return MountFailed(errno);
+    if (mount(nullptr, dir.c_str(), nullptr, MS_REMOUNT | MS_RDONLY | kTmpFlags | MS_NOEXEC,
+              nullptr) != 0)
+      return MountFailed(errno);
+  }
   return StepOk();
 }
 

@@ -5,7 +5,8 @@
 //     other users is visible, and nothing this run leaves there outlives it;
 //   - an empty read-only tmpfs over every skills root: the other skills' bundles do not
 //     exist;
-//   - an empty read-only tmpfs over /etc/skill-mcp, the operator's configuration;
+//   - an empty read-only tmpfs over each of the operator's directories that exists
+//     (worker/operator_dirs.h: /etc/skill-mcp, systemd's credential stores);
 //   - the node_modules directories of RunSpec::read_dirs bound back read-only where a
 //     cover hid them (opened with no symlink followed and checked, worker/module_dir.h),
 //     each checked to be the directory opened before covering;
@@ -25,9 +26,6 @@
 
 namespace skillmcp::worker {
 
-// The operator's configuration (packaging/meson.build installs skill-mcp.env there).
-inline constexpr char kOperatorConfigDir[] = "/etc/skill-mcp";
-
 inline constexpr char kRunTmpOptions[] = "mode=1777,size=256m,nr_inodes=65536";
 
 // kUserNamespace, then kMountView. Call after the identity switch (the namespace maps
@@ -39,7 +37,7 @@ StepResult EnterRunView(const RunSpec& spec);
 // fails where a run would.
 StepResult EnterUserNamespace();   // kUserNamespace: unshare, setgroups deny, own maps
 StepResult MountPrivateTmp();      // kMountView: / private, tmpfs on /tmp
-StepResult CoverOperatorConfig();  // kMountView: empty read-only tmpfs on kOperatorConfigDir
+StepResult CoverOperatorConfig();  // kMountView: empty read-only tmpfs on each OperatorDirs()
 
 // kChdir with namespaces: chdir to the bound skill directory by path, then require it
 // to be the directory of fd 7 (same device and inode).

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "shared/landlock_abi.h"
 #include "worker/landlock.h"
@@ -113,10 +114,11 @@ TEST(LandlockPlan, EtcIsGrantedWithoutTheOperatorsConfiguration) {
   const LandlockPlan plan = BuildLandlockPlan(Spec(7));
   const LandlockPathRule* etc = Find(plan, "/etc");
   ASSERT_NE(etc, nullptr);
-  EXPECT_EQ(etc->except_child, "skill-mcp");
+  EXPECT_EQ(etc->except_children,
+            (std::vector<std::string>{"skill-mcp", "credstore", "credstore.encrypted"}));
   for (const LandlockPathRule& r : plan.rules) {
     if (r.path == "/etc") continue;
-    EXPECT_EQ(r.except_child, "") << r.path;
+    EXPECT_TRUE(r.except_children.empty()) << r.path;
   }
 }
 
@@ -222,33 +224,36 @@ TEST(LandlockKernel, TheRunReachesOnlyItsAllowlist) {
             1);
 }
 
-// /etc/skill-mcp holds the operator's environment file: a run reads the rest of /etc, lists
-// /etc, and cannot open anything beneath /etc/skill-mcp whatever its mode.
-TEST(LandlockKernel, TheOperatorsConfigurationIsOutOfReach) {
+// /etc/skill-mcp holds the operator's environment file, /etc/credstore and
+// /etc/credstore.encrypted systemd's credentials: a run reads the rest of /etc, lists /etc,
+// and cannot open any file beneath them whatever its mode. (Their names stay listable: the
+// kReadDir kept on /etc reaches every directory beneath it.)
+TEST(LandlockKernel, TheOperatorsDirectoriesAreOutOfReach) {
   const int abi = KernelAbi();
   if (abi <= 0) GTEST_SKIP() << "this kernel has no Landlock (" << strerror(-abi) << ")";
-  if (geteuid() != 0) GTEST_SKIP() << "planting a file in /etc/skill-mcp needs root";
+  if (geteuid() != 0) GTEST_SKIP() << "planting files in /etc/skill-mcp and /etc/credstore needs root";
   Tree t;
-  const std::string dir = "/etc/skill-mcp";
-  const bool made = mkdir(dir.c_str(), 0755) == 0;
-  if (!made && errno != EEXIST) GTEST_SKIP() << "cannot make " << dir << ": " << strerror(errno);
-  const std::string planted = dir + "/landlock-test." + std::to_string(getpid());
-  Tree::Write(planted, "SECRET=1\n");
-  chmod(planted.c_str(), 0644);
   RunSpec spec = Spec(static_cast<uint32_t>(abi));
   spec.scratch_dir_path = t.scratch;
   spec.node_dir_path = "/usr";
   spec.read_dirs = {};
-  const int planted_err = InChild(spec, t.skill, [&] { return OpenErr(planted, O_RDONLY); });
-  const int hostname_err =
-      InChild(spec, t.skill, [&] { return OpenErr("/etc/hostname", O_RDONLY); });
-  const int list_err =
-      InChild(spec, t.skill, [&] { return OpenErr("/etc", O_RDONLY | O_DIRECTORY); });
-  unlink(planted.c_str());
-  if (made) rmdir(dir.c_str());
-  EXPECT_EQ(planted_err, EACCES) << "a world-readable file in /etc/skill-mcp";
-  EXPECT_EQ(hostname_err, 0) << "the rest of /etc";
-  EXPECT_EQ(list_err, 0) << "/etc can still be listed";
+  for (const std::string dir : {"/etc/skill-mcp", "/etc/credstore", "/etc/credstore.encrypted"}) {
+    const bool made = mkdir(dir.c_str(), 0755) == 0;
+    if (!made && errno != EEXIST) GTEST_SKIP() << "cannot make " << dir << ": " << strerror(errno);
+    const std::string planted = dir + "/landlock-test." + std::to_string(getpid());
+    Tree::Write(planted, "SECRET=1\n");
+    chmod(planted.c_str(), 0644);
+    const int planted_err = InChild(spec, t.skill, [&] { return OpenErr(planted, O_RDONLY); });
+    const int control_err = OpenErr(planted, O_RDONLY);  // without the ruleset
+    unlink(planted.c_str());
+    if (made) rmdir(dir.c_str());
+    EXPECT_EQ(planted_err, EACCES) << "a world-readable file in " << dir;
+    EXPECT_EQ(control_err, 0) << "control: " << dir << " without Landlock";
+  }
+  EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr("/etc/hostname", O_RDONLY); }), 0)
+      << "the rest of /etc";
+  EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr("/etc", O_RDONLY | O_DIRECTORY); }), 0)
+      << "/etc can still be listed";
 }
 
 TEST(LandlockKernel, ARequiredPathMissingFailsTheStep) {
