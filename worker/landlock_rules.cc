@@ -70,14 +70,6 @@ LandlockPlan BuildLandlockPlan(const RunSpec& spec) {
     plan.scoped = kScopeAbstractUnixSocket | kScopeSignal;
   }
   for (const char* dir : kSystemDirs) Add(plan, dir, kReadExec, false);
-  // why: /etc holds the operator's directories (the unit's environment file, systemd's
-  // credential stores): /etc is granted entry by entry, without them (worker/landlock.cc).
-  for (LandlockPathRule& r : plan.rules) {
-    if (r.path != "/etc") continue;
-    for (const std::string& dir : OperatorDirs())
-      if (dir.rfind("/etc/", 0) == 0 && dir.find('/', 5) == std::string::npos)
-        r.except_children.push_back(dir.substr(5));
-  }
   if (!spec.node_dir_path.empty()) Add(plan, spec.node_dir_path, kReadExec, true);
   for (const char* dir : kReadDirs) Add(plan, dir, kRead, false);
   for (const char* dev : kDevices) Add(plan, dev, kDevice, false);
@@ -93,6 +85,11 @@ LandlockPlan BuildLandlockPlan(const RunSpec& spec) {
   // (and the scratch directory) beneath it when they live under /tmp, and a rule grants
   // everything beneath its directory, mounts included: the skill would become writable.
   if (!spec.data_dir_path.empty()) Add(plan, spec.data_dir_path, kReadWrite, false);
+  // why: the operator's directories (the unit's environment file, systemd's credential
+  // stores) lie beneath /etc, and a sysconfdir such as /usr/local/etc beneath /usr or
+  // node's prefix: a rule that would reach one is granted around it (worker/landlock.cc).
+  for (LandlockPathRule& r : plan.rules)
+    if (!r.path.empty() && !r.module_dir) r.excluded = PathsBeneath(r.path, OperatorDirs());
   return plan;
 }
 

@@ -67,8 +67,11 @@ console.log(JSON.stringify(out));
 `;
 
 const IS_ROOT = process.getuid() === 0;
-// The operator's directories no run may read (worker/operator_dirs.cc).
+// The operator's directories no run may read (worker/operator_dirs.cc), with this build's
+// <sysconfdir>/skill-mcp (/usr/local/etc/skill-mcp with meson's default prefix).
 const OPERATOR_DIRS = ['/etc/skill-mcp', '/etc/credstore', '/etc/credstore.encrypted'];
+const SYSCONFDIR = process.env.SKILL_MCP_TEST_SYSCONFDIR;
+if (SYSCONFDIR && !OPERATOR_DIRS.includes(join(SYSCONFDIR, 'skill-mcp'))) OPERATOR_DIRS.push(join(SYSCONFDIR, 'skill-mcp'));
 const SERVICE_UID = 64111;
 const RUN_AS_UID = 64110;
 
@@ -199,13 +202,18 @@ for (const [label, asUser] of modes) {
     });
   });
 
-  describe(`the operator's directories (/etc/skill-mcp, /etc/credstore, /etc/credstore.encrypted), ${label}`, () => {
+  describe(`the operator's directories (${OPERATOR_DIRS.join(', ')}), ${label}`, () => {
     test('a run cannot read a file planted in any of them, in every mode with Landlock or namespaces', async (t) => {
-      if (!IS_ROOT) return t.skip('planting files in /etc/skill-mcp and /etc/credstore needs root');
+      if (!IS_ROOT) return t.skip(`planting files in ${OPERATOR_DIRS.join(', ')} needs root`);
+      if (!SYSCONFDIR) t.diagnostic('SKILL_MCP_TEST_SYSCONFDIR is not set (run through meson): only the /etc directories');
       const planted = {};
-      const made = [];
+      const made = [];  // what was missing of each path, removed afterwards (deepest first)
       for (const dir of OPERATOR_DIRS) {
-        if (!existsSync(dir)) { mkdirSync(dir, { mode: 0o755 }); made.push(dir); }
+        const parts = dir.split('/').slice(1);
+        for (let i = 1; i <= parts.length; i++) {
+          const p = '/' + parts.slice(0, i).join('/');
+          if (!existsSync(p)) { mkdirSync(p, { mode: 0o755 }); made.push(p); }
+        }
         planted[dir] = join(dir, `views-test.${process.pid}`);
         writeFileSync(planted[dir], 'SKILL_MCP_SECRET=planted\n');
         chmodSync(planted[dir], 0o644);  // readable by anyone: only the cell keeps the run out
@@ -233,7 +241,7 @@ for (const [label, asUser] of modes) {
           assert.equal(control[dir], 'read', `control: both layers off, ${dir}`);
       } finally {
         for (const file of Object.values(planted)) rmSync(file, { force: true });
-        for (const dir of made) rmdirSync(dir);
+        for (const dir of made.reverse()) rmdirSync(dir);
       }
     });
   });
