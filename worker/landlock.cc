@@ -46,7 +46,8 @@ bool Excluded(const std::string& name, const std::vector<std::string>& excluded,
 // `dir` itself gets only kReadDir (so it can still be listed), an excluded entry nothing,
 // an entry on the way to one the same treatment one level down, every other entry the
 // whole rule. Never follows a symlink: its target is judged by the rules of where it lies.
-int AddRulesExcept(int ruleset, int dir, uint64_t access, const std::vector<std::string>& excluded) {
+int AddRulesExcept(int ruleset, int dir, uint64_t access,
+                   const std::vector<std::string>& excluded) {
   if (int err = AddRule(ruleset, dir, access & landlock::kReadDir); err != 0) return err;
   UniqueFd listing(openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!listing.valid()) return errno;

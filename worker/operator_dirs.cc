@@ -34,7 +34,8 @@ const std::vector<std::string>& OperatorDirs() {
   return dirs;
 }
 
-std::vector<std::string> PathsBeneath(const std::string& dir, const std::vector<std::string>& dirs) {
+std::vector<std::string> PathsBeneath(const std::string& dir,
+                                      const std::vector<std::string>& dirs) {
   std::vector<std::string> out;
   const std::string prefix = dir == "/" ? dir : dir + "/";
   for (const std::string& d : dirs)

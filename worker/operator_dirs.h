@@ -17,6 +17,7 @@ const std::vector<std::string>& OperatorDirs();
 // The paths of `dirs` strictly beneath the directory `dir`, relative to it
 // ("/usr", {"/usr/local/etc/skill-mcp"} gives {"local/etc/skill-mcp"}); a path is
 // compared component by component, so "/usr" holds nothing of "/usrx".
-std::vector<std::string> PathsBeneath(const std::string& dir, const std::vector<std::string>& dirs);
+std::vector<std::string> PathsBeneath(const std::string& dir,
+                                      const std::vector<std::string>& dirs);
 
 }  // namespace skillmcp::worker

@@ -270,7 +270,8 @@ TEST(LandlockKernel, TheRunReachesOnlyItsAllowlist) {
 TEST(LandlockKernel, TheOperatorsDirectoriesAreOutOfReach) {
   const int abi = KernelAbi();
   if (abi <= 0) GTEST_SKIP() << "this kernel has no Landlock (" << strerror(-abi) << ")";
-  if (geteuid() != 0) GTEST_SKIP() << "planting files in /etc/skill-mcp and /etc/credstore needs root";
+  if (geteuid() != 0)
+    GTEST_SKIP() << "planting files in /etc/skill-mcp and /etc/credstore needs root";
   Tree t;
   RunSpec spec = Spec(static_cast<uint32_t>(abi));
   spec.scratch_dir_path = t.scratch;
@@ -304,7 +305,8 @@ TEST(LandlockKernel, TheConfiguredSysconfdirIsOutOfReach) {
   if (abi <= 0) GTEST_SKIP() << "this kernel has no Landlock (" << strerror(-abi) << ")";
   const std::string dir = ConfiguredDir();
   if (dir == "/etc/skill-mcp")
-    GTEST_SKIP() << "this build's sysconfdir is /etc: TheOperatorsDirectoriesAreOutOfReach covers it";
+    GTEST_SKIP() << "this build's sysconfdir is /etc: TheOperatorsDirectoriesAreOutOfReach "
+                    "covers it";
   if (geteuid() != 0) GTEST_SKIP() << "planting a file in " << dir << " needs root";
   Tree t;
   // Make what is missing of the path, and remove only that afterwards.
