@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <string>
+#include <vector>
 
 #include "shared/landlock_abi.h"
 #include "shared/unique_fd.h"
@@ -28,28 +29,54 @@ int AddRule(int ruleset, int fd, uint64_t access) {
   return landlock::AddPathRule(ruleset, rule) == 0 ? 0 : errno;
 }
 
-// A rule on every entry of the directory `dir` except `except` (never following a
-// symlink there: its target is judged by the rules of where it lies); the directory
-// itself gets only kReadDir, so it can still be listed.
-int AddRulesExcept(int ruleset, int dir, uint64_t access, const std::string& except) {
+// The first component of each of `excluded` that is `name` exactly (the entry is
+// excluded: true) or leads to one (its remainder goes to `below`).
+bool Excluded(const std::string& name, const std::vector<std::string>& excluded,
+              std::vector<std::string>& below) {
+  for (const std::string& path : excluded) {
+    if (path == name) return true;
+    if (path.size() > name.size() && path.compare(0, name.size(), name) == 0 &&
+        path[name.size()] == '/')
+      below.push_back(path.substr(name.size() + 1));
+  }
+  return false;
+}
+
+// A rule on everything beneath the directory `dir` but the relative paths `excluded`:
+// `dir` itself gets only kReadDir (so it can still be listed), an excluded entry nothing,
+// an entry on the way to one the same treatment one level down, every other entry the
+// whole rule. Never follows a symlink: its target is judged by the rules of where it lies.
+int AddRulesExcept(int ruleset, int dir, uint64_t access,
+                   const std::vector<std::string>& excluded) {
   if (int err = AddRule(ruleset, dir, access & landlock::kReadDir); err != 0) return err;
   UniqueFd listing(openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!listing.valid()) return errno;
   DIR* d = fdopendir(listing.get());
   if (d == nullptr) return errno;
   listing.release();
+  int err = 0;
   while (dirent* e = readdir(d)) {
     const std::string name = e->d_name;
-    if (name == "." || name == ".." || name == except) continue;
+    std::vector<std::string> below;
+    if (name == "." || name == ".." || Excluded(name, excluded, below)) continue;
     UniqueFd fd(openat(dirfd(d), name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
     struct stat st {};
     if (!fd.valid() || fstat(fd.get(), &st) != 0 || S_ISLNK(st.st_mode)) continue;
+    // why: a directory on the way to an excluded path is granted around it in turn;
+    // depth is bounded by the excluded paths' components.
+    if (!below.empty()) {
+      if (!S_ISDIR(st.st_mode)) continue;  // not a directory: nothing beneath to grant
+      err = AddRulesExcept(ruleset, fd.get(), access, below);
+      if (err == EACCES) err = 0;  // one the run-as user cannot list: nothing granted there
+      if (err != 0) break;
+      continue;
+    }
     // why not fatal: an entry the kernel takes no rule on (a pseudo filesystem mounted
     // there) is simply not granted, which only allows less.
     (void)AddRule(ruleset, fd.get(), access);
   }
   closedir(d);
-  return 0;
+  return err;
 }
 
 // A node_modules directory: no symlink followed and the descriptor checked
@@ -74,7 +101,12 @@ int AddPathRule(int ruleset, const LandlockPathRule& r, int skill_dir_fd) {
     if (!r.required && (err == ENOENT || err == ENOTDIR || err == EACCES)) return 0;
     return err;
   }
-  if (!r.except_child.empty()) return AddRulesExcept(ruleset, fd.get(), r.access, r.except_child);
+  if (!r.excluded.empty()) {
+    // A rule path that is not a directory has nothing beneath it to exclude.
+    struct stat st {};
+    if (fstat(fd.get(), &st) != 0) return errno;
+    if (S_ISDIR(st.st_mode)) return AddRulesExcept(ruleset, fd.get(), r.access, r.excluded);
+  }
   return AddRule(ruleset, fd.get(), r.access);
 }
 

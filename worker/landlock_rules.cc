@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "shared/landlock_abi.h"
+#include "worker/operator_dirs.h"
 
 namespace skillmcp::worker {
 namespace {
@@ -24,7 +25,6 @@ constexpr uint64_t kDevice = kReadFile | kWriteFile | kTruncate;  // `> /dev/nul
 // The system, read and execute. /lib* covers every multiarch layout; a missing one is
 // skipped. why: /etc holds what libc, TLS and time zones read; DAC still guards the
 // files in it the run-as user may not read.
-constexpr const char kOperatorConfigName[] = "skill-mcp";  // /etc/skill-mcp
 constexpr const char* kSystemDirs[] = {"/usr",  "/lib", "/lib32", "/lib64", "/libx32",
                                        "/bin",  "/sbin", "/etc"};
 // Read only: node reads /proc/self/* and the CPU list (os.cpus()); /proc's own rules
@@ -70,10 +70,6 @@ LandlockPlan BuildLandlockPlan(const RunSpec& spec) {
     plan.scoped = kScopeAbstractUnixSocket | kScopeSignal;
   }
   for (const char* dir : kSystemDirs) Add(plan, dir, kReadExec, false);
-  // why: /etc/skill-mcp holds the operator's configuration (the unit's environment
-  // file): /etc is granted entry by entry, without it (worker/landlock.cc).
-  for (LandlockPathRule& r : plan.rules)
-    if (r.path == "/etc") r.except_child = kOperatorConfigName;
   if (!spec.node_dir_path.empty()) Add(plan, spec.node_dir_path, kReadExec, true);
   for (const char* dir : kReadDirs) Add(plan, dir, kRead, false);
   for (const char* dev : kDevices) Add(plan, dev, kDevice, false);
@@ -89,6 +85,11 @@ LandlockPlan BuildLandlockPlan(const RunSpec& spec) {
   // (and the scratch directory) beneath it when they live under /tmp, and a rule grants
   // everything beneath its directory, mounts included: the skill would become writable.
   if (!spec.data_dir_path.empty()) Add(plan, spec.data_dir_path, kReadWrite, false);
+  // why: the operator's directories (the unit's environment file, systemd's credential
+  // stores) lie beneath /etc, and a sysconfdir such as /usr/local/etc beneath /usr or
+  // node's prefix: a rule that would reach one is granted around it (worker/landlock.cc).
+  for (LandlockPathRule& r : plan.rules)
+    if (!r.path.empty() && !r.module_dir) r.excluded = PathsBeneath(r.path, OperatorDirs());
   return plan;
 }
 

@@ -16,9 +16,12 @@ struct LandlockPathRule {
   bool from_skill_fd = false;  // the rule is opened from fd 7, the checked directory
   uint64_t access = 0;   // within LandlockPlan::handled_fs
   bool required = false;  // a missing path fails the step (else it is skipped)
-  // Non-empty: the rule goes on every entry of the directory but this one (and the
-  // directory itself keeps only kReadDir), since Landlock can grant but never subtract.
-  std::string except_child;
+  // Paths beneath `path`, relative to it, that the rule must not reach (the operator's
+  // directories, worker/operator_dirs.h). Landlock can grant but never subtract, so the
+  // rule goes on every entry of the directory but those on the way to one of them; a
+  // directory on the way keeps only kReadDir and is granted the same way, entry by entry,
+  // down to the excluded one, which gets nothing.
+  std::vector<std::string> excluded;
   // A node_modules directory (RunSpec::read_dirs): opened without following any symlink
   // and checked (worker/module_dir.h); one that fails is skipped.
   bool module_dir = false;
@@ -39,9 +42,9 @@ uint64_t HandledFsAccess(uint32_t abi);
 // The filesystem rights a rule on a non-directory may carry (the kernel refuses others).
 uint64_t FileOnlyAccess(uint64_t access);
 
-// The ruleset for `spec` (spec.landlock_abi > 0): the system read and execute (/etc
-// without the operator's skill-mcp directory), the
-// devices, /proc and the CPU list, the skill (fd 7) and the module directories read-only,
+// The ruleset for `spec` (spec.landlock_abi > 0): the system read and execute (without
+// the operator's directories, worker/operator_dirs.h, wherever a rule would reach them),
+// the devices, /proc and the CPU list, the skill (fd 7) and the module directories read-only,
 // the scratch directory and MCP_DATA_DIR read-write.
 LandlockPlan BuildLandlockPlan(const RunSpec& spec);
 

@@ -39,9 +39,9 @@ void Check(const StepResult& result) {
 
 // The broker's boot probe: the identity switch, then the parts of the run's view that do
 // not depend on a run, in the run's order, so it fails exactly where a run would: the
-// user and mount namespace, the private /tmp, the cover of /etc/skill-mcp, the pid and IPC
-// namespace and its init, which mounts the fresh /proc when asked (the broker asks again
-// without it on failure).
+// user and mount namespace, the private /tmp, the covers of the operator's directories,
+// the pid and IPC namespace and its init, which mounts the fresh /proc when asked (the
+// broker asks again without it on failure).
 [[noreturn]] void Probe(const RunSpec& spec) {
   if (spec.switch_ids) Check(SwitchIds(spec.uid, spec.gid));
   Check(EnterUserNamespace());

@@ -16,6 +16,7 @@
 
 #include "shared/unique_fd.h"
 #include "worker/module_dir.h"
+#include "worker/operator_dirs.h"
 
 namespace skillmcp::worker {
 namespace {
@@ -42,11 +43,16 @@ int MakeParents(const std::string& path) {
 }
 
 constexpr unsigned long kTmpFlags = MS_NOSUID | MS_NODEV;
+// statvfs(3)'s ST_NOSYMFOLLOW (Linux 5.10), which glibc 2.36's headers do not name.
+constexpr unsigned long kStNoSymfollow = 0x2000;
 
 StepResult MountFailed(int err) { return StepFailed(WorkerStep::kMountView, err); }
 
-// The flags a read-only remount of a bind of `fd` must keep: a user namespace may not
-// clear the nosuid, nodev, noexec or atime flags of a mount it received (EPERM).
+// The flags a read-only remount of a bind of `fd` must keep. why: a user namespace may
+// not clear the nosuid, nodev, noexec or atime settings of a mount it received (EPERM);
+// the atime mode is named explicitly, since a remount naming only nodiratime would turn
+// a strictatime source into relatime, which the kernel refuses. nosymfollow is not
+// locked, but a remount that omitted it would silently let the run follow symlinks there.
 unsigned long KeptMountFlags(int fd) {
   struct statvfs vfs {};
   if (fstatvfs(fd, &vfs) != 0) return 0;
@@ -55,7 +61,16 @@ unsigned long KeptMountFlags(int fd) {
   if (vfs.f_flag & ST_NOATIME) flags |= MS_NOATIME;
   if (vfs.f_flag & ST_NODIRATIME) flags |= MS_NODIRATIME;
   if (vfs.f_flag & ST_RELATIME) flags |= MS_RELATIME;
+  if (!(vfs.f_flag & (ST_NOATIME | ST_RELATIME))) flags |= MS_STRICTATIME;
+  if (vfs.f_flag & kStNoSymfollow) flags |= MS_NOSYMFOLLOW;
   return flags;
+}
+
+// Makes the bind at `path` (of the directory `fd`) read-only, nosuid and nodev, keeping
+// what the source's mount must keep (KeptMountFlags).
+int RemountBindReadOnly(const std::string& path, int fd) {
+  const unsigned long ro = MS_REMOUNT | MS_BIND | MS_RDONLY | kTmpFlags | KeptMountFlags(fd);
+  return mount(nullptr, path.c_str(), nullptr, ro, nullptr) == 0 ? 0 : errno;
 }
 
 // Each module directory's path (in the spec) and the descriptor opened for it.
@@ -99,9 +114,7 @@ int BindModuleDirs(const OpenedDirs& dirs, const std::vector<const std::string*>
     const std::string from = "/proc/self/fd/" + std::to_string(fd.get());
     if (mount(from.c_str(), path->c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) return errno;
     // why read-only, nosuid, nodev: the Landlock rule grants reading only.
-    const unsigned long ro =
-        MS_REMOUNT | MS_BIND | MS_RDONLY | kTmpFlags | KeptMountFlags(fd.get());
-    if (mount(nullptr, path->c_str(), nullptr, ro, nullptr) != 0) return errno;
+    if (int e = RemountBindReadOnly(*path, fd.get()); e != 0) return e;
     if (stat(path->c_str(), &seen) != 0) return errno;
     if (!SameDirectory(opened, seen)) return ESTALE;
   }
@@ -152,17 +165,22 @@ StepResult MountPrivateTmp() {
 }
 
 StepResult CoverOperatorConfig() {
-  struct stat st {};
-  if (stat(kOperatorConfigDir, &st) != 0) return errno == ENOENT ? StepOk() : MountFailed(errno);
-  if (!S_ISDIR(st.st_mode)) return StepOk();  // a file there is left to its mode and Landlock
-  // why: it holds the unit's environment file, no run's business, and Landlock's /etc rule
-  // cannot subtract it (worker/landlock.cc lists /etc instead); this cover holds with
-  // Landlock off as well. Empty, noexec and read-only.
-  if (mount("tmpfs", kOperatorConfigDir, "tmpfs", kTmpFlags | MS_NOEXEC, "mode=0755,size=4k") != 0)
-    return MountFailed(errno);
-  if (mount(nullptr, kOperatorConfigDir, nullptr, MS_REMOUNT | MS_RDONLY | kTmpFlags | MS_NOEXEC,
-            nullptr) != 0)
-    return MountFailed(errno);
+  for (const std::string& dir : OperatorDirs()) {
+    struct stat st {};
+    if (stat(dir.c_str(), &st) != 0) {
+      if (errno == ENOENT) continue;
+      return MountFailed(errno);
+    }
+    if (!S_ISDIR(st.st_mode)) continue;  // a file there is left to its mode and Landlock
+    // why: the unit's environment file and systemd's credentials are no run's business,
+    // and a Landlock rule cannot subtract a directory (worker/landlock.cc grants around
+    // it instead); this cover holds with Landlock off as well. Empty, noexec, read-only.
+    if (mount("tmpfs", dir.c_str(), "tmpfs", kTmpFlags | MS_NOEXEC, "mode=0755,size=4k") != 0)
+      return MountFailed(errno);
+    if (mount(nullptr, dir.c_str(), nullptr, MS_REMOUNT | MS_RDONLY | kTmpFlags | MS_NOEXEC,
+              nullptr) != 0)
+      return MountFailed(errno);
+  }
   return StepOk();
 }
 
@@ -214,6 +232,9 @@ StepResult EnterRunView(const RunSpec& spec) {
   if (mount(source.c_str(), spec.skill_dir_path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
     return MountFailed(errno);
   if (int e = BindModuleDirs(module_dirs, covered); e != 0) return MountFailed(e);
+  // why read-only: the run reads its own bundle and never writes it, also where Landlock
+  // is off (an ordinary user's run owns the files it would otherwise rewrite).
+  if (int e = RemountBindReadOnly(spec.skill_dir_path, dir.get()); e != 0) return MountFailed(e);
   // The covers become read-only once the skill's and the modules' mount points are made.
   for (const std::string* root : covered) {
     if (mount(nullptr, root->c_str(), nullptr, MS_REMOUNT | MS_RDONLY | kTmpFlags | MS_NOEXEC,

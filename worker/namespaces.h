@@ -5,12 +5,16 @@
 //     other users is visible, and nothing this run leaves there outlives it;
 //   - an empty read-only tmpfs over every skills root: the other skills' bundles do not
 //     exist;
-//   - an empty read-only tmpfs over /etc/skill-mcp, the operator's configuration;
+//   - an empty read-only tmpfs over each of the operator's directories that exists
+//     (worker/operator_dirs.h: /etc/skill-mcp, systemd's credential stores);
 //   - the node_modules directories of RunSpec::read_dirs bound back read-only where a
 //     cover hid them (opened with no symlink followed and checked, worker/module_dir.h),
 //     each checked to be the directory opened before covering;
-//   - the skill's own directory bound back at its real path, verified to be the very
-//     directory the broker checked (fd 7), so the script's paths and require() work.
+//   - the skill's own directory bound back read-only at its real path, verified to be
+//     the very directory the broker checked (fd 7), so the script's paths and require()
+//     work.
+// Each read-only bind keeps its source mount's noexec, atime mode and nosymfollow (a
+// user namespace may not clear the locked ones).
 // The namespace's capabilities go with the capability steps that follow; the seccomp
 // filter then refuses unshare, setns and mount, so the script cannot undo any of it.
 #pragma once
@@ -21,9 +25,6 @@
 #include "worker/step_result.h"
 
 namespace skillmcp::worker {
-
-// The operator's configuration (packaging/meson.build installs skill-mcp.env there).
-inline constexpr char kOperatorConfigDir[] = "/etc/skill-mcp";
 
 inline constexpr char kRunTmpOptions[] = "mode=1777,size=256m,nr_inodes=65536";
 
@@ -36,7 +37,7 @@ StepResult EnterRunView(const RunSpec& spec);
 // fails where a run would.
 StepResult EnterUserNamespace();   // kUserNamespace: unshare, setgroups deny, own maps
 StepResult MountPrivateTmp();      // kMountView: / private, tmpfs on /tmp
-StepResult CoverOperatorConfig();  // kMountView: empty read-only tmpfs on kOperatorConfigDir
+StepResult CoverOperatorConfig();  // kMountView: empty read-only tmpfs on each OperatorDirs()
 
 // kChdir with namespaces: chdir to the bound skill directory by path, then require it
 // to be the directory of fd 7 (same device and inode).

@@ -3,7 +3,8 @@
 // - the securebits are locked in a namespaced run (the user namespace resets them);
 // - the node_modules beside and inside a skills root load with the namespaced view and
 //   Landlock on, for roots under /tmp and outside it, while another skill stays hidden;
-// - the operator's /etc/skill-mcp stays out of reach whatever the file's mode;
+// - the operator's /etc/skill-mcp and systemd's /etc/credstore{,.encrypted} stay out of
+//   reach whatever the file's mode;
 // - an abstract unix socket made outside the run cannot be reached (Landlock ABI 6);
 // - under the default cell (Landlock and namespaces auto), what a run leaves in /dev/shm
 //   or /var/tmp is not read by a later run of another skill;
@@ -13,7 +14,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync,
-         rmSync, rmdirSync, unlinkSync, writeFileSync } from 'node:fs';
+         rmSync, rmdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -66,6 +67,11 @@ console.log(JSON.stringify(out));
 `;
 
 const IS_ROOT = process.getuid() === 0;
+// The operator's directories no run may read (worker/operator_dirs.cc), with this build's
+// <sysconfdir>/skill-mcp (/usr/local/etc/skill-mcp with meson's default prefix).
+const OPERATOR_DIRS = ['/etc/skill-mcp', '/etc/credstore', '/etc/credstore.encrypted'];
+const SYSCONFDIR = process.env.SKILL_MCP_TEST_SYSCONFDIR;
+if (SYSCONFDIR && !OPERATOR_DIRS.includes(join(SYSCONFDIR, 'skill-mcp'))) OPERATOR_DIRS.push(join(SYSCONFDIR, 'skill-mcp'));
 const SERVICE_UID = 64111;
 const RUN_AS_UID = 64110;
 
@@ -196,17 +202,25 @@ for (const [label, asUser] of modes) {
     });
   });
 
-  describe(`the operator's /etc/skill-mcp, ${label}`, () => {
-    test('a run cannot read a file planted there, in every mode with Landlock or namespaces', async (t) => {
-      if (!IS_ROOT) return t.skip('planting a file in /etc/skill-mcp needs root');
-      const dir = '/etc/skill-mcp';
-      let made = false;
-      if (!existsSync(dir)) { mkdirSync(dir, { mode: 0o755 }); made = true; }
-      const planted = join(dir, `views-test.${process.pid}`);
-      writeFileSync(planted, 'SKILL_MCP_SECRET=planted\n');
-      chmodSync(planted, 0o644);  // readable by anyone: only the cell keeps the run out
+  describe(`the operator's directories (${OPERATOR_DIRS.join(', ')}), ${label}`, () => {
+    test('a run cannot read a file planted in any of them, in every mode with Landlock or namespaces', async (t) => {
+      if (!IS_ROOT) return t.skip(`planting files in ${OPERATOR_DIRS.join(', ')} needs root`);
+      if (!SYSCONFDIR) t.diagnostic('SKILL_MCP_TEST_SYSCONFDIR is not set (run through meson): only the /etc directories');
+      const planted = {};
+      const made = [];  // what was missing of each path, removed afterwards (deepest first)
+      for (const dir of OPERATOR_DIRS) {
+        const parts = dir.split('/').slice(1);
+        for (let i = 1; i <= parts.length; i++) {
+          const p = '/' + parts.slice(0, i).join('/');
+          if (!existsSync(p)) { mkdirSync(p, { mode: 0o755 }); made.push(p); }
+        }
+        planted[dir] = join(dir, `views-test.${process.pid}`);
+        writeFileSync(planted[dir], 'SKILL_MCP_SECRET=planted\n');
+        chmodSync(planted[dir], 0o644);  // readable by anyone: only the cell keeps the run out
+      }
       try {
-        const ops = { planted: ['read', planted], hostname: ['read', '/etc/hostname'] };
+        const ops = { hostname: ['read', '/etc/hostname'] };
+        for (const dir of OPERATOR_DIRS) ops[dir] = ['read', planted[dir]];
         const { abi } = landlockHere(asUser);
         const ns = namespacesHere(asUser);
         const cases = [];
@@ -216,16 +230,18 @@ for (const [label, asUser] of modes) {
         if (!cases.length) return t.skip('neither Landlock nor the run namespaces work here');
         for (const env of cases) {
           const seen = await runProbe(inTmp, env, ops, { asUser });
-          assert.notEqual(seen.planted, 'read', `${JSON.stringify(env)}: ${JSON.stringify(seen)}`);
+          for (const dir of OPERATOR_DIRS)
+            assert.notEqual(seen[dir], 'read', `${dir}, ${JSON.stringify(env)}: ${JSON.stringify(seen)}`);
           assert.equal(seen.hostname, existsSync('/etc/hostname') ? 'read' : 'ENOENT',
                        `${JSON.stringify(env)}: the rest of /etc`);
         }
         const control = await runProbe(inTmp, { SKILL_MCP_LANDLOCK: 'off', SKILL_MCP_NAMESPACES: 'off' },
                                        ops, { asUser });
-        assert.equal(control.planted, 'read', 'control: both layers off');
+        for (const dir of OPERATOR_DIRS)
+          assert.equal(control[dir], 'read', `control: both layers off, ${dir}`);
       } finally {
-        unlinkSync(planted);
-        if (made) rmdirSync(dir);
+        for (const file of Object.values(planted)) rmSync(file, { force: true });
+        for (const dir of made.reverse()) rmdirSync(dir);
       }
     });
   });

@@ -9,14 +9,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <vector>
 
+#include "config.h"
 #include "shared/landlock_abi.h"
 #include "worker/landlock.h"
 #include "worker/landlock_rules.h"
+#include "worker/operator_dirs.h"
 
 namespace skillmcp::worker {
 namespace {
@@ -113,11 +117,48 @@ TEST(LandlockPlan, EtcIsGrantedWithoutTheOperatorsConfiguration) {
   const LandlockPlan plan = BuildLandlockPlan(Spec(7));
   const LandlockPathRule* etc = Find(plan, "/etc");
   ASSERT_NE(etc, nullptr);
-  EXPECT_EQ(etc->except_child, "skill-mcp");
+  EXPECT_EQ(etc->excluded,
+            (std::vector<std::string>{"skill-mcp", "credstore", "credstore.encrypted"}));
+}
+
+// This build's sysconfdir (config.h, from meson's prefix and sysconfdir): /etc for a
+// package (prefix /usr), /usr/local/etc for the default prefix CI builds with.
+std::string ConfiguredDir() { return std::string(SKILL_MCP_SYSCONFDIR) + "/skill-mcp"; }
+
+TEST(LandlockPlan, TheConfiguredSysconfdirIsExcludedFromEveryRuleThatWouldReachIt) {
+  const std::vector<std::string>& dirs = OperatorDirs();
+  EXPECT_NE(std::find(dirs.begin(), dirs.end(), ConfiguredDir()), dirs.end()) << ConfiguredDir();
+  RunSpec s = Spec(7);
+  s.node_dir_path = "/usr";  // node at /usr/bin/node: its prefix rule reaches /usr/local too
+  const LandlockPlan plan = BuildLandlockPlan(s);
   for (const LandlockPathRule& r : plan.rules) {
-    if (r.path == "/etc") continue;
-    EXPECT_EQ(r.except_child, "") << r.path;
+    if (r.from_skill_fd || r.module_dir) continue;
+    for (const std::string& dir : dirs) {
+      if (dir.rfind(r.path + "/", 0) != 0) continue;
+      const std::string rel = dir.substr(r.path.size() + 1);
+      EXPECT_NE(std::find(r.excluded.begin(), r.excluded.end(), rel), r.excluded.end())
+          << r.path << " reaches " << dir;
+    }
   }
+  if (ConfiguredDir() == "/usr/local/etc/skill-mcp") {
+    int usr_rules = 0;
+    for (const LandlockPathRule& r : plan.rules) {
+      if (r.path != "/usr") continue;
+      ++usr_rules;
+      EXPECT_EQ(r.excluded, std::vector<std::string>{"local/etc/skill-mcp"});
+    }
+    EXPECT_EQ(usr_rules, 2) << "the system's /usr and node's prefix";
+  }
+}
+
+TEST(LandlockPlan, PathsBeneathComparesWholeComponents) {
+  const std::vector<std::string> dirs = {"/usr/local/etc/skill-mcp", "/etc/skill-mcp",
+                                         "/usrx/etc/skill-mcp"};
+  EXPECT_EQ(PathsBeneath("/usr", dirs), std::vector<std::string>{"local/etc/skill-mcp"});
+  EXPECT_EQ(PathsBeneath("/usr/local/etc", dirs), std::vector<std::string>{"skill-mcp"});
+  EXPECT_TRUE(PathsBeneath("/usr/local/etc/skill-mcp", dirs).empty()) << "not beneath itself";
+  EXPECT_TRUE(PathsBeneath("/opt/node", dirs).empty());
+  EXPECT_EQ(PathsBeneath("/", dirs).size(), 3u);
 }
 
 TEST(LandlockPlan, DataDirAndNoRuleForANamespacedRunsTmp) {
@@ -222,33 +263,85 @@ TEST(LandlockKernel, TheRunReachesOnlyItsAllowlist) {
             1);
 }
 
-// /etc/skill-mcp holds the operator's environment file: a run reads the rest of /etc, lists
-// /etc, and cannot open anything beneath /etc/skill-mcp whatever its mode.
-TEST(LandlockKernel, TheOperatorsConfigurationIsOutOfReach) {
+// /etc/skill-mcp holds the operator's environment file, /etc/credstore and
+// /etc/credstore.encrypted systemd's credentials: a run reads the rest of /etc, lists /etc,
+// and cannot open any file beneath them whatever its mode. (Their names stay listable: the
+// kReadDir kept on /etc reaches every directory beneath it.)
+TEST(LandlockKernel, TheOperatorsDirectoriesAreOutOfReach) {
   const int abi = KernelAbi();
   if (abi <= 0) GTEST_SKIP() << "this kernel has no Landlock (" << strerror(-abi) << ")";
-  if (geteuid() != 0) GTEST_SKIP() << "planting a file in /etc/skill-mcp needs root";
+  if (geteuid() != 0)
+    GTEST_SKIP() << "planting files in /etc/skill-mcp and /etc/credstore needs root";
   Tree t;
-  const std::string dir = "/etc/skill-mcp";
-  const bool made = mkdir(dir.c_str(), 0755) == 0;
-  if (!made && errno != EEXIST) GTEST_SKIP() << "cannot make " << dir << ": " << strerror(errno);
+  RunSpec spec = Spec(static_cast<uint32_t>(abi));
+  spec.scratch_dir_path = t.scratch;
+  spec.node_dir_path = "/usr";
+  spec.read_dirs = {};
+  for (const std::string dir : {"/etc/skill-mcp", "/etc/credstore", "/etc/credstore.encrypted"}) {
+    const bool made = mkdir(dir.c_str(), 0755) == 0;
+    if (!made && errno != EEXIST) GTEST_SKIP() << "cannot make " << dir << ": " << strerror(errno);
+    const std::string planted = dir + "/landlock-test." + std::to_string(getpid());
+    Tree::Write(planted, "SECRET=1\n");
+    chmod(planted.c_str(), 0644);
+    const int planted_err = InChild(spec, t.skill, [&] { return OpenErr(planted, O_RDONLY); });
+    const int control_err = OpenErr(planted, O_RDONLY);  // without the ruleset
+    unlink(planted.c_str());
+    if (made) rmdir(dir.c_str());
+    EXPECT_EQ(planted_err, EACCES) << "a world-readable file in " << dir;
+    EXPECT_EQ(control_err, 0) << "control: " << dir << " without Landlock";
+  }
+  EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr("/etc/hostname", O_RDONLY); }), 0)
+      << "the rest of /etc";
+  EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr("/etc", O_RDONLY | O_DIRECTORY); }), 0)
+      << "/etc can still be listed";
+}
+
+// A build whose sysconfdir lies beneath a granted system directory (/usr/local/etc with
+// the default prefix): a run cannot open a file in <sysconfdir>/skill-mcp, even with
+// node's prefix rule on /usr, while the rest of /usr, and of the directories on the way
+// down, stays readable.
+TEST(LandlockKernel, TheConfiguredSysconfdirIsOutOfReach) {
+  const int abi = KernelAbi();
+  if (abi <= 0) GTEST_SKIP() << "this kernel has no Landlock (" << strerror(-abi) << ")";
+  const std::string dir = ConfiguredDir();
+  if (dir == "/etc/skill-mcp")
+    GTEST_SKIP() << "this build's sysconfdir is /etc: TheOperatorsDirectoriesAreOutOfReach "
+                    "covers it";
+  if (geteuid() != 0) GTEST_SKIP() << "planting a file in " << dir << " needs root";
+  Tree t;
+  // Make what is missing of the path, and remove only that afterwards.
+  std::vector<std::string> made;
+  for (size_t i = 1; i <= dir.size(); ++i) {
+    if (i != dir.size() && dir[i] != '/') continue;
+    const std::string prefix = dir.substr(0, i);
+    if (mkdir(prefix.c_str(), 0755) == 0) made.push_back(prefix);
+    else if (errno != EEXIST) GTEST_SKIP() << "cannot make " << prefix << ": " << strerror(errno);
+  }
+  const std::string parent = dir.substr(0, dir.rfind('/'));
   const std::string planted = dir + "/landlock-test." + std::to_string(getpid());
+  const std::string sibling = parent + "/landlock-test." + std::to_string(getpid());
   Tree::Write(planted, "SECRET=1\n");
+  Tree::Write(sibling, "not secret\n");
   chmod(planted.c_str(), 0644);
+  chmod(sibling.c_str(), 0644);
   RunSpec spec = Spec(static_cast<uint32_t>(abi));
   spec.scratch_dir_path = t.scratch;
   spec.node_dir_path = "/usr";
   spec.read_dirs = {};
   const int planted_err = InChild(spec, t.skill, [&] { return OpenErr(planted, O_RDONLY); });
-  const int hostname_err =
-      InChild(spec, t.skill, [&] { return OpenErr("/etc/hostname", O_RDONLY); });
-  const int list_err =
-      InChild(spec, t.skill, [&] { return OpenErr("/etc", O_RDONLY | O_DIRECTORY); });
+  const int sibling_err = InChild(spec, t.skill, [&] { return OpenErr(sibling, O_RDONLY); });
+  const int usr_err = InChild(spec, t.skill, [&] { return OpenErr("/usr/bin/env", O_RDONLY); });
+  const int control_err = OpenErr(planted, O_RDONLY);
   unlink(planted.c_str());
-  if (made) rmdir(dir.c_str());
-  EXPECT_EQ(planted_err, EACCES) << "a world-readable file in /etc/skill-mcp";
-  EXPECT_EQ(hostname_err, 0) << "the rest of /etc";
-  EXPECT_EQ(list_err, 0) << "/etc can still be listed";
+  unlink(sibling.c_str());
+  for (auto it = made.rbegin(); it != made.rend(); ++it) rmdir(it->c_str());
+  EXPECT_EQ(planted_err, EACCES) << "a world-readable file in " << dir;
+  // Only where a granted directory holds the path: elsewhere no rule reaches it anyway.
+  if (dir.rfind("/usr/", 0) == 0) {
+    EXPECT_EQ(sibling_err, 0) << "a file beside " << dir;
+  }
+  EXPECT_EQ(usr_err, 0) << "the rest of /usr";
+  EXPECT_EQ(control_err, 0) << "control: without Landlock";
 }
 
 TEST(LandlockKernel, ARequiredPathMissingFailsTheStep) {

@@ -1,0 +1,47 @@
+#include "worker/operator_dirs.h"
+
+#include <algorithm>
+
+#include "config.h"
+
+namespace skillmcp::worker {
+namespace {
+
+// SKILL_MCP_SYSCONFDIR as a path without duplicate or trailing slashes.
+std::string Normalised(std::string path) {
+  std::string out;
+  for (char c : path)
+    if (c != '/' || out.empty() || out.back() != '/') out += c;
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out;
+}
+
+std::vector<std::string> Build() {
+  // why each: <sysconfdir>/skill-mcp holds skill-mcp.env (packaging/meson.build), which may
+  // carry the operator's settings and secrets, and /etc/skill-mcp is where the package puts
+  // it; /etc/credstore and /etc/credstore.encrypted are where systemd's LoadCredential=
+  // reads secrets from (README.md): a run has no business in any of them.
+  std::vector<std::string> dirs = {"/etc/skill-mcp", "/etc/credstore", "/etc/credstore.encrypted"};
+  const std::string configured = Normalised(std::string(SKILL_MCP_SYSCONFDIR) + "/skill-mcp");
+  if (std::find(dirs.begin(), dirs.end(), configured) == dirs.end()) dirs.push_back(configured);
+  return dirs;
+}
+
+}  // namespace
+
+const std::vector<std::string>& OperatorDirs() {
+  static const std::vector<std::string> dirs = Build();
+  return dirs;
+}
+
+std::vector<std::string> PathsBeneath(const std::string& dir,
+                                      const std::vector<std::string>& dirs) {
+  std::vector<std::string> out;
+  const std::string prefix = dir == "/" ? dir : dir + "/";
+  for (const std::string& d : dirs)
+    if (d.size() > prefix.size() && d.compare(0, prefix.size(), prefix) == 0)
+      out.push_back(d.substr(prefix.size()));
+  return out;
+}
+
+}  // namespace skillmcp::worker
