@@ -66,13 +66,13 @@ using OpenedDirs = std::vector<std::pair<const std::string*, UniqueFd>>;
 // checks (worker/module_dir.h): no symlink followed on any component, a directory
 // others cannot write. why skipped: one that fails binds nothing, as it grants nothing.
 int OpenModuleDirs(const RunSpec& spec, OpenedDirs& out) {
-  for (const std::string& path : spec.read_dirs) {
-    UniqueFd fd = OpenModuleDir(path);
+  for (const ModuleDir& dir : spec.read_dirs) {
+    UniqueFd fd = OpenModuleDir(dir);
     if (!fd.valid()) {
       if (IsSkippedModuleDirError(errno)) continue;
       return errno;
     }
-    out.emplace_back(&path, std::move(fd));
+    out.emplace_back(&dir.path, std::move(fd));
   }
   return 0;
 }
