@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "shared/path_prefix.h"
 #include "shared/unique_fd.h"
 #include "worker/module_dir.h"
 
@@ -78,8 +79,7 @@ int OpenModuleDirs(const RunSpec& spec, OpenedDirs& out) {
 }
 
 bool IsBeneath(const std::string& path, const std::string& dir) {
-  return path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
-         path[dir.size()] == '/';
+  return path != dir && IsSameOrBeneath(path, dir);
 }
 
 // Binds each module directory back, read-only, where a cover (`covered`, or the private

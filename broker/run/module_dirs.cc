@@ -4,18 +4,14 @@
 
 #include <set>
 
+#include "shared/path_prefix.h"
+
 namespace skillmcp {
 namespace {
 
-bool IsSameOrBeneath(const std::string& path, const std::string& dir) {
-  if (dir == "/") return !path.empty() && path[0] == '/';
-  return path.compare(0, dir.size(), dir) == 0 &&
-         (path.size() == dir.size() || path[dir.size()] == '/');
-}
-
 bool InsideASkill(const std::string& dir, const std::vector<std::string>& skill_dirs) {
   for (const std::string& skill : skill_dirs)
-    if (!skill.empty() && IsSameOrBeneath(dir, skill)) return true;
+    if (IsSameOrBeneath(dir, skill)) return true;
   return false;
 }
 
