@@ -38,6 +38,15 @@ void PutStrings(std::string& out, const std::vector<std::string>& list) {
   for (const auto& s : list) PutString(out, s);
 }
 
+void PutModuleDirs(std::string& out, const std::vector<ModuleDir>& dirs) {
+  PutU32(out, static_cast<uint32_t>(dirs.size()));
+  for (const ModuleDir& d : dirs) {
+    PutString(out, d.path);
+    PutU64(out, d.dev);
+    PutU64(out, d.ino);
+  }
+}
+
 // A cursor over untrusted bytes: every read checks the remaining length first.
 class Reader {
  public:
@@ -87,6 +96,18 @@ class Reader {
     list.resize(count);
     for (auto& s : list)
       if (!String(s)) return false;
+    return true;
+  }
+  // At most `max` entries of (str path, u64 dev, u64 ino).
+  bool ModuleDirs(std::vector<ModuleDir>& dirs, size_t max) {
+    uint32_t count = 0;
+    if (!U32(count) || count > max) return false;
+    // Each entry costs at least 20 bytes (an empty path's length, dev, ino): a count the
+    // input cannot hold is refused before reserving anything.
+    if (count > in_.size() / 20) return false;
+    dirs.resize(count);
+    for (ModuleDir& d : dirs)
+      if (!String(d.path) || !U64(d.dev) || !U64(d.ino)) return false;
     return true;
   }
   bool Magic(const char (&magic)[4]) {
@@ -139,8 +160,10 @@ bool IsValidLandlockPart(const RunSpec& spec) {
       !IsAbsoluteOrEmpty(spec.node_dir_path))
     return false;
   if (spec.read_dirs.size() > kRunSpecMaxReadDirs) return false;
-  for (const auto& dir : spec.read_dirs)
-    if (!IsAbsolutePath(dir)) return false;
+  // why a non-zero inode: a directory sent without the identity the broker checked could
+  // not be told from one swapped in after the check (worker/module_dir.h).
+  for (const ModuleDir& dir : spec.read_dirs)
+    if (!IsAbsolutePath(dir.path) || dir.ino == 0) return false;
   // Rules that would not be applied: the broker meant something else. why read_dirs
   // with namespaces: the run's view binds them back over its covers (worker/namespaces.h).
   if (spec.landlock_abi == 0)
@@ -220,7 +243,7 @@ std::optional<std::string> EncodeRunSpec(const RunSpec& spec) {
   PutString(out, spec.scratch_dir_path);
   PutString(out, spec.data_dir_path);
   PutString(out, spec.node_dir_path);
-  PutStrings(out, spec.read_dirs);
+  PutModuleDirs(out, spec.read_dirs);
   PutU8(out, spec.fresh_proc ? 1 : 0);
   if (out.size() > kRunSpecMaxBytes) return std::nullopt;
   return out;
@@ -246,10 +269,9 @@ std::optional<RunSpec> DecodeRunSpec(std::string_view bytes) {
   if (!r.String(spec.seccomp_bpf) || !r.String(spec.skill_dir_path)) return std::nullopt;
   size_t root_budget = kRunSpecMaxHiddenRoots;
   if (!r.Strings(spec.hidden_roots, root_budget)) return std::nullopt;
-  size_t read_budget = kRunSpecMaxReadDirs;
   if (!r.U32(spec.landlock_abi) || !r.Bool(spec.network_off) || !r.String(spec.scratch_dir_path) ||
       !r.String(spec.data_dir_path) || !r.String(spec.node_dir_path) ||
-      !r.Strings(spec.read_dirs, read_budget))
+      !r.ModuleDirs(spec.read_dirs, kRunSpecMaxReadDirs))
     return std::nullopt;
   if (!r.Bool(spec.fresh_proc)) return std::nullopt;
   if (!r.AtEnd()) return std::nullopt;  // trailing bytes: not what the broker meant

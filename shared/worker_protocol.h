@@ -39,7 +39,7 @@ inline constexpr int kWorkerFdCount = 8;  // 0..7
 
 // One version for every message of the protocol (run description and report): a broker
 // and a worker from different builds refuse each other instead of misreading.
-inline constexpr uint32_t kWorkerProtocolVersion = 6;
+inline constexpr uint32_t kWorkerProtocolVersion = 7;
 
 // Why: the worker reads its spec before any limit is applied; a bounded read cannot be
 // made to exhaust its memory, whatever arrives on fd 3.
@@ -57,6 +57,16 @@ struct RunLimits {
   uint64_t fsize = 0;          // RLIMIT_FSIZE in bytes
   uint64_t nofile = 0;         // RLIMIT_NOFILE
   // RLIMIT_CORE is always 0.
+};
+
+// A node_modules directory a run may read, with the identity (device and inode) of the
+// directory the broker checked at that path (broker/run/module_dirs.h): the worker uses
+// what it opens there only when it is that same directory (worker/module_dir.h).
+struct ModuleDir {
+  std::string path;  // absolute real path
+  uint64_t dev = 0;  // st_dev of the broker's lstat
+  uint64_t ino = 0;  // st_ino of the broker's lstat; never 0 in a valid spec
+  bool operator==(const ModuleDir&) const = default;
 };
 
 // node runs the script on fd 6 through the worker's fixed bootstrap
@@ -96,8 +106,8 @@ struct RunSpec {
   std::string scratch_dir_path;       // the run's TMPDIR (read-write), made by the broker
   std::string data_dir_path;          // MCP_DATA_DIR (read-write), when set
   std::string node_dir_path;          // where the pinned node lives (read and execute)
-  std::vector<std::string> read_dirs;  // node_modules beside the skills roots (read; also
-                                       // bound into a namespaced run's view)
+  std::vector<ModuleDir> read_dirs;   // node_modules beside the skills roots (read; also
+                                      // bound into a namespaced run's view)
 };
 
 // A classic BPF program: struct sock_filter records, at most BPF_MAXINSNS (the
@@ -119,8 +129,8 @@ inline constexpr uint32_t kRunSpecMaxLandlockAbi = 7;  // == landlock::kKnownAbi
 //   u32 gid | u64 nproc,address_space,data,cpu_seconds,fsize,nofile | str script_path |
 //   u32 argc, argc x str | u32 envc, envc x str | str seccomp_bpf | str skill_dir_path |
 //   u32 rootc, rootc x str | u32 landlock_abi u8 network_off | str scratch_dir_path |
-//   str data_dir_path | str node_dir_path | u32 readc, readc x str | u8 fresh_proc
-//                                                           (str = u32 length + bytes)
+//   str data_dir_path | str node_dir_path | u32 readc, readc x (str path u64 dev u64 ino) |
+//   u8 fresh_proc                                           (str = u32 length + bytes)
 // nullopt when the spec is not one DecodeRunSpec would accept (IsValidRunSpec, or
 // longer than kRunSpecMaxBytes): the encoder never truncates or sends what is refused.
 std::optional<std::string> EncodeRunSpec(const RunSpec& spec);
@@ -133,9 +143,9 @@ std::optional<std::string> EncodeRunSpec(const RunSpec& spec);
 // an absolute skill_dir_path and at most kRunSpecMaxHiddenRoots absolute hidden_roots
 // other than "/", without them both empty; landlock_abi at most kRunSpecMaxLandlockAbi,
 // network_off only with ABI 4+, every Landlock path absolute or empty, at most
-// kRunSpecMaxReadDirs read_dirs, and without Landlock no data or node dirs and read dirs
-// only with namespaces; a probe carries neither Landlock nor a scratch directory. Brokers
-// can check a spec before forking.
+// kRunSpecMaxReadDirs read_dirs, each absolute with a non-zero inode, and without
+// Landlock no data or node dirs and read dirs only with namespaces; a probe carries
+// neither Landlock nor a scratch directory. Brokers can check a spec before forking.
 bool IsValidRunSpec(const RunSpec& spec);
 
 // A portable variable name, [A-Za-z_][A-Za-z0-9_]*: the one rule for the run spec,

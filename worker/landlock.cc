@@ -80,10 +80,10 @@ int AddRulesExcept(int ruleset, int dir, uint64_t access,
 }
 
 // A node_modules directory: no symlink followed and the descriptor checked
-// (worker/module_dir.h). why skipped, not fatal: a planted link or a directory others
-// may write allows nothing, and the run goes on without it.
+// (worker/module_dir.h). why skipped, not fatal: a planted link, a directory others
+// may write or one swapped since the broker's check allows nothing, and the run goes on.
 int AddModuleDirRule(int ruleset, const LandlockPathRule& r) {
-  UniqueFd fd = OpenModuleDir(r.path);
+  UniqueFd fd = OpenModuleDir({r.path, r.module_dev, r.module_ino});
   if (!fd.valid()) return IsSkippedModuleDirError(errno) ? 0 : errno;
   return AddRule(ruleset, fd.get(), r.access);
 }

@@ -74,9 +74,11 @@ LandlockPlan BuildLandlockPlan(const RunSpec& spec) {
   for (const char* dir : kReadDirs) Add(plan, dir, kRead, false);
   for (const char* dev : kDevices) Add(plan, dev, kDevice, false);
   plan.rules.push_back({"", true, kRead & plan.handled_fs, true});
-  for (const std::string& dir : spec.read_dirs) {
-    Add(plan, dir, kRead, false);
+  for (const ModuleDir& dir : spec.read_dirs) {
+    Add(plan, dir.path, kRead, false);
     plan.rules.back().module_dir = true;
+    plan.rules.back().module_dev = dir.dev;
+    plan.rules.back().module_ino = dir.ino;
   }
   // why: the scratch directory is the run's TMPDIR; tools unpack and run helpers there.
   if (!spec.scratch_dir_path.empty())

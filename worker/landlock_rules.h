@@ -25,6 +25,8 @@ struct LandlockPathRule {
   // A node_modules directory (RunSpec::read_dirs): opened without following any symlink
   // and checked (worker/module_dir.h); one that fails is skipped.
   bool module_dir = false;
+  uint64_t module_dev = 0;  // with module_dir: the directory the broker checked
+  uint64_t module_ino = 0;
 };
 
 struct LandlockPlan {

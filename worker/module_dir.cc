@@ -47,7 +47,8 @@ UniqueFd OpenNoSymlinks(const std::string& path) {
 
 }  // namespace
 
-UniqueFd OpenModuleDir(const std::string& path) {
+UniqueFd OpenModuleDir(const ModuleDir& dir) {
+  const std::string& path = dir.path;
   if (path.empty() || path[0] != '/') {
     errno = ENOENT;
     return {};
@@ -66,11 +67,20 @@ UniqueFd OpenModuleDir(const std::string& path) {
     errno = EPERM;
     return {};
   }
+  // why: the broker checked the owner of the directory at this path (the worker cannot);
+  // another directory renamed into its place since is not the one checked.
+  if (static_cast<uint64_t>(st.st_dev) != dir.dev || static_cast<uint64_t>(st.st_ino) != dir.ino) {
+    errno = ESTALE;
+    return {};
+  }
   return fd;
 }
 
 bool IsSkippedModuleDirError(int err) {
-  return err == ENOENT || err == ENOTDIR || err == EACCES || err == ELOOP || err == EPERM;
+  // why ESTALE skipped, not fatal: a directory swapped since the broker's check is
+  // treated as one that fails the worker's own check: no rule, no bind.
+  return err == ENOENT || err == ENOTDIR || err == EACCES || err == ELOOP || err == EPERM ||
+         err == ESTALE;
 }
 
 }  // namespace skillmcp::worker

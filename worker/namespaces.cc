@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "shared/path_prefix.h"
 #include "shared/unique_fd.h"
 #include "worker/module_dir.h"
 #include "worker/operator_dirs.h"
@@ -81,20 +82,19 @@ using OpenedDirs = std::vector<std::pair<const std::string*, UniqueFd>>;
 // checks (worker/module_dir.h): no symlink followed on any component, a directory
 // others cannot write. why skipped: one that fails binds nothing, as it grants nothing.
 int OpenModuleDirs(const RunSpec& spec, OpenedDirs& out) {
-  for (const std::string& path : spec.read_dirs) {
-    UniqueFd fd = OpenModuleDir(path);
+  for (const ModuleDir& dir : spec.read_dirs) {
+    UniqueFd fd = OpenModuleDir(dir);
     if (!fd.valid()) {
       if (IsSkippedModuleDirError(errno)) continue;
       return errno;
     }
-    out.emplace_back(&path, std::move(fd));
+    out.emplace_back(&dir.path, std::move(fd));
   }
   return 0;
 }
 
 bool IsBeneath(const std::string& path, const std::string& dir) {
-  return path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
-         path[dir.size()] == '/';
+  return path != dir && IsSameOrBeneath(path, dir);
 }
 
 // Binds each module directory back, read-only, where a cover (`covered`, or the private

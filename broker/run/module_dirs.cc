@@ -4,18 +4,14 @@
 
 #include <set>
 
+#include "shared/path_prefix.h"
+
 namespace skillmcp {
 namespace {
 
-bool IsSameOrBeneath(const std::string& path, const std::string& dir) {
-  if (dir == "/") return !path.empty() && path[0] == '/';
-  return path.compare(0, dir.size(), dir) == 0 &&
-         (path.size() == dir.size() || path[dir.size()] == '/');
-}
-
 bool InsideASkill(const std::string& dir, const std::vector<std::string>& skill_dirs) {
   for (const std::string& skill : skill_dirs)
-    if (!skill.empty() && IsSameOrBeneath(dir, skill)) return true;
+    if (IsSameOrBeneath(dir, skill)) return true;
   return false;
 }
 
@@ -51,20 +47,25 @@ bool IsTrustedModuleDir(const struct stat& st, uint32_t broker_uid, uint32_t roo
   return (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
 }
 
-std::vector<std::string> RunModuleDirs(const std::vector<RootModuleDirs>& roots,
-                                       const std::string& skill_dir) {
+std::vector<ModuleDir> RunModuleDirs(const std::vector<RootModuleDirs>& roots,
+                                     const std::string& skill_dir) {
   const RootModuleDirs* own = nullptr;
   for (const RootModuleDirs& r : roots)
     if (IsSameOrBeneath(skill_dir, r.root) && (!own || r.root.size() > own->root.size()))
       own = &r;
-  std::vector<std::string> out;
+  std::vector<ModuleDir> out;
   if (own == nullptr) return out;
   for (const std::string& dir : own->dirs) {
     struct stat st {};
     // why checked at each run, not once: a directory made or replaced after the scan
     // is judged as it is now (the worker checks its descriptor once more).
-    if (lstat(dir.c_str(), &st) == 0 && IsTrustedModuleDir(st, geteuid(), own->root_owner))
-      out.push_back(dir);
+    if (lstat(dir.c_str(), &st) != 0 || !IsTrustedModuleDir(st, geteuid(), own->root_owner))
+      continue;
+    // why the identity goes along: the worker opens the path later and must not trust a
+    // directory renamed into its place since this check (worker/module_dir.h).
+    // why inode 0 left out: a spec carries none (no identity to hold the worker to).
+    if (st.st_ino != 0)
+      out.push_back({dir, static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)});
   }
   return out;
 }

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "shared/worker_protocol.h"
+
 namespace skillmcp {
 
 struct RootModuleDirs {
@@ -31,8 +33,9 @@ bool IsTrustedModuleDir(const struct stat& st, uint32_t broker_uid, uint32_t roo
 
 // The module directories of the root the skill at `skill_dir` (real path) was found
 // under (the longest root that is or holds it), each checked now with lstat and
-// IsTrustedModuleDir (geteuid() as the broker's uid); the others are left out.
-std::vector<std::string> RunModuleDirs(const std::vector<RootModuleDirs>& roots,
-                                       const std::string& skill_dir);
+// IsTrustedModuleDir (geteuid() as the broker's uid), with the device and inode that
+// lstat saw (the worker uses only that directory); the others are left out.
+std::vector<ModuleDir> RunModuleDirs(const std::vector<RootModuleDirs>& roots,
+                                     const std::string& skill_dir);
 
 }  // namespace skillmcp

@@ -1,12 +1,12 @@
 #include "broker/run/run_memory.h"
 
 #include <dirent.h>
+#include <sys/capability.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
-#include <cstdlib>
 #include <unordered_set>
 #include <utility>
 
@@ -60,6 +60,17 @@ std::vector<std::string> Tasks(const std::string& dir) {
     if (e->d_name[0] >= '0' && e->d_name[0] <= '9') out.emplace_back(e->d_name);
   closedir(d);
   return out;
+}
+
+// Whether this process holds `cap` in its effective set; false when the sets cannot be
+// read (why: an unknown capability is one not held, so hidepid reads as blindness).
+bool HoldsEffective(cap_value_t cap) {
+  cap_t caps = cap_get_proc();
+  if (caps == nullptr) return false;
+  cap_flag_value_t value = CAP_CLEAR;
+  const bool held = cap_get_flag(caps, cap, CAP_EFFECTIVE, &value) == 0 && value == CAP_SET;
+  cap_free(caps);
+  return held;
 }
 
 }  // namespace
@@ -208,20 +219,12 @@ std::string OwnRunMemoryBlindness() {
            "so it cannot find its runs' processes there";
   // why: without children files the walk sees the worker alone and counts nothing.
   if (std::string blind = ProcChildrenBlindness("/proc", gettid()); !blind.empty()) return blind;
-  std::string mountinfo, status;
+  std::string mountinfo;
   int err = 0;
   if (!ReadSmallFile("/proc/self/mountinfo", &mountinfo, &err))
     return "/proc/self/mountinfo cannot be read, so whether the broker sees its runs' "
            "processes is unknown";
-  bool ptrace = false;
-  if (ReadSmallFile("/proc/self/status", &status, &err)) {
-    size_t at = status.find("\nCapEff:");
-    if (at != std::string::npos) {
-      uint64_t eff = std::strtoull(status.c_str() + at + 8, nullptr, 16);
-      ptrace = (eff >> 19) & 1;  // CAP_SYS_PTRACE
-    }
-  }
-  return RunMemoryBlindness(mountinfo, ptrace);
+  return RunMemoryBlindness(mountinfo, HoldsEffective(CAP_SYS_PTRACE));
 }
 
 }  // namespace skillmcp

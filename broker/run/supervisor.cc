@@ -61,7 +61,7 @@ RunSpec BuildSpec(const PreparedRun& run, const LaunchConfig& config, const EnvS
   spec.seccomp = config.seccomp;
   spec.seccomp_bpf = config.seccomp_bpf;
   // why only its own root's: another root's node_modules is no business of this run.
-  std::vector<std::string> module_dirs;
+  std::vector<ModuleDir> module_dirs;
   if (config.namespaces || config.landlock_abi > 0)
     module_dirs = RunModuleDirs(config.module_roots, run.skill_dir_path);
   if (config.namespaces) {

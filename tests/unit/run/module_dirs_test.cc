@@ -17,6 +17,12 @@ namespace {
 
 using Dirs = std::vector<std::string>;
 
+Dirs Paths(const std::vector<ModuleDir>& dirs) {
+  Dirs out;
+  for (const ModuleDir& d : dirs) out.push_back(d.path);
+  return out;
+}
+
 TEST(ModuleDirsByRoot, BesideEachRootAndItsParent) {
   const std::vector<RootModuleDirs> m = ModuleDirsByRoot({"/srv/skills", "/skills", "rel", ""}, {});
   ASSERT_EQ(m.size(), 2u);
@@ -83,11 +89,11 @@ class RunModuleDirsTest : public ::testing::Test {
 // Each run gets only its own root's module directories (F3/F4, issue 12).
 TEST_F(RunModuleDirsTest, OnlyTheRunsOwnRoot) {
   const auto roots = Roots({base_ + "/one", base_ + "/two"});
-  EXPECT_EQ(RunModuleDirs(roots, base_ + "/one/s"),
+  EXPECT_EQ(Paths(RunModuleDirs(roots, base_ + "/one/s")),
             (Dirs{base_ + "/one/node_modules", base_ + "/node_modules"}));
-  EXPECT_EQ(RunModuleDirs(roots, base_ + "/elsewhere"), Dirs{}) << "under no root";
+  EXPECT_EQ(Paths(RunModuleDirs(roots, base_ + "/elsewhere")), Dirs{}) << "under no root";
   // Nested roots: the skill belongs to the longest root that holds it.
-  EXPECT_EQ(RunModuleDirs(Roots({base_, base_ + "/one"}), base_ + "/one/s"),
+  EXPECT_EQ(Paths(RunModuleDirs(Roots({base_, base_ + "/one"}), base_ + "/one/s")),
             (Dirs{base_ + "/one/node_modules", base_ + "/node_modules"}));
 }
 
@@ -98,9 +104,9 @@ TEST_F(RunModuleDirsTest, AnotherUsersDirectoryIsLeftOut) {
   const std::string shared = base_ + "/node_modules";
   const auto roots = Roots({base_ + "/one"});
   ASSERT_EQ(chown(shared.c_str(), kRootOwner + 1, kRootOwner + 1), 0);
-  EXPECT_EQ(RunModuleDirs(roots, base_ + "/one/s"), Dirs{base_ + "/one/node_modules"});
+  EXPECT_EQ(Paths(RunModuleDirs(roots, base_ + "/one/s")), Dirs{base_ + "/one/node_modules"});
   ASSERT_EQ(chown(shared.c_str(), kRootOwner, kRootOwner), 0);
-  EXPECT_EQ(RunModuleDirs(roots, base_ + "/one/s"),
+  EXPECT_EQ(Paths(RunModuleDirs(roots, base_ + "/one/s")),
             (Dirs{base_ + "/one/node_modules", shared}));
 }
 
@@ -108,10 +114,33 @@ TEST_F(RunModuleDirsTest, ASymlinkOrAWritableDirectoryIsLeftOut) {
   const auto roots = Roots({base_ + "/one"});
   const std::string own = base_ + "/one/node_modules";
   ASSERT_EQ(chmod(own.c_str(), 0777), 0);
-  EXPECT_EQ(RunModuleDirs(roots, base_ + "/one/s"), Dirs{base_ + "/node_modules"});
+  EXPECT_EQ(Paths(RunModuleDirs(roots, base_ + "/one/s")), Dirs{base_ + "/node_modules"});
   ASSERT_EQ(rmdir(own.c_str()), 0);
   ASSERT_EQ(symlink("/", own.c_str()), 0);
-  EXPECT_EQ(RunModuleDirs(roots, base_ + "/one/s"), Dirs{base_ + "/node_modules"});
+  EXPECT_EQ(Paths(RunModuleDirs(roots, base_ + "/one/s")), Dirs{base_ + "/node_modules"});
+}
+
+// Each directory goes to the worker with the device and inode of the directory checked,
+// so that one renamed into its place afterwards is not taken for it (worker/module_dir.h).
+TEST_F(RunModuleDirsTest, EachCarriesTheIdentityOfTheDirectoryChecked) {
+  const auto roots = Roots({base_ + "/one"});
+  const std::string own = base_ + "/one/node_modules";
+  struct stat st {};
+  ASSERT_EQ(lstat(own.c_str(), &st), 0);
+  const std::vector<ModuleDir> dirs = RunModuleDirs(roots, base_ + "/one/s");
+  ASSERT_EQ(Paths(dirs), (Dirs{own, base_ + "/node_modules"}));
+  EXPECT_EQ(dirs[0].dev, static_cast<uint64_t>(st.st_dev));
+  EXPECT_EQ(dirs[0].ino, static_cast<uint64_t>(st.st_ino));
+  ASSERT_EQ(lstat((base_ + "/node_modules").c_str(), &st), 0);
+  EXPECT_EQ(dirs[1].ino, static_cast<uint64_t>(st.st_ino));
+  // Replaced after the scan: the identity is that of the directory there at this run.
+  ASSERT_EQ(rename(own.c_str(), (base_ + "/one/old").c_str()), 0);
+  ASSERT_EQ(mkdir(own.c_str(), 0755), 0);
+  ASSERT_EQ(lstat(own.c_str(), &st), 0);
+  const std::vector<ModuleDir> again = RunModuleDirs(roots, base_ + "/one/s");
+  ASSERT_FALSE(again.empty());
+  EXPECT_EQ(again[0].ino, static_cast<uint64_t>(st.st_ino));
+  EXPECT_NE(again[0].ino, dirs[0].ino);
 }
 
 TEST_F(RunModuleDirsTest, SetHiddenRootsRecordsEachRootsOwner) {

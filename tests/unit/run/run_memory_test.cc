@@ -5,8 +5,11 @@
 #include "broker/run/run_memory.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/capability.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -366,6 +369,52 @@ TEST(RunMemoryBlindness, ThisProcessSeesItsChildrenHere) {
   ASSERT_TRUE(ReadSmallFile("/proc/self/mountinfo", &mountinfo, &err));
   if (!RunMemoryBlindness(mountinfo, false).empty()) GTEST_SKIP() << "this /proc has hidepid";
   EXPECT_EQ(OwnRunMemoryBlindness(), "");
+}
+
+// In a child with its own mount namespace and a /proc mounted hidepid=invisible: what
+// OwnRunMemoryBlindness says with CAP_SYS_PTRACE effective, then without it. Exit codes:
+// 0 "" then the hidepid reason (as expected), 77 no private hidepid /proc here, others a
+// wrong answer.
+int OwnBlindnessUnderHidepidInChild() {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (unshare(CLONE_NEWNS) != 0 ||
+        mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=invisible") != 0)
+      _exit(77);
+    if (!OwnRunMemoryBlindness().empty()) _exit(1);  // CAP_SYS_PTRACE sees through it
+    cap_t caps = cap_get_proc();
+    const cap_value_t ptrace[] = {CAP_SYS_PTRACE};
+    if (caps == nullptr || cap_set_flag(caps, CAP_EFFECTIVE, 1, ptrace, CAP_CLEAR) != 0 ||
+        cap_set_proc(caps) != 0)
+      _exit(2);
+    cap_free(caps);
+    const std::string without = OwnRunMemoryBlindness();
+    _exit(without.find("hidepid=invisible") != std::string::npos ? 0 : 3);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 4;
+}
+
+// The capability branch of the real decision: the broker's own effective set decides
+// whether a hidepid /proc blinds it.
+TEST(RunMemoryBlindness, OwnDecisionFollowsTheEffectiveCapSysPtrace) {
+  cap_t caps = cap_get_proc();
+  cap_flag_value_t admin = CAP_CLEAR, ptrace = CAP_CLEAR;
+  if (caps != nullptr) {
+    cap_get_flag(caps, CAP_SYS_ADMIN, CAP_EFFECTIVE, &admin);
+    cap_get_flag(caps, CAP_SYS_PTRACE, CAP_EFFECTIVE, &ptrace);
+    cap_free(caps);
+  }
+  if (admin != CAP_SET || ptrace != CAP_SET)
+    GTEST_SKIP() << "mounting a hidepid /proc and holding CAP_SYS_PTRACE need root";
+  const int r = OwnBlindnessUnderHidepidInChild();
+  if (r == 77) GTEST_SKIP() << "no private /proc with hidepid could be mounted here";
+  EXPECT_NE(r, 1) << "blind although CAP_SYS_PTRACE is effective";
+  EXPECT_NE(r, 2) << "CAP_SYS_PTRACE could not be dropped";
+  EXPECT_NE(r, 3) << "not blind although CAP_SYS_PTRACE is not effective";
+  EXPECT_EQ(r, 0);
 }
 
 // ---------------------------------------------------------------- the option

@@ -19,6 +19,7 @@
 #include "config.h"
 #include "shared/landlock_abi.h"
 #include "worker/landlock.h"
+#include "tests/unit/worker/test_util.h"
 #include "worker/landlock_rules.h"
 #include "worker/operator_dirs.h"
 
@@ -26,6 +27,7 @@ namespace skillmcp::worker {
 namespace {
 
 using namespace skillmcp::landlock;
+using skillmcp::testing::CheckedModuleDir;
 
 const LandlockPathRule* Find(const LandlockPlan& plan, const std::string& path) {
   for (const LandlockPathRule& r : plan.rules)
@@ -39,7 +41,7 @@ RunSpec Spec(uint32_t abi) {
   s.landlock_abi = abi;
   s.scratch_dir_path = "/tmp/skill-mcp-run.abc";
   s.node_dir_path = "/opt/node";
-  s.read_dirs = {"/srv/node_modules"};
+  s.read_dirs = {{"/srv/node_modules", 2049, 131073}};
   return s;
 }
 
@@ -87,6 +89,11 @@ TEST(LandlockPlan, TheAllowlist) {
     ASSERT_NE(r, nullptr) << ro;
     EXPECT_EQ(r->access, read) << ro;
   }
+  const LandlockPathRule* modules = Find(plan, "/srv/node_modules");
+  ASSERT_NE(modules, nullptr);
+  EXPECT_TRUE(modules->module_dir);
+  EXPECT_EQ(modules->module_dev, 2049u) << "the identity the broker checked goes along";
+  EXPECT_EQ(modules->module_ino, 131073u);
   for (const char* dev : {"/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"}) {
     const LandlockPathRule* r = Find(plan, dev);
     ASSERT_NE(r, nullptr) << dev;
@@ -353,7 +360,7 @@ TEST(LandlockKernel, ARequiredPathMissingFailsTheStep) {
   spec.node_dir_path = "/usr";
   EXPECT_EQ(InChild(spec, t.skill, [] { return 0; }), 126);
   spec.scratch_dir_path = t.scratch;
-  spec.read_dirs = {t.root + "/no-such-node_modules"};  // optional: skipped
+  spec.read_dirs = {CheckedModuleDir(t.root + "/no-such-node_modules")};  // optional: skipped
   EXPECT_EQ(InChild(spec, t.skill, [] { return 0; }), 0);
 }
 
@@ -369,7 +376,7 @@ TEST(LandlockKernel, ASymlinkedModuleDirGrantsNothing) {
   RunSpec spec = Spec(static_cast<uint32_t>(abi));
   spec.scratch_dir_path = t.scratch;
   spec.node_dir_path = "/usr";
-  spec.read_dirs = {modules};
+  spec.read_dirs = {CheckedModuleDir(modules)};
   EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr(modules + "/secret", O_RDONLY); }),
             EACCES) << "the link's target is not granted";
   EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr(t.other + "/secret", O_RDONLY); }),
@@ -379,10 +386,10 @@ TEST(LandlockKernel, ASymlinkedModuleDirGrantsNothing) {
   ASSERT_EQ(symlink(t.root.c_str(), linked_parent.c_str()), 0);
   ASSERT_EQ(unlink(modules.c_str()), 0);
   ASSERT_EQ(rename(t.other.c_str(), modules.c_str()), 0);
-  spec.read_dirs = {linked_parent + "/node_modules"};
+  spec.read_dirs = {CheckedModuleDir(linked_parent + "/node_modules")};
   EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr(modules + "/secret", O_RDONLY); }),
             EACCES) << "reached through a linked parent";
-  spec.read_dirs = {modules};  // control: the real directory
+  spec.read_dirs = {CheckedModuleDir(modules)};  // control: the real directory
   EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr(modules + "/secret", O_RDONLY); }), 0);
 }
 
@@ -397,11 +404,32 @@ TEST(LandlockKernel, AModuleDirOthersMayWriteGrantsNothing) {
   RunSpec spec = Spec(static_cast<uint32_t>(abi));
   spec.scratch_dir_path = t.scratch;
   spec.node_dir_path = "/usr";
-  spec.read_dirs = {modules};
+  spec.read_dirs = {CheckedModuleDir(modules)};
   ASSERT_EQ(chmod(modules.c_str(), 0777), 0);
   EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr(modules + "/secret", O_RDONLY); }),
             EACCES) << "mode 0777";
   ASSERT_EQ(chmod(modules.c_str(), 0755), 0);
+  EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr(modules + "/secret", O_RDONLY); }), 0);
+}
+
+// The broker checked the directory at <root>/node_modules; one renamed into its place
+// since (same path, another inode: here one holding a file) grants nothing. Control: the
+// directory there now, checked now, is readable.
+TEST(LandlockKernel, AModuleDirSwappedSinceTheBrokersCheckGrantsNothing) {
+  const int abi = KernelAbi();
+  if (abi <= 0) GTEST_SKIP() << "this kernel has no Landlock (" << strerror(-abi) << ")";
+  Tree t;
+  const std::string modules = t.root + "/node_modules";
+  ASSERT_EQ(mkdir(modules.c_str(), 0755), 0);
+  RunSpec spec = Spec(static_cast<uint32_t>(abi));
+  spec.scratch_dir_path = t.scratch;
+  spec.node_dir_path = "/usr";
+  spec.read_dirs = {CheckedModuleDir(modules)};
+  ASSERT_EQ(rename(modules.c_str(), (t.root + "/checked").c_str()), 0);
+  ASSERT_EQ(rename(t.other.c_str(), modules.c_str()), 0);
+  EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr(modules + "/secret", O_RDONLY); }), EACCES)
+      << "the swapped-in directory is not granted";
+  spec.read_dirs = {CheckedModuleDir(modules)};
   EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr(modules + "/secret", O_RDONLY); }), 0);
 }
 

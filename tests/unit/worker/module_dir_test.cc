@@ -19,11 +19,15 @@
 #include <cstdlib>
 #include <string>
 
+#include "tests/unit/worker/test_util.h"
+
 namespace skillmcp::worker {
 namespace {
 
-// errno of OpenModuleDir(path) in a child (0: opened); `no_openat2` makes openat2 ENOSYS.
-int OpenErrInChild(const std::string& path, bool no_openat2) {
+using skillmcp::testing::CheckedModuleDir;
+
+// errno of OpenModuleDir(dir) in a child (0: opened); `no_openat2` makes openat2 ENOSYS.
+int OpenErrInChild(const ModuleDir& dir, bool no_openat2) {
   const pid_t pid = fork();
   if (pid == 0) {
     if (no_openat2) {
@@ -40,12 +44,16 @@ int OpenErrInChild(const std::string& path, bool no_openat2) {
       // The filter is in force: openat2 now answers ENOSYS.
       if (syscall(SYS_openat2, AT_FDCWD, "/", nullptr, 0) != -1 || errno != ENOSYS) _exit(254);
     }
-    UniqueFd fd = OpenModuleDir(path);
+    UniqueFd fd = OpenModuleDir(dir);
     _exit(fd.valid() ? 0 : errno);
   }
   int status = 0;
   waitpid(pid, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 253;
+}
+
+int OpenErrInChild(const std::string& path, bool no_openat2) {
+  return OpenErrInChild(CheckedModuleDir(path), no_openat2);
 }
 
 class ModuleDirTest : public ::testing::TestWithParam<bool> {
@@ -74,8 +82,28 @@ TEST_P(ModuleDirTest, NoSymlinkOnAnyComponentNorADirectoryOthersMayWrite) {
   EXPECT_TRUE(via == ELOOP || via == ENOTDIR) << "a linked parent: " << via;
   EXPECT_EQ(OpenErrInChild(base_ + "/open", no_openat2), EPERM) << "group-writable";
   EXPECT_EQ(OpenErrInChild(base_ + "/absent", no_openat2), ENOENT);
-  for (int err : {ELOOP, ENOTDIR, EPERM, ENOENT, EACCES}) EXPECT_TRUE(IsSkippedModuleDirError(err));
+  for (int err : {ELOOP, ENOTDIR, EPERM, ENOENT, EACCES, ESTALE})
+    EXPECT_TRUE(IsSkippedModuleDirError(err));
   EXPECT_FALSE(IsSkippedModuleDirError(EMFILE)) << "anything else fails the step";
+}
+
+// The broker checked the directory at a path; another directory renamed into its place
+// afterwards (same path, same mode, another inode) is not opened.
+TEST_P(ModuleDirTest, ADirectorySwappedInSinceTheBrokersCheckIsRefused) {
+  const bool no_openat2 = GetParam();
+  const std::string path = base_ + "/real/node_modules";
+  const ModuleDir checked = CheckedModuleDir(path);
+  EXPECT_EQ(OpenErrInChild(checked, no_openat2), 0) << "control: the checked directory";
+  ASSERT_EQ(mkdir((base_ + "/swapped").c_str(), 0755), 0);
+  ASSERT_EQ(rename(path.c_str(), (base_ + "/kept").c_str()), 0);
+  ASSERT_EQ(rename((base_ + "/swapped").c_str(), path.c_str()), 0);
+  EXPECT_EQ(OpenErrInChild(checked, no_openat2), ESTALE);
+  ModuleDir other_device = checked;
+  other_device.dev ^= 1;  // the same inode number on another filesystem
+  ASSERT_EQ(rename(path.c_str(), (base_ + "/swapped").c_str()), 0);
+  ASSERT_EQ(rename((base_ + "/kept").c_str(), path.c_str()), 0);
+  EXPECT_EQ(OpenErrInChild(other_device, no_openat2), ESTALE);
+  EXPECT_EQ(OpenErrInChild(checked, no_openat2), 0) << "the checked directory is back";
 }
 
 INSTANTIATE_TEST_SUITE_P(Openat2AndWalk, ModuleDirTest, ::testing::Values(false, true),

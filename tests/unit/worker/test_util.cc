@@ -77,4 +77,10 @@ void SetSeccomp(RunSpec& spec, bool on) {
   spec.seccomp_bpf = on ? compiled : std::string();
 }
 
+ModuleDir CheckedModuleDir(const std::string& path) {
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) return {path, 0, 1};
+  return {path, static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+}
+
 }  // namespace skillmcp::testing

@@ -29,6 +29,11 @@ std::vector<std::string> Lines(const std::string& text);
 // "Key:\tvalue" lines -> {"Key": "value"} (value with tabs turned into single spaces).
 std::map<std::string, std::string> KeyValues(const std::string& text);
 
+// The module directory at `path` as the broker sends it (broker/run/module_dirs.h): with
+// the device and inode its lstat finds now; an absent one gets an identity (0, 1) that no
+// directory has.
+ModuleDir CheckedModuleDir(const std::string& path);
+
 // Turns seccomp on (with the policy compiled as the broker compiles it at boot) or off.
 void SetSeccomp(RunSpec& spec, bool on);
 

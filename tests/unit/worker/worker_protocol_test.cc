@@ -138,7 +138,8 @@ RunSpec LandlockSample() {
   s.scratch_dir_path = "/tmp/skill-mcp-run.Ab12Cd";
   s.data_dir_path = "/srv/data";
   s.node_dir_path = "/opt/node";
-  s.read_dirs = {"/srv/node_modules", "/srv/skills/node_modules"};
+  s.read_dirs = {{"/srv/node_modules", 2049, 131073},
+                 {"/srv/skills/node_modules", 0xfd00000001ULL, 0xffffffffffffffffULL}};
   return s;
 }
 
@@ -156,9 +157,11 @@ TEST(RunSpec, LandlockFieldsAreChecked) {
            +[](RunSpec& x) { x.scratch_dir_path = "tmp/x"; },
            +[](RunSpec& x) { x.data_dir_path = "data"; },
            +[](RunSpec& x) { x.node_dir_path = std::string("/opt\0x", 7); },
-           +[](RunSpec& x) { x.read_dirs = {"node_modules"}; },
-           +[](RunSpec& x) { x.read_dirs = {""}; },
-           +[](RunSpec& x) { x.read_dirs.assign(kRunSpecMaxReadDirs + 1, "/m"); },
+           +[](RunSpec& x) { x.read_dirs = {{"node_modules", 1, 2}}; },
+           +[](RunSpec& x) { x.read_dirs = {{"", 1, 2}}; },
+           +[](RunSpec& x) { x.read_dirs.assign(kRunSpecMaxReadDirs + 1, {"/m", 1, 2}); },
+           // No identity: the worker could not tell the checked directory from another.
+           +[](RunSpec& x) { x.read_dirs = {{"/srv/node_modules", 2049, 0}}; },
            // Landlock off: no rules that would not be applied.
            +[](RunSpec& x) { x.landlock_abi = 0; },
        }) {
@@ -174,7 +177,7 @@ TEST(RunSpec, LandlockFieldsAreChecked) {
   EXPECT_FALSE(EncodeRunSpec(off).has_value());
   // The node_modules directories without Landlock: only for the namespaced view's binds.
   RunSpec modules = Sample();
-  modules.read_dirs = {"/srv/node_modules"};
+  modules.read_dirs = {{"/srv/node_modules", 2049, 131073}};
   EXPECT_FALSE(EncodeRunSpec(modules).has_value()) << "no Landlock, no namespaces";
   modules.namespaces = true;
   modules.skill_dir_path = "/srv/skills/a";
@@ -196,6 +199,35 @@ TEST(RunSpec, TheDecoderRefusesAPatchedLandlockPart) {
   std::string flag = bytes;
   flag[flag.find("/tmp/skill-mcp-run") - 5] = 2;  // network_off neither 0 nor 1
   EXPECT_FALSE(DecodeRunSpec(flag).has_value());
+}
+
+// Each module directory travels with the device and inode the broker checked, exactly;
+// a description cut inside them, or with an inode of 0, is refused.
+TEST(RunSpec, ModuleDirsCarryTheirIdentity) {
+  const RunSpec s = LandlockSample();
+  auto d = Roundtrip(s);
+  ASSERT_TRUE(d.has_value());
+  ASSERT_EQ(d->read_dirs.size(), 2u);
+  EXPECT_EQ(d->read_dirs[0].dev, 2049u);
+  EXPECT_EQ(d->read_dirs[0].ino, 131073u);
+  EXPECT_EQ(d->read_dirs[1].dev, 0xfd00000001ULL);
+  EXPECT_EQ(d->read_dirs[1].ino, 0xffffffffffffffffULL);
+  const std::string bytes = Bytes(s);
+  // The last directory's inode is the 8 bytes before fresh_proc (the last byte).
+  const size_t ino_at = bytes.size() - 1 - 8;
+  EXPECT_EQ(bytes.substr(ino_at, 8), std::string(8, '\xff'));
+  std::string zero = bytes;
+  zero.replace(ino_at, 8, std::string(8, '\0'));
+  EXPECT_FALSE(DecodeRunSpec(zero).has_value()) << "inode 0";
+  std::string cut = bytes.substr(0, ino_at + 4) + bytes.back();
+  EXPECT_FALSE(DecodeRunSpec(cut).has_value()) << "an inode cut short";
+  // A count of directories the input cannot hold.
+  const size_t count_at = bytes.find("/srv/node_modules") - 4 - 4;
+  std::string many = bytes;
+  many[count_at] = 40;
+  EXPECT_FALSE(DecodeRunSpec(many).has_value());
+  many[count_at] = static_cast<char>(kRunSpecMaxReadDirs + 1);
+  EXPECT_FALSE(DecodeRunSpec(many).has_value());
 }
 
 // ---- the worker report (fd 4) --------------------------------------------------------

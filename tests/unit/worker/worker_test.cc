@@ -240,7 +240,8 @@ TEST_F(WorkerTest, NamespacedRunSeesItsModuleDirsButNoSymlinkedOne) {
   spec.namespaces = true;
   spec.skill_dir_path = root + "/skill";
   spec.hidden_roots = {"/tmp", root};
-  spec.read_dirs = {root + "/node_modules", dir_.Sub("node_modules")};
+  spec.read_dirs = {CheckedModuleDir(root + "/node_modules"),
+                    CheckedModuleDir(dir_.Sub("node_modules"))};
   Launch l = LaunchFor(spec);
   l.dir_path = root + "/skill";
   const LaunchResult r = RunWorker(l);
@@ -272,7 +273,8 @@ TEST_F(WorkerTest, NamespacedRunBindsNoModuleDirReachedByALinkOrWritableByOthers
   spec.namespaces = true;
   spec.skill_dir_path = root + "/skill";
   spec.hidden_roots = {"/tmp", root};
-  spec.read_dirs = {dir_.Sub("via/node_modules"), dir_.Sub("open"), root + "/node_modules"};
+  spec.read_dirs = {CheckedModuleDir(dir_.Sub("via/node_modules")),
+                    CheckedModuleDir(dir_.Sub("open")), CheckedModuleDir(root + "/node_modules")};
   Launch l = LaunchFor(spec);
   l.dir_path = root + "/skill";
   const LaunchResult r = RunWorker(l);
@@ -282,6 +284,40 @@ TEST_F(WorkerTest, NamespacedRunBindsNoModuleDirReachedByALinkOrWritableByOthers
                                                     dir_.Sub("open/index.js") + " ENOENT",
                                                     root + "/node_modules/index.js ok"}))
       << r.out;
+}
+
+// A node_modules directory renamed into the checked one's place after the broker's check
+// (same path, another inode) is not bound into the view, and the run goes on; control: the
+// checked directory, back in its place, is bound.
+TEST_F(WorkerTest, NamespacedRunBindsNoModuleDirSwappedSinceTheBrokersCheck) {
+  const std::string root = dir_.Sub("root");
+  ASSERT_EQ(mkdir(root.c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((root + "/skill").c_str(), 0755), 0);
+  const std::string modules = root + "/node_modules";
+  ASSERT_EQ(mkdir(modules.c_str(), 0755), 0);
+  WriteFile(modules + "/index.js", "module.exports = 1;\n");
+  ASSERT_EQ(mkdir(dir_.Sub("swapped").c_str(), 0755), 0);
+  WriteFile(dir_.Sub("swapped/index.js"), "module.exports = 2;\n");
+  chmod(dir_.path().c_str(), 0755);
+  RunSpec spec = ProbeSpec({"open", modules + "/index.js"});
+  spec.namespaces = true;
+  spec.skill_dir_path = root + "/skill";
+  spec.hidden_roots = {"/tmp", root};
+  spec.read_dirs = {CheckedModuleDir(modules)};
+  Launch l = LaunchFor(spec);
+  l.dir_path = root + "/skill";
+  ASSERT_EQ(rename(modules.c_str(), dir_.Sub("checked").c_str()), 0);
+  ASSERT_EQ(rename(dir_.Sub("swapped").c_str(), modules.c_str()), 0);
+  const LaunchResult r = RunWorker(l);
+  SKIP_WITHOUT_USER_NAMESPACES(r);
+  ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
+  EXPECT_EQ(r.out, modules + "/index.js ENOENT\n") << "the swapped-in directory is bound";
+
+  ASSERT_EQ(rename(modules.c_str(), dir_.Sub("swapped").c_str()), 0);
+  ASSERT_EQ(rename(dir_.Sub("checked").c_str(), modules.c_str()), 0);
+  const LaunchResult control = RunWorker(l);
+  ASSERT_EQ(control.ExitCode(), 0) << control.Describe();
+  EXPECT_EQ(control.out, modules + "/index.js ok\n") << "the checked directory is bound";
 }
 
 TEST_F(WorkerTest, NamespacedRunRefusesASkillPathThatIsNotTheCheckedDirectory) {
