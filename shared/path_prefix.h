@@ -14,4 +14,8 @@ namespace skillmcp {
 // `dir` holds nothing: a missing directory must never read as "everything".
 bool IsSameOrBeneath(std::string_view path, std::string_view dir);
 
+// Whether `path` is absolute and normalised as a real path is: no NUL, no empty ("//"),
+// "." or ".." component, no trailing '/' but for "/" itself.
+bool IsNormalisedAbsolutePath(std::string_view path);
+
 }  // namespace skillmcp

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "shared/landlock_abi.h"
+#include "shared/path_prefix.h"
 
 namespace skillmcp {
 namespace {
@@ -149,15 +150,18 @@ bool IsEnvEntry(std::string_view entry, std::string_view& name) {
   return IsEnvName(name);
 }
 
-bool IsAbsoluteOrEmpty(std::string_view s) { return s.empty() || IsAbsolutePath(s); }
+bool IsNormalisedOrEmpty(std::string_view s) { return s.empty() || IsNormalisedAbsolutePath(s); }
 
 // The Landlock fields (worker/landlock.h).
 bool IsValidLandlockPart(const RunSpec& spec) {
   if (spec.landlock_abi > kRunSpecMaxLandlockAbi) return false;
   // why: refusing TCP needs ABI 4; a spec asking it of less would run with TCP allowed.
   if (spec.network_off && spec.landlock_abi < 4) return false;
-  if (!IsAbsoluteOrEmpty(spec.scratch_dir_path) || !IsAbsoluteOrEmpty(spec.data_dir_path) ||
-      !IsAbsoluteOrEmpty(spec.node_dir_path))
+  // why normalised: the worker compares these paths with each other (a rule beneath another
+  // that grants as much is dropped); "/usr/local/" or "/usr//local" must not read as
+  // another directory. The broker sends real paths (broker/run/supervisor.cc).
+  if (!IsNormalisedOrEmpty(spec.scratch_dir_path) || !IsNormalisedOrEmpty(spec.data_dir_path) ||
+      !IsNormalisedOrEmpty(spec.node_dir_path))
     return false;
   if (spec.read_dirs.size() > kRunSpecMaxReadDirs) return false;
   // why a non-zero inode: a directory sent without the identity the broker checked could

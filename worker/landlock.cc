@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -12,16 +13,17 @@
 #include "shared/unique_fd.h"
 #include "worker/landlock_rules.h"
 #include "worker/module_dir.h"
+#include "worker/operator_dirs.h"
+#include "worker/operator_ids.h"
 
 namespace skillmcp::worker {
 namespace {
 
 StepResult Failed(int err) { return StepFailed(WorkerStep::kLandlock, err); }
 
-// Adds one rule from an open descriptor; a non-directory keeps only the file rights.
-int AddRule(int ruleset, int fd, uint64_t access) {
-  struct stat st {};
-  if (fstat(fd, &st) != 0) return errno;
+// Adds one rule on the open `fd`, whose kind `st` gives; a non-directory keeps only the
+// file rights.
+int AddRule(int ruleset, int fd, const struct stat& st, uint64_t access) {
   landlock::PathBeneathAttr rule;
   rule.allowed_access = S_ISDIR(st.st_mode) ? access : FileOnlyAccess(access);
   rule.parent_fd = fd;
@@ -29,25 +31,24 @@ int AddRule(int ruleset, int fd, uint64_t access) {
   return landlock::AddPathRule(ruleset, rule) == 0 ? 0 : errno;
 }
 
-// The first component of each of `excluded` that is `name` exactly (the entry is
-// excluded: true) or leads to one (its remainder goes to `below`).
-bool Excluded(const std::string& name, const std::vector<std::string>& excluded,
-              std::vector<std::string>& below) {
-  for (const std::string& path : excluded) {
-    if (path == name) return true;
-    if (path.size() > name.size() && path.compare(0, name.size(), name) == 0 &&
-        path[name.size()] == '/')
-      below.push_back(path.substr(name.size() + 1));
-  }
-  return false;
+int AddRule(int ruleset, int fd, uint64_t access) {
+  struct stat st {};
+  if (fstat(fd, &st) != 0) return errno;
+  return AddRule(ruleset, fd, st, access);
 }
 
-// A rule on everything beneath the directory `dir` but the relative paths `excluded`:
-// `dir` itself gets only kReadDir (so it can still be listed), an excluded entry nothing,
-// an entry on the way to one the same treatment one level down, every other entry the
-// whole rule. Never follows a symlink: its target is judged by the rules of where it lies.
-int AddRulesExcept(int ruleset, int dir, uint64_t access,
-                   const std::vector<std::string>& excluded) {
+// why a bound: a directory above an operator's directory holds it at a finite depth; a
+// deeper walk means a loop of mounts, and the step fails rather than guess.
+constexpr int kMaxWalkDepth = 64;
+
+// A rule on everything beneath the directory `dir` (one above an operator's directory)
+// but the operator's directories: `dir` itself gets only kReadDir (so it can still be
+// listed), an operator's directory nothing, a directory above one the same treatment one
+// level down, every other entry the whole rule. Entries are told by device and inode
+// (worker/operator_ids.h), never by name. Never follows a symlink: its target is judged
+// by the rules of where it lies.
+int AddRulesAround(int ruleset, int dir, uint64_t access, const OperatorIds& ops, int depth) {
+  if (depth > kMaxWalkDepth) return ELOOP;
   if (int err = AddRule(ruleset, dir, access & landlock::kReadDir); err != 0) return err;
   UniqueFd listing(openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!listing.valid()) return errno;
@@ -56,24 +57,29 @@ int AddRulesExcept(int ruleset, int dir, uint64_t access,
   listing.release();
   int err = 0;
   while (dirent* e = readdir(d)) {
-    const std::string name = e->d_name;
-    std::vector<std::string> below;
-    if (name == "." || name == ".." || Excluded(name, excluded, below)) continue;
-    UniqueFd fd(openat(dirfd(d), name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    const char* name = e->d_name;
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || e->d_type == DT_LNK) continue;
+    UniqueFd fd(openat(dirfd(d), name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd.valid()) continue;
     struct stat st {};
-    if (!fd.valid() || fstat(fd.get(), &st) != 0 || S_ISLNK(st.st_mode)) continue;
-    // why: a directory on the way to an excluded path is granted around it in turn;
-    // depth is bounded by the excluded paths' components.
-    if (!below.empty()) {
-      if (!S_ISDIR(st.st_mode)) continue;  // not a directory: nothing beneath to grant
-      err = AddRulesExcept(ruleset, fd.get(), access, below);
-      if (err == EACCES) err = 0;  // one the run-as user cannot list: nothing granted there
-      if (err != 0) break;
-      continue;
+    // why no stat of a file: only a directory can be (or hold) an operator's directory,
+    // and a mount point's kind is its covered entry's (the kernel mounts like on like).
+    if (e->d_type == DT_DIR || e->d_type == DT_UNKNOWN) {
+      if (fstat(fd.get(), &st) != 0 || S_ISLNK(st.st_mode)) continue;
+      const DirId id = IdOf(st);
+      if (S_ISDIR(st.st_mode) && ops.IsOperatorDir(id)) continue;  // nothing granted
+      if (S_ISDIR(st.st_mode) && ops.IsAbove(id)) {
+        err = AddRulesAround(ruleset, fd.get(), access, ops, depth + 1);
+        if (err == EACCES) err = 0;  // one the run-as user cannot list: nothing granted there
+        if (err != 0) break;
+        continue;
+      }
+    } else {
+      st.st_mode = S_IFREG;  // any non-directory: only the file rights
     }
     // why not fatal: an entry the kernel takes no rule on (a pseudo filesystem mounted
     // there) is simply not granted, which only allows less.
-    (void)AddRule(ruleset, fd.get(), access);
+    (void)AddRule(ruleset, fd.get(), st, access);
   }
   closedir(d);
   return err;
@@ -88,7 +94,8 @@ int AddModuleDirRule(int ruleset, const LandlockPathRule& r) {
   return AddRule(ruleset, fd.get(), r.access);
 }
 
-int AddPathRule(int ruleset, const LandlockPathRule& r, int skill_dir_fd) {
+int AddPathRule(int ruleset, const LandlockPathRule& r, int skill_dir_fd,
+                const OperatorIds& ops) {
   if (r.from_skill_fd) return AddRule(ruleset, skill_dir_fd, r.access);
   if (r.module_dir) return AddModuleDirRule(ruleset, r);
   // Opened as the run-as user (after the uid switch): a path that user cannot reach gets
@@ -101,13 +108,22 @@ int AddPathRule(int ruleset, const LandlockPathRule& r, int skill_dir_fd) {
     if (!r.required && (err == ENOENT || err == ENOTDIR || err == EACCES)) return 0;
     return err;
   }
-  if (!r.excluded.empty()) {
-    // A rule path that is not a directory has nothing beneath it to exclude.
-    struct stat st {};
-    if (fstat(fd.get(), &st) != 0) return errno;
-    if (S_ISDIR(st.st_mode)) return AddRulesExcept(ruleset, fd.get(), r.access, r.excluded);
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0) return errno;
+  if (S_ISDIR(st.st_mode) && !ops.empty()) {
+    // why refused: a directory the operator or the broker named (MCP_DATA_DIR, TMPDIR,
+    // node's prefix) that is, or lies in, one of the operator's directories would hand a
+    // run what no run may reach; the run fails at this step instead (fail closed).
+    if (r.named) {
+      bool inside = false;
+      if (int err = ops.AtOrBeneath(fd.get(), inside); err != 0) return err;
+      if (inside) return EPERM;
+    } else if (ops.IsOperatorDir(IdOf(st))) {
+      return 0;  // a system path that is one: nothing granted
+    }
+    if (ops.IsAbove(IdOf(st))) return AddRulesAround(ruleset, fd.get(), r.access, ops, 0);
   }
-  return AddRule(ruleset, fd.get(), r.access);
+  return AddRule(ruleset, fd.get(), st, r.access);
 }
 
 }  // namespace
@@ -121,8 +137,12 @@ StepResult ApplyLandlock(const RunSpec& spec, int skill_dir_fd) {
   attr.scoped = plan.scoped;
   UniqueFd ruleset(landlock::CreateRuleset(&attr, plan.attr_size, 0));
   if (!ruleset.valid()) return Failed(errno);
+  // Looked up now, as the run-as user and in the run's view (a namespaced run's covers
+  // are what its rules would reach).
+  OperatorIds ops;
+  if (int err = ops.Load(OperatorDirs()); err != 0) return Failed(err);
   for (const LandlockPathRule& r : plan.rules) {
-    if (int err = AddPathRule(ruleset.get(), r, skill_dir_fd); err != 0) return Failed(err);
+    if (int err = AddPathRule(ruleset.get(), r, skill_dir_fd, ops); err != 0) return Failed(err);
   }
   if (landlock::RestrictSelf(ruleset.get()) != 0) return Failed(errno);
   return StepOk();

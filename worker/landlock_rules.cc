@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "shared/landlock_abi.h"
-#include "worker/operator_dirs.h"
 
 namespace skillmcp::worker {
 namespace {
@@ -33,8 +32,9 @@ constexpr const char* kReadDirs[] = {"/proc", "/sys/devices/system/cpu"};
 // why: the devices node and libc open by name; nothing else under /dev (no /dev/shm).
 constexpr const char* kDevices[] = {"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom"};
 
-void Add(LandlockPlan& plan, std::string path, uint64_t access, bool required) {
-  plan.rules.push_back({std::move(path), false, access & plan.handled_fs, required});
+void Add(LandlockPlan& plan, std::string path, uint64_t access, bool required,
+         bool named = false) {
+  plan.rules.push_back({std::move(path), false, access & plan.handled_fs, required, named});
 }
 
 }  // namespace
@@ -70,7 +70,7 @@ LandlockPlan BuildLandlockPlan(const RunSpec& spec) {
     plan.scoped = kScopeAbstractUnixSocket | kScopeSignal;
   }
   for (const char* dir : kSystemDirs) Add(plan, dir, kReadExec, false);
-  if (!spec.node_dir_path.empty()) Add(plan, spec.node_dir_path, kReadExec, true);
+  if (!spec.node_dir_path.empty()) Add(plan, spec.node_dir_path, kReadExec, true, true);
   for (const char* dir : kReadDirs) Add(plan, dir, kRead, false);
   for (const char* dev : kDevices) Add(plan, dev, kDevice, false);
   plan.rules.push_back({"", true, kRead & plan.handled_fs, true});
@@ -82,16 +82,11 @@ LandlockPlan BuildLandlockPlan(const RunSpec& spec) {
   }
   // why: the scratch directory is the run's TMPDIR; tools unpack and run helpers there.
   if (!spec.scratch_dir_path.empty())
-    Add(plan, spec.scratch_dir_path, kReadWrite | kExecute, true);
+    Add(plan, spec.scratch_dir_path, kReadWrite | kExecute, true, true);
   // why no rule for a namespaced run's private /tmp: the view binds the skill directory
   // (and the scratch directory) beneath it when they live under /tmp, and a rule grants
   // everything beneath its directory, mounts included: the skill would become writable.
-  if (!spec.data_dir_path.empty()) Add(plan, spec.data_dir_path, kReadWrite, false);
-  // why: the operator's directories (the unit's environment file, systemd's credential
-  // stores) lie beneath /etc, and a sysconfdir such as /usr/local/etc beneath /usr or
-  // node's prefix: a rule that would reach one is granted around it (worker/landlock.cc).
-  for (LandlockPathRule& r : plan.rules)
-    if (!r.path.empty() && !r.module_dir) r.excluded = PathsBeneath(r.path, OperatorDirs());
+  if (!spec.data_dir_path.empty()) Add(plan, spec.data_dir_path, kReadWrite, false, true);
   return plan;
 }
 

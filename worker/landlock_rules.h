@@ -16,12 +16,11 @@ struct LandlockPathRule {
   bool from_skill_fd = false;  // the rule is opened from fd 7, the checked directory
   uint64_t access = 0;   // within LandlockPlan::handled_fs
   bool required = false;  // a missing path fails the step (else it is skipped)
-  // Paths beneath `path`, relative to it, that the rule must not reach (the operator's
-  // directories, worker/operator_dirs.h). Landlock can grant but never subtract, so the
-  // rule goes on every entry of the directory but those on the way to one of them; a
-  // directory on the way keeps only kReadDir and is granted the same way, entry by entry,
-  // down to the excluded one, which gets nothing.
-  std::vector<std::string> excluded;
+  // Named by the operator or the broker (MCP_DATA_DIR, the scratch directory, node's
+  // prefix), not a fixed system path: one that is, or lies in, an operator's directory
+  // (worker/operator_dirs.h) fails the step. Every rule that would reach one is granted
+  // around it (worker/landlock.cc).
+  bool named = false;
   // A node_modules directory (RunSpec::read_dirs): opened without following any symlink
   // and checked (worker/module_dir.h); one that fails is skipped.
   bool module_dir = false;

@@ -34,14 +34,4 @@ const std::vector<std::string>& OperatorDirs() {
   return dirs;
 }
 
-std::vector<std::string> PathsBeneath(const std::string& dir,
-                                      const std::vector<std::string>& dirs) {
-  std::vector<std::string> out;
-  const std::string prefix = dir == "/" ? dir : dir + "/";
-  for (const std::string& d : dirs)
-    if (d.size() > prefix.size() && d.compare(0, prefix.size(), prefix) == 0)
-      out.push_back(d.substr(prefix.size()));
-  return out;
-}
-
 }  // namespace skillmcp::worker

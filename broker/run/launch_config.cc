@@ -331,6 +331,10 @@ LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState
   }
   std::optional<std::string> tmpdir = env.GetConfig("TMPDIR");
   c.scratch_base = tmpdir && !tmpdir->empty() && (*tmpdir)[0] == '/' ? *tmpdir : "/tmp";
+  // why: each scratch path goes into the worker's spec, which takes only normalised paths
+  // (a TMPDIR of "/tmp/" would refuse every run); one that does not resolve stays as set
+  // and making the scratch directory fails with its own error.
+  if (std::string real = RealPath(c.scratch_base); !real.empty()) c.scratch_base = real;
 
   c.switch_ids = privileges.worker_switch;
   if (c.switch_ids) {

@@ -18,6 +18,7 @@
 #include "broker/run/scratch_dir.h"
 #include "broker/run/spawn.h"
 #include "shared/log.h"
+#include "shared/small_file.h"
 #include "shared/worker_protocol.h"
 
 namespace skillmcp {
@@ -78,8 +79,12 @@ RunSpec BuildSpec(const PreparedRun& run, const LaunchConfig& config, const EnvS
     spec.network_off = config.network_off;
     spec.node_dir_path = config.node_dir;
     spec.read_dirs = module_dirs;
+    // why the real path: the worker keeps the rule out of the operator's directories and
+    // compares rules with each other; "/usr/local/", "/usr//local" or a symlink must name
+    // the directory it is. One that cannot be resolved gets no rule (a run cannot write
+    // there, as before for a missing one). The script still sees MCP_DATA_DIR as set.
     env.WithValue("MCP_DATA_DIR", [&](std::string_view v) {
-      if (!v.empty() && v[0] == '/') spec.data_dir_path = std::string(v);
+      if (!v.empty() && v[0] == '/') spec.data_dir_path = RealPath(std::string(v));
     });
   }
   return spec;

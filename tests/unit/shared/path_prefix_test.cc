@@ -38,5 +38,15 @@ TEST(IsSameOrBeneath, EmptyIsNeverContainment) {
   EXPECT_FALSE(IsSameOrBeneath("", ""));
 }
 
+// What the worker's spec takes for its Landlock paths (shared/worker_protocol.cc).
+TEST(IsNormalisedAbsolutePath, OnlyRealPathShapes) {
+  for (const char* good : {"/", "/usr", "/usr/local/etc", "/a.b/..c/.d", "/tmp/skill-mcp-run.x"})
+    EXPECT_TRUE(IsNormalisedAbsolutePath(good)) << good;
+  for (const char* bad : {"", "usr", "/usr/", "//usr", "/usr//local", "/usr/./local", "/usr/.",
+                          "/usr/local/..", "/..", "/."})
+    EXPECT_FALSE(IsNormalisedAbsolutePath(bad)) << bad;
+  EXPECT_FALSE(IsNormalisedAbsolutePath(std::string_view("/a\0b", 4)));
+}
+
 }  // namespace
 }  // namespace skillmcp

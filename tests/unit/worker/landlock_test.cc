@@ -120,52 +120,31 @@ TEST(LandlockPlan, TheAllowlist) {
   EXPECT_EQ(plan.rules.size(), 8u + 1 + 2 + 4 + 1 + 1 + 1);
 }
 
-TEST(LandlockPlan, EtcIsGrantedWithoutTheOperatorsConfiguration) {
-  const LandlockPlan plan = BuildLandlockPlan(Spec(7));
-  const LandlockPathRule* etc = Find(plan, "/etc");
-  ASSERT_NE(etc, nullptr);
-  EXPECT_EQ(etc->excluded,
-            (std::vector<std::string>{"skill-mcp", "credstore", "credstore.encrypted"}));
-}
-
 // This build's sysconfdir (config.h, from meson's prefix and sysconfdir): /etc for a
 // package (prefix /usr), /usr/local/etc for the default prefix CI builds with.
 std::string ConfiguredDir() { return std::string(SKILL_MCP_SYSCONFDIR) + "/skill-mcp"; }
 
-TEST(LandlockPlan, TheConfiguredSysconfdirIsExcludedFromEveryRuleThatWouldReachIt) {
+TEST(LandlockPlan, TheConfiguredSysconfdirIsAnOperatorsDirectory) {
   const std::vector<std::string>& dirs = OperatorDirs();
   EXPECT_NE(std::find(dirs.begin(), dirs.end(), ConfiguredDir()), dirs.end()) << ConfiguredDir();
-  RunSpec s = Spec(7);
-  s.node_dir_path = "/usr";  // node at /usr/bin/node: its prefix rule reaches /usr/local too
-  const LandlockPlan plan = BuildLandlockPlan(s);
-  for (const LandlockPathRule& r : plan.rules) {
-    if (r.from_skill_fd || r.module_dir) continue;
-    for (const std::string& dir : dirs) {
-      if (dir.rfind(r.path + "/", 0) != 0) continue;
-      const std::string rel = dir.substr(r.path.size() + 1);
-      EXPECT_NE(std::find(r.excluded.begin(), r.excluded.end(), rel), r.excluded.end())
-          << r.path << " reaches " << dir;
-    }
-  }
-  if (ConfiguredDir() == "/usr/local/etc/skill-mcp") {
-    int usr_rules = 0;
-    for (const LandlockPathRule& r : plan.rules) {
-      if (r.path != "/usr") continue;
-      ++usr_rules;
-      EXPECT_EQ(r.excluded, std::vector<std::string>{"local/etc/skill-mcp"});
-    }
-    EXPECT_EQ(usr_rules, 2) << "the system's /usr and node's prefix";
-  }
 }
 
-TEST(LandlockPlan, PathsBeneathComparesWholeComponents) {
-  const std::vector<std::string> dirs = {"/usr/local/etc/skill-mcp", "/etc/skill-mcp",
-                                         "/usrx/etc/skill-mcp"};
-  EXPECT_EQ(PathsBeneath("/usr", dirs), std::vector<std::string>{"local/etc/skill-mcp"});
-  EXPECT_EQ(PathsBeneath("/usr/local/etc", dirs), std::vector<std::string>{"skill-mcp"});
-  EXPECT_TRUE(PathsBeneath("/usr/local/etc/skill-mcp", dirs).empty()) << "not beneath itself";
-  EXPECT_TRUE(PathsBeneath("/opt/node", dirs).empty());
-  EXPECT_EQ(PathsBeneath("/", dirs).size(), 3u);
+// The paths the operator or the broker names are checked against the operator's
+// directories; the fixed system paths are only granted around them.
+TEST(LandlockPlan, NamedPathsAreMarked) {
+  RunSpec s = Spec(7);
+  s.data_dir_path = "/srv/data";
+  const LandlockPlan plan = BuildLandlockPlan(s);
+  for (const char* named : {"/srv/data", "/tmp/skill-mcp-run.abc", "/opt/node"}) {
+    const LandlockPathRule* r = Find(plan, named);
+    ASSERT_NE(r, nullptr) << named;
+    EXPECT_TRUE(r->named) << named;
+  }
+  for (const char* system : {"/etc", "/usr", "/proc", "/dev/null"}) {
+    const LandlockPathRule* r = Find(plan, system);
+    ASSERT_NE(r, nullptr) << system;
+    EXPECT_FALSE(r->named) << system;
+  }
 }
 
 TEST(LandlockPlan, DataDirAndNoRuleForANamespacedRunsTmp) {
@@ -349,6 +328,93 @@ TEST(LandlockKernel, TheConfiguredSysconfdirIsOutOfReach) {
   }
   EXPECT_EQ(usr_err, 0) << "the rest of /usr";
   EXPECT_EQ(control_err, 0) << "control: without Landlock";
+}
+
+// <sysconfdir>/skill-mcp made where missing (removed again, with what was made of the
+// path), a world-readable file planted in it and one beside it.
+struct PlantedConfig {
+  std::string dir = ConfiguredDir(), parent, planted, sibling, error;
+  std::vector<std::string> made;
+  PlantedConfig() {
+    parent = dir.substr(0, dir.rfind('/'));
+    for (size_t i = 1; i <= dir.size(); ++i) {
+      if (i != dir.size() && dir[i] != '/') continue;
+      const std::string prefix = dir.substr(0, i);
+      if (mkdir(prefix.c_str(), 0755) == 0) made.push_back(prefix);
+      else if (errno != EEXIST) error = "cannot make " + prefix + ": " + strerror(errno);
+    }
+    planted = dir + "/landlock-test." + std::to_string(getpid());
+    sibling = parent + "/landlock-test." + std::to_string(getpid());
+    Tree::Write(planted.c_str(), "SECRET=1\n");
+    Tree::Write(sibling.c_str(), "not secret\n");
+    chmod(planted.c_str(), 0644);
+    chmod(sibling.c_str(), 0644);
+  }
+  ~PlantedConfig() {
+    unlink(planted.c_str());
+    unlink(sibling.c_str());
+    for (auto it = made.rbegin(); it != made.rend(); ++it) rmdir(it->c_str());
+  }
+};
+
+// MCP_DATA_DIR on the directory holding <sysconfdir>/skill-mcp, reached through a symlink
+// (the broker sends a real path; a symlink swapped in since, or one on a path the
+// broker could not resolve, is what the worker may still meet): the rule is decided by
+// the directories' identities, so it is granted around skill-mcp as /usr's is.
+TEST(LandlockKernel, ADataDirAboveAnOperatorsDirectoryIsGrantedAroundIt) {
+  const int abi = KernelAbi();
+  if (abi <= 0) GTEST_SKIP() << "this kernel has no Landlock (" << strerror(-abi) << ")";
+  if (geteuid() != 0) GTEST_SKIP() << "planting a file in " << ConfiguredDir() << " needs root";
+  Tree t;
+  PlantedConfig p;
+  if (!p.error.empty()) GTEST_SKIP() << p.error;
+  const std::string link = t.root + "/data-link";
+  ASSERT_EQ(symlink(p.parent.c_str(), link.c_str()), 0);
+  RunSpec spec = Spec(static_cast<uint32_t>(abi));
+  spec.scratch_dir_path = t.scratch;
+  spec.node_dir_path = "/usr";
+  spec.read_dirs = {};
+  for (const std::string& data : {link, p.parent}) {
+    spec.data_dir_path = data;
+    EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr(p.planted, O_RDONLY); }), EACCES)
+        << "MCP_DATA_DIR " << data;
+    EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr(link + "/skill-mcp/" +
+                                                          p.planted.substr(p.dir.size() + 1),
+                                                          O_RDONLY); }),
+              EACCES) << "through the link, MCP_DATA_DIR " << data;
+    EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr(p.sibling, O_WRONLY); }), 0)
+        << "a file beside it is writable, MCP_DATA_DIR " << data;
+  }
+  EXPECT_EQ(OpenErr(p.planted, O_RDONLY), 0) << "control: without Landlock";
+}
+
+// MCP_DATA_DIR that is <sysconfdir>/skill-mcp or lies in it: the run fails at its
+// Landlock step rather than reach what no run may (fail closed).
+TEST(LandlockKernel, ADataDirInAnOperatorsDirectoryFailsTheStep) {
+  const int abi = KernelAbi();
+  if (abi <= 0) GTEST_SKIP() << "this kernel has no Landlock (" << strerror(-abi) << ")";
+  if (geteuid() != 0) GTEST_SKIP() << "making " << ConfiguredDir() << " needs root";
+  Tree t;
+  PlantedConfig p;
+  if (!p.error.empty()) GTEST_SKIP() << p.error;
+  const std::string sub = p.dir + "/landlock-test-sub." + std::to_string(getpid());
+  ASSERT_EQ(mkdir(sub.c_str(), 0755), 0);
+  const std::string link = t.root + "/op-link";
+  ASSERT_EQ(symlink(p.dir.c_str(), link.c_str()), 0);
+  RunSpec spec = Spec(static_cast<uint32_t>(abi));
+  spec.scratch_dir_path = t.scratch;
+  spec.node_dir_path = "/usr";
+  spec.read_dirs = {};
+  std::vector<int> got;
+  for (const std::string& data : {p.dir, sub, link}) {
+    spec.data_dir_path = data;
+    got.push_back(InChild(spec, t.skill, [&] { return OpenErr(p.planted, O_RDONLY); }));
+  }
+  spec.data_dir_path = t.other;
+  const int control = InChild(spec, t.skill, [&] { return OpenErr(t.other + "/secret", O_RDONLY); });
+  rmdir(sub.c_str());
+  EXPECT_EQ(got, (std::vector<int>{126, 126, 126})) << "the directory, one in it, a link to it";
+  EXPECT_EQ(control, 0) << "control: another data directory";
 }
 
 TEST(LandlockKernel, ARequiredPathMissingFailsTheStep) {

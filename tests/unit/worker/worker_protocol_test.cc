@@ -156,6 +156,12 @@ TEST(RunSpec, LandlockFieldsAreChecked) {
            +[](RunSpec& x) { x.landlock_abi = 3; },  // network_off needs ABI 4
            +[](RunSpec& x) { x.scratch_dir_path = "tmp/x"; },
            +[](RunSpec& x) { x.data_dir_path = "data"; },
+           // Not normalised: the worker compares these paths (shared/path_prefix.h).
+           +[](RunSpec& x) { x.data_dir_path = "/usr/local/"; },
+           +[](RunSpec& x) { x.data_dir_path = "/usr//local"; },
+           +[](RunSpec& x) { x.data_dir_path = "/usr/local/etc/skill-mcp/.."; },
+           +[](RunSpec& x) { x.scratch_dir_path = "/tmp/./skill-mcp-run.x"; },
+           +[](RunSpec& x) { x.node_dir_path = "/usr/"; },
            +[](RunSpec& x) { x.node_dir_path = std::string("/opt\0x", 7); },
            +[](RunSpec& x) { x.read_dirs = {{"node_modules", 1, 2}}; },
            +[](RunSpec& x) { x.read_dirs = {{"", 1, 2}}; },
