@@ -19,9 +19,14 @@ std::string Normalised(std::string path) {
 std::vector<std::string> Build() {
   // why each: <sysconfdir>/skill-mcp holds skill-mcp.env (packaging/meson.build), which may
   // carry the operator's settings and secrets, and /etc/skill-mcp is where the package puts
-  // it; /etc/credstore and /etc/credstore.encrypted are where systemd's LoadCredential=
-  // reads secrets from (README.md): a run has no business in any of them.
-  std::vector<std::string> dirs = {"/etc/skill-mcp", "/etc/credstore", "/etc/credstore.encrypted"};
+  // it; the credstore directories are every place systemd's LoadCredential= and
+  // LoadCredentialEncrypted= read secrets from (systemd.exec(5); README.md): a run has no
+  // business in any of them. /usr/lib's lie under the /usr rule (and /lib's on a
+  // merged-/usr host); /run's under no rule, but a namespaced run's view shows /run.
+  std::vector<std::string> dirs = {"/etc/skill-mcp",         "/etc/credstore",
+                                   "/etc/credstore.encrypted", "/run/credstore",
+                                   "/run/credstore.encrypted", "/usr/lib/credstore",
+                                   "/usr/lib/credstore.encrypted"};
   const std::string configured = Normalised(std::string(SKILL_MCP_SYSCONFDIR) + "/skill-mcp");
   if (std::find(dirs.begin(), dirs.end(), configured) == dirs.end()) dirs.push_back(configured);
   return dirs;

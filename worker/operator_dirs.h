@@ -11,8 +11,9 @@
 
 namespace skillmcp::worker {
 
-// /etc/skill-mcp, /etc/credstore, /etc/credstore.encrypted and, where this build's
-// sysconfdir is not /etc, <sysconfdir>/skill-mcp. Absolute, normalised, no duplicates.
+// /etc/skill-mcp; /etc, /run and /usr/lib's credstore and credstore.encrypted; and, where
+// this build's sysconfdir is not /etc, <sysconfdir>/skill-mcp. Absolute, normalised, no
+// duplicates.
 const std::vector<std::string>& OperatorDirs();
 
 }  // namespace skillmcp::worker

@@ -3,8 +3,8 @@
 // - the securebits are locked in a namespaced run (the user namespace resets them);
 // - the node_modules beside and inside a skills root load with the namespaced view and
 //   Landlock on, for roots under /tmp and outside it, while another skill stays hidden;
-// - the operator's /etc/skill-mcp and systemd's /etc/credstore{,.encrypted} stay out of
-//   reach whatever the file's mode;
+// - the operator's /etc/skill-mcp and systemd's credstore{,.encrypted} of /etc, /run and
+//   /usr/lib stay out of reach whatever the file's mode;
 // - an abstract unix socket made outside the run cannot be reached (Landlock ABI 6);
 // - under the default cell (Landlock and namespaces auto), what a run leaves in /dev/shm
 //   or /var/tmp is not read by a later run of another skill;
@@ -69,7 +69,8 @@ console.log(JSON.stringify(out));
 const IS_ROOT = process.getuid() === 0;
 // The operator's directories no run may read (worker/operator_dirs.cc), with this build's
 // <sysconfdir>/skill-mcp (/usr/local/etc/skill-mcp with meson's default prefix).
-const OPERATOR_DIRS = ['/etc/skill-mcp', '/etc/credstore', '/etc/credstore.encrypted'];
+const OPERATOR_DIRS = ['/etc/skill-mcp', '/etc/credstore', '/etc/credstore.encrypted', '/run/credstore',
+                       '/run/credstore.encrypted', '/usr/lib/credstore', '/usr/lib/credstore.encrypted'];
 const SYSCONFDIR = process.env.SKILL_MCP_TEST_SYSCONFDIR;
 if (SYSCONFDIR && !OPERATOR_DIRS.includes(join(SYSCONFDIR, 'skill-mcp'))) OPERATOR_DIRS.push(join(SYSCONFDIR, 'skill-mcp'));
 const SERVICE_UID = 64111;

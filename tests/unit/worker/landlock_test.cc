@@ -249,37 +249,58 @@ TEST(LandlockKernel, TheRunReachesOnlyItsAllowlist) {
             1);
 }
 
-// /etc/skill-mcp holds the operator's environment file, /etc/credstore and
-// /etc/credstore.encrypted systemd's credentials: a run reads the rest of /etc, lists /etc,
-// and cannot open any file beneath them whatever its mode. (Their names stay listable: the
-// kReadDir kept on /etc reaches every directory beneath it.)
+// /etc/skill-mcp holds the operator's environment file, the credstore directories of
+// /etc, /run and /usr/lib systemd's credentials (worker/operator_dirs.cc): a run reads the
+// rest of /etc and /usr, lists /etc, and cannot open any file beneath them whatever its
+// mode, also by another path to the same directory (/lib/credstore where /lib is a
+// symlink to usr/lib). (Their names stay listable: the kReadDir kept on the directories
+// above reaches every directory beneath them.)
 TEST(LandlockKernel, TheOperatorsDirectoriesAreOutOfReach) {
   const int abi = KernelAbi();
   if (abi <= 0) GTEST_SKIP() << "this kernel has no Landlock (" << strerror(-abi) << ")";
-  if (geteuid() != 0)
-    GTEST_SKIP() << "planting files in /etc/skill-mcp and /etc/credstore needs root";
+  if (geteuid() != 0) GTEST_SKIP() << "planting files in the operator's directories needs root";
   Tree t;
   RunSpec spec = Spec(static_cast<uint32_t>(abi));
   spec.scratch_dir_path = t.scratch;
   spec.node_dir_path = "/usr";
   spec.read_dirs = {};
-  for (const std::string dir : {"/etc/skill-mcp", "/etc/credstore", "/etc/credstore.encrypted"}) {
+  char lib_target[16] = {};
+  const bool merged_usr = readlink("/lib", lib_target, sizeof(lib_target) - 1) > 0 &&
+                          (std::string(lib_target) == "usr/lib" || std::string(lib_target) == "/usr/lib");
+  // Spelled out, not taken from OperatorDirs(): the list is what this test checks.
+  // systemd.exec(5): LoadCredential= reads /etc, /run and /usr/lib's credstore,
+  // LoadCredentialEncrypted= their credstore.encrypted.
+  for (const std::string dir : {"/etc/skill-mcp", "/etc/credstore", "/etc/credstore.encrypted",
+                                "/run/credstore", "/run/credstore.encrypted",
+                                "/usr/lib/credstore", "/usr/lib/credstore.encrypted"}) {
     const bool made = mkdir(dir.c_str(), 0755) == 0;
-    if (!made && errno != EEXIST) GTEST_SKIP() << "cannot make " << dir << ": " << strerror(errno);
-    const std::string planted = dir + "/landlock-test." + std::to_string(getpid());
+    if (!made && errno != EEXIST) {
+      ADD_FAILURE() << "cannot make " << dir << ": " << strerror(errno);
+      continue;
+    }
+    const std::string name = "/landlock-test." + std::to_string(getpid());
+    const std::string planted = dir + name;
     Tree::Write(planted, "SECRET=1\n");
     chmod(planted.c_str(), 0644);
     const int planted_err = InChild(spec, t.skill, [&] { return OpenErr(planted, O_RDONLY); });
+    int alias_err = EACCES;
+    if (merged_usr && dir.rfind("/usr/lib/", 0) == 0) {
+      const std::string alias = dir.substr(4) + name;  // /lib/credstore/...
+      alias_err = InChild(spec, t.skill, [&] { return OpenErr(alias, O_RDONLY); });
+    }
     const int control_err = OpenErr(planted, O_RDONLY);  // without the ruleset
     unlink(planted.c_str());
     if (made) rmdir(dir.c_str());
     EXPECT_EQ(planted_err, EACCES) << "a world-readable file in " << dir;
+    EXPECT_EQ(alias_err, EACCES) << "the same file through /lib, " << dir;
     EXPECT_EQ(control_err, 0) << "control: " << dir << " without Landlock";
   }
   EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr("/etc/hostname", O_RDONLY); }), 0)
       << "the rest of /etc";
   EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr("/etc", O_RDONLY | O_DIRECTORY); }), 0)
       << "/etc can still be listed";
+  EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr("/usr/bin/env", O_RDONLY); }), 0)
+      << "the rest of /usr";
 }
 
 // A build whose sysconfdir lies beneath a granted system directory (/usr/local/etc with
