@@ -164,11 +164,16 @@ StepResult MountPrivateTmp() {
   return StepOk();
 }
 
-StepResult CoverOperatorConfig() {
-  for (const std::string& dir : OperatorDirs()) {
+StepResult CoverOperatorConfig() { return CoverDirs(OperatorDirs()); }
+
+StepResult CoverDirs(const std::vector<std::string>& dirs) {
+  for (const std::string& dir : dirs) {
     struct stat st {};
     if (stat(dir.c_str(), &st) != 0) {
-      if (errno == ENOENT) continue;
+      // why: absent, a non-directory on the way, a loop, or out of the run-as user's reach
+      // by this path: nothing there to cover for this user, whose run cannot reach it by
+      // that path either. Any other error fails the view (fail closed).
+      if (errno == ENOENT || errno == ENOTDIR || errno == EACCES || errno == ELOOP) continue;
       return MountFailed(errno);
     }
     if (!S_ISDIR(st.st_mode)) continue;  // a file there is left to its mode and Landlock

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "shared/worker_protocol.h"
 #include "worker/step_result.h"
@@ -38,6 +39,9 @@ StepResult EnterRunView(const RunSpec& spec);
 StepResult EnterUserNamespace();   // kUserNamespace: unshare, setgroups deny, own maps
 StepResult MountPrivateTmp();      // kMountView: / private, tmpfs on /tmp
 StepResult CoverOperatorConfig();  // kMountView: empty read-only tmpfs on each OperatorDirs()
+// The same for `dirs`: a path that is absent, has a non-directory or a loop on the way,
+// or that the caller cannot search is skipped; any other error fails the step.
+StepResult CoverDirs(const std::vector<std::string>& dirs);
 
 // kChdir with namespaces: chdir to the bound skill directory by path, then require it
 // to be the directory of fd 7 (same device and inode).
