@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "shared/landlock_abi.h"
+#include "shared/path_prefix.h"
 
 namespace skillmcp::worker {
 namespace {
@@ -35,6 +36,33 @@ constexpr const char* kDevices[] = {"/dev/null", "/dev/zero", "/dev/random", "/d
 void Add(LandlockPlan& plan, std::string path, uint64_t access, bool required,
          bool named = false) {
   plan.rules.push_back({std::move(path), false, access & plan.handled_fs, required, named});
+}
+
+bool IsPlain(const LandlockPathRule& r) { return !r.from_skill_fd && !r.module_dir; }
+
+// Whether `other` already grants `r` (both plain): the same directory or one above it, and
+// at least the same rights. Of two equal rules the first is kept.
+bool Covers(const LandlockPathRule& other, size_t other_at, const LandlockPathRule& r,
+            size_t r_at) {
+  if ((r.access & ~other.access) != 0 || !IsSameOrBeneath(r.path, other.path)) return false;
+  return r.path != other.path || r.access != other.access || other_at < r_at;
+}
+
+// why: a rule beneath another that grants as much adds nothing but work, and a rule
+// granted around an operator's directory costs a few system calls per entry (node's
+// prefix /usr repeated the system's /usr). Both would be granted around the same
+// directories (worker/landlock.cc), so nothing changes but the cost; a required path
+// dropped this way (node's prefix) still fails the run at exec if it is missing.
+void DropCoveredRules(LandlockPlan& plan) {
+  std::vector<LandlockPathRule> kept;
+  for (size_t i = 0; i < plan.rules.size(); ++i) {
+    const LandlockPathRule& r = plan.rules[i];
+    bool covered = false;
+    for (size_t j = 0; IsPlain(r) && j < plan.rules.size() && !covered; ++j)
+      covered = j != i && IsPlain(plan.rules[j]) && Covers(plan.rules[j], j, r, i);
+    if (!covered) kept.push_back(r);
+  }
+  plan.rules = std::move(kept);
 }
 
 }  // namespace
@@ -87,6 +115,7 @@ LandlockPlan BuildLandlockPlan(const RunSpec& spec) {
   // (and the scratch directory) beneath it when they live under /tmp, and a rule grants
   // everything beneath its directory, mounts included: the skill would become writable.
   if (!spec.data_dir_path.empty()) Add(plan, spec.data_dir_path, kReadWrite, false, true);
+  DropCoveredRules(plan);
   return plan;
 }
 

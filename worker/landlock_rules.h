@@ -46,7 +46,8 @@ uint64_t FileOnlyAccess(uint64_t access);
 // The ruleset for `spec` (spec.landlock_abi > 0): the system read and execute (without
 // the operator's directories, worker/operator_dirs.h, wherever a rule would reach them),
 // the devices, /proc and the CPU list, the skill (fd 7) and the module directories read-only,
-// the scratch directory and MCP_DATA_DIR read-write.
+// the scratch directory and MCP_DATA_DIR read-write. A plain rule beneath another that
+// grants at least the same rights is left out (node's prefix /usr: the system's /usr).
 LandlockPlan BuildLandlockPlan(const RunSpec& spec);
 
 }  // namespace skillmcp::worker

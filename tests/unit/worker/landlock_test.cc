@@ -147,6 +147,30 @@ TEST(LandlockPlan, NamedPathsAreMarked) {
   }
 }
 
+// Node at /usr/bin/node: its prefix rule would repeat the system's /usr (and its walk
+// around the operator's directories). A rule with more rights beneath one is kept.
+TEST(LandlockPlan, ARuleAnotherAlreadyGrantsIsLeftOut) {
+  RunSpec s = Spec(7);
+  s.node_dir_path = "/usr";
+  s.data_dir_path = "/usr/local/share/data";
+  LandlockPlan plan = BuildLandlockPlan(s);
+  EXPECT_EQ(std::count_if(plan.rules.begin(), plan.rules.end(),
+                          [](const LandlockPathRule& r) { return r.path == "/usr"; }),
+            1);
+  EXPECT_NE(Find(plan, "/usr/local/share/data"), nullptr) << "read-write is more than /usr's";
+  s.node_dir_path = "/usr/local";  // node in /usr/local/bin: beneath /usr, as much
+  plan = BuildLandlockPlan(s);
+  EXPECT_EQ(Find(plan, "/usr/local"), nullptr);
+  s.node_dir_path = "/opt/node";
+  plan = BuildLandlockPlan(s);
+  EXPECT_NE(Find(plan, "/opt/node"), nullptr) << "nothing grants /opt";
+  s.data_dir_path = "/etc";  // above nothing else; read-write is more than /etc's
+  plan = BuildLandlockPlan(s);
+  EXPECT_EQ(std::count_if(plan.rules.begin(), plan.rules.end(),
+                          [](const LandlockPathRule& r) { return r.path == "/etc"; }),
+            2);
+}
+
 TEST(LandlockPlan, DataDirAndNoRuleForANamespacedRunsTmp) {
   RunSpec s = Spec(3);
   s.data_dir_path = "/srv/data";
