@@ -68,10 +68,30 @@ unsigned long KeptMountFlags(int fd) {
 }
 
 // Makes the bind at `path` (of the directory `fd`) read-only, nosuid and nodev, keeping
-// what the source's mount must keep (KeptMountFlags).
+// what the source's mount must keep (KeptMountFlags). Only the top mount.
 int RemountBindReadOnly(const std::string& path, int fd) {
   const unsigned long ro = MS_REMOUNT | MS_BIND | MS_RDONLY | kTmpFlags | KeptMountFlags(fd);
   return mount(nullptr, path.c_str(), nullptr, ro, nullptr) == 0 ? 0 : errno;
+}
+
+// Makes the recursive bind at `path` (of the directory `fd`) read-only, nosuid and nodev,
+// every mount beneath it included. why: the bind is MS_REC, so a mount inside a skill or a
+// node_modules comes along, and a remount reaches only the top one: the run could write
+// there. mount_setattr (Linux 5.12) only sets these, leaving each mount's locked atime,
+// noexec and nosymfollow as they are. Where it is missing or filtered, the bind is made
+// again without the mounts beneath it (they do not appear in the view: fail closed) and
+// remounted as before.
+int MakeBindReadOnly(const std::string& path, int fd) {
+  struct mount_attr attr {};
+  attr.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+  if (mount_setattr(AT_FDCWD, path.c_str(), AT_RECURSIVE | AT_SYMLINK_NOFOLLOW, &attr,
+                    sizeof(attr)) == 0)
+    return 0;
+  if (errno != ENOSYS && errno != EPERM) return errno;
+  const std::string from = "/proc/self/fd/" + std::to_string(fd);
+  if (umount2(path.c_str(), MNT_DETACH) != 0) return errno;
+  if (mount(from.c_str(), path.c_str(), nullptr, MS_BIND, nullptr) != 0) return errno;
+  return RemountBindReadOnly(path, fd);
 }
 
 // Each module directory's path (in the spec) and the descriptor opened for it.
@@ -114,7 +134,7 @@ int BindModuleDirs(const OpenedDirs& dirs, const std::vector<const std::string*>
     const std::string from = "/proc/self/fd/" + std::to_string(fd.get());
     if (mount(from.c_str(), path->c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) return errno;
     // why read-only, nosuid, nodev: the Landlock rule grants reading only.
-    if (int e = RemountBindReadOnly(*path, fd.get()); e != 0) return e;
+    if (int e = MakeBindReadOnly(*path, fd.get()); e != 0) return e;
     if (stat(path->c_str(), &seen) != 0) return errno;
     if (!SameDirectory(opened, seen)) return ESTALE;
   }
@@ -239,7 +259,7 @@ StepResult EnterRunView(const RunSpec& spec) {
   if (int e = BindModuleDirs(module_dirs, covered); e != 0) return MountFailed(e);
   // why read-only: the run reads its own bundle and never writes it, also where Landlock
   // is off (an ordinary user's run owns the files it would otherwise rewrite).
-  if (int e = RemountBindReadOnly(spec.skill_dir_path, dir.get()); e != 0) return MountFailed(e);
+  if (int e = MakeBindReadOnly(spec.skill_dir_path, dir.get()); e != 0) return MountFailed(e);
   // The covers become read-only once the skill's and the modules' mount points are made.
   for (const std::string* root : covered) {
     if (mount(nullptr, root->c_str(), nullptr, MS_REMOUNT | MS_RDONLY | kTmpFlags | MS_NOEXEC,

@@ -35,11 +35,13 @@ console.log(JSON.stringify({
   besideModules: opts(path.join(base, 'node_modules')),
   writeSkill: tryWrite(path.join(skill, 'left-by-a-run')),
   writeModules: tryWrite(path.join(root, 'node_modules', 'left-by-a-run')),
+  writeInner: fs.existsSync(path.join(skill, 'inner')) ? tryWrite(path.join(skill, 'inner', 'left-by-a-run')) : 'none',
 }));
 `;
 
 const IS_ROOT = process.getuid() === 0;
-const OPTION_SETS = ['strictatime', 'strictatime,nodiratime', 'nosymfollow'];
+const OPTION_SETS = ['strictatime', 'strictatime,nodiratime', 'nosymfollow', 'noatime',
+                     'relatime,nodiratime', 'noexec'];
 
 // <stage>/skills/probe, <stage>/node_modules/beside, <stage>/skills/node_modules/inroot.
 function stageTree(stage) {
@@ -59,19 +61,22 @@ function stageTree(stage) {
 // The broker in its own private mount namespace, on a tmpfs mounted with `options` at
 // `mnt` holding a copy of `stage`; owned by uid 65534 when the broker runs as that user,
 // so only the view's read-only binds can refuse its writes.
-function launcher(options, mnt, stage, asUser) {
+// With `inner`, a writable tmpfs is mounted inside the skill directory as well (at inner/).
+function launcher(options, mnt, stage, asUser, inner = false) {
   const script = 'mount -t tmpfs -o "$1,mode=0755" tmpfs "$2" && cp -R "$3"/. "$2"/ && ' +
-    'chmod -R a+rX "$2" && { [ "$4" = root ] || chown -R 65534:65534 "$2"; } && shift 4 && exec "$@"';
+    'chmod -R a+rX "$2" && { [ "$4" = root ] || chown -R 65534:65534 "$2"; } && ' +
+    '{ [ "$5" = no ] || { mkdir "$2/skills/probe/inner" && ' +
+    'mount -t tmpfs -o mode=0777 tmpfs "$2/skills/probe/inner"; }; } && shift 5 && exec "$@"';
   const broker = asUser ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', BIN] : [BIN];
   return { command: 'unshare',
            args: ['--mount', '--propagation', 'private', '--', 'sh', '-c', script, 'sh',
-                  options, mnt, stage, asUser ? 'user' : 'root', ...broker] };
+                  options, mnt, stage, asUser ? 'user' : 'root', inner ? 'yes' : 'no', ...broker] };
 }
 
-async function runProbe(options, mnt, stage, asUser, env) {
+async function runProbe(options, mnt, stage, asUser, env, inner = false) {
   const conn = await connect({
     env: { SKILLS_DIR: join(mnt, 'skills'), MCP_CONFIRM_MODE: 'auto', ...env },
-    ...launcher(options, mnt, stage, asUser) });
+    ...launcher(options, mnt, stage, asUser, inner) });
   try {
     const call = { name: 'probe', script: 'scripts/probe.js' };
     const first = await callJson(conn.client, 'skill_run', call);
@@ -131,6 +136,9 @@ for (const [label, asUser] of modes) {
           assert.ok(flags.includes('ro'), `${key} is read-only: ${what}`);
           assert.equal(flags.includes('nosymfollow'), options.includes('nosymfollow'), `${key}: ${what}`);
           assert.equal(flags.includes('nodiratime'), options.includes('nodiratime'), `${key}: ${what}`);
+          assert.equal(flags.includes('noexec'), options.includes('noexec'), `${key}: ${what}`);
+          if (options.includes('noatime')) assert.ok(flags.includes('noatime'), `${key} keeps noatime: ${what}`);
+          if (options.includes('relatime')) assert.ok(flags.includes('relatime'), `${key} keeps relatime: ${what}`);
           if (options.includes('strictatime')) {
             assert.ok(!flags.includes('relatime') && !flags.includes('noatime'), `${key} keeps strictatime: ${what}`);
           }
@@ -146,5 +154,23 @@ for (const [label, asUser] of modes) {
                          `control: ${JSON.stringify(open)}`);
       });
     }
+  });
+
+  describe(`a mount inside the skill directory, ${label}`, () => {
+    // The skill's bind is recursive, so a mount inside it comes along: read-only as well.
+    test('is read-only in the view', async (t) => {
+      if (!IS_ROOT) return t.skip('mounting the tmpfs in a private mount namespace needs root');
+      const refused = privateMountHere('strictatime', mnt);
+      if (refused) return t.skip(`a tmpfs in a private mount namespace is refused here: ${refused}`);
+      if (!namespacesHere(asUser)) return t.skip('this host refuses the run namespaces (doctor says why)');
+      const seen = await runProbe('strictatime', mnt, stage, asUser,
+                                  { SKILL_MCP_NAMESPACES: 'on', SKILL_MCP_LANDLOCK: 'off' }, true);
+      assert.equal(seen.writeInner, 'EROFS', JSON.stringify(seen));
+      assert.equal(seen.writeSkill, 'EROFS', JSON.stringify(seen));
+      // Control: without the view the inner mount is writable by anyone (mode 0777).
+      const open = await runProbe('strictatime', mnt, stage, asUser,
+                                  { SKILL_MCP_NAMESPACES: 'off', SKILL_MCP_LANDLOCK: 'off' }, true);
+      assert.equal(open.writeInner, 'written', `control: ${JSON.stringify(open)}`);
+    });
   });
 }
