@@ -94,6 +94,25 @@ TEST(ResolveLaunchConfig, OpensWorkerAndNodeByDescriptor) {
   EXPECT_TRUE(f.limits_configured);
 }
 
+// The worker's spec takes only normalised Landlock paths (shared/worker_protocol.cc), so
+// the scratch directories' base is TMPDIR's real path: "/tmp/" or "/tmp//." would
+// otherwise refuse every run. One that does not resolve stays as set (making the scratch
+// directory then fails with its own error).
+TEST(ResolveLaunchConfig, TheScratchBaseIsTmpdirsRealPath) {
+  for (const char* spelled : {"/tmp/", "//tmp", "/tmp/./", "/tmp"}) {
+    EnvStore env = WorkingEnv();
+    env.Set("TMPDIR", spelled);
+    LaunchConfigResult r = ResolveLaunchConfig(env, PrivilegeState{});
+    ASSERT_TRUE(r.config) << r.error;
+    EXPECT_EQ(r.config->scratch_base, std::filesystem::canonical("/tmp").string()) << spelled;
+  }
+  EnvStore env = WorkingEnv();
+  env.Set("TMPDIR", "/no/such/tmp/");
+  LaunchConfigResult r = ResolveLaunchConfig(env, PrivilegeState{});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->scratch_base, "/no/such/tmp/");
+}
+
 TEST(ResolveLaunchConfig, NodeFoundOnTheBrokerPath) {
   EnvStore env;
   env.Set("SKILL_MCP_WORKER", SKILL_MCP_TEST_WORKER);
