@@ -273,6 +273,92 @@ TEST(LandlockKernel, TheRunReachesOnlyItsAllowlist) {
             1);
 }
 
+// What a test plants on the host (files, and the directories it had to make) is removed
+// by a guard process once the test lets go of it, also when the test dies mid-way (the
+// guard sees its end of the pipe close): nothing is left in /etc, /run or /usr.
+class HostLeftovers {
+ public:
+  HostLeftovers() {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return;
+    guard_ = fork();
+    if (guard_ == 0) {
+      close(fds[1]);
+      Guard(fds[0]);
+    }
+    close(fds[0]);
+    write_end_ = fds[1];
+  }
+  ~HostLeftovers() {
+    if (write_end_ >= 0) close(write_end_);
+    if (guard_ > 0) waitpid(guard_, nullptr, 0);
+  }
+  void File(const std::string& path) { Tell('f', path); }
+  void Dir(const std::string& path) { Tell('d', path); }  // one the test made
+
+ private:
+  void Tell(char kind, const std::string& path) {
+    const std::string line = kind + path + '\n';
+    if (write_end_ >= 0) (void)!write(write_end_, line.data(), line.size());
+  }
+  // Reads until the test's end closes, then removes the files, then the directories,
+  // the last made first.
+  [[noreturn]] static void Guard(int fd) {
+    std::string all;
+    char buf[4096];
+    for (ssize_t n; (n = read(fd, buf, sizeof(buf))) != 0;)
+      if (n > 0) all.append(buf, static_cast<size_t>(n));
+      else if (errno != EINTR) break;
+    std::vector<std::string> dirs;
+    for (size_t at = 0, nl; (nl = all.find('\n', at)) != std::string::npos; at = nl + 1) {
+      const std::string path = all.substr(at + 1, nl - at - 1);
+      if (all[at] == 'f') unlink(path.c_str());
+      else dirs.push_back(path);
+    }
+    for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) rmdir(it->c_str());
+    _exit(0);
+  }
+  pid_t guard_ = -1;
+  int write_end_ = -1;
+};
+
+// What is missing of `dir` made (0755) and told to `left`; "" or what failed.
+std::string MakeHostPath(const std::string& dir, HostLeftovers& left) {
+  for (size_t i = 1; i <= dir.size(); ++i) {
+    if (i != dir.size() && dir[i] != '/') continue;
+    const std::string prefix = dir.substr(0, i);
+    if (mkdir(prefix.c_str(), 0755) == 0) left.Dir(prefix);
+    else if (errno != EEXIST) return "cannot make " + prefix + ": " + strerror(errno);
+  }
+  return "";
+}
+
+// A world-readable file at `path`, told to `left` first.
+void PlantHostFile(const std::string& path, const char* text, HostLeftovers& left) {
+  left.File(path);
+  Tree::Write(path, text);
+  chmod(path.c_str(), 0644);
+}
+
+// The guard removes what it was told when the test process dies without cleaning up.
+TEST(HostLeftovers, RemovedWhenTheTestDies) {
+  Tree t;
+  const std::string dir = t.root + "/made/deeper", file = dir + "/planted";
+  const pid_t test = fork();
+  if (test == 0) {
+    HostLeftovers left;
+    if (!MakeHostPath(dir, left).empty()) _exit(1);
+    PlantHostFile(file, "x", left);
+    kill(getpid(), SIGKILL);  // no destructor runs
+  }
+  int status = 0;
+  waitpid(test, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  for (int i = 0; i < 200 && access((t.root + "/made").c_str(), F_OK) == 0; ++i) usleep(10000);
+  EXPECT_NE(access(file.c_str(), F_OK), 0);
+  EXPECT_NE(access((t.root + "/made").c_str(), F_OK), 0) << "the made directories are gone";
+}
+
 // /etc/skill-mcp holds the operator's environment file, the credstore directories of
 // /etc, /run and /usr/lib systemd's credentials (worker/operator_dirs.cc): a run reads the
 // rest of /etc and /usr, lists /etc, and cannot open any file beneath them whatever its
@@ -297,15 +383,14 @@ TEST(LandlockKernel, TheOperatorsDirectoriesAreOutOfReach) {
   for (const std::string dir : {"/etc/skill-mcp", "/etc/credstore", "/etc/credstore.encrypted",
                                 "/run/credstore", "/run/credstore.encrypted",
                                 "/usr/lib/credstore", "/usr/lib/credstore.encrypted"}) {
-    const bool made = mkdir(dir.c_str(), 0755) == 0;
-    if (!made && errno != EEXIST) {
-      ADD_FAILURE() << "cannot make " << dir << ": " << strerror(errno);
+    HostLeftovers left;
+    if (std::string e = MakeHostPath(dir, left); !e.empty()) {
+      ADD_FAILURE() << e;
       continue;
     }
     const std::string name = "/landlock-test." + std::to_string(getpid());
     const std::string planted = dir + name;
-    Tree::Write(planted, "SECRET=1\n");
-    chmod(planted.c_str(), 0644);
+    PlantHostFile(planted, "SECRET=1\n", left);
     const int planted_err = InChild(spec, t.skill, [&] { return OpenErr(planted, O_RDONLY); });
     int alias_err = EACCES;
     if (merged_usr && dir.rfind("/usr/lib/", 0) == 0) {
@@ -313,8 +398,6 @@ TEST(LandlockKernel, TheOperatorsDirectoriesAreOutOfReach) {
       alias_err = InChild(spec, t.skill, [&] { return OpenErr(alias, O_RDONLY); });
     }
     const int control_err = OpenErr(planted, O_RDONLY);  // without the ruleset
-    unlink(planted.c_str());
-    if (made) rmdir(dir.c_str());
     EXPECT_EQ(planted_err, EACCES) << "a world-readable file in " << dir;
     EXPECT_EQ(alias_err, EACCES) << "the same file through /lib, " << dir;
     EXPECT_EQ(control_err, 0) << "control: " << dir << " without Landlock";
@@ -326,6 +409,22 @@ TEST(LandlockKernel, TheOperatorsDirectoriesAreOutOfReach) {
   EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr("/usr/bin/env", O_RDONLY); }), 0)
       << "the rest of /usr";
 }
+
+// <sysconfdir>/skill-mcp made where missing (removed again, with what was made of the
+// path, by HostLeftovers), a world-readable file planted in it and one beside it.
+struct PlantedConfig {
+  HostLeftovers left;
+  std::string dir = ConfiguredDir(), parent, planted, sibling, error;
+  PlantedConfig() {
+    parent = dir.substr(0, dir.rfind('/'));
+    error = MakeHostPath(dir, left);
+    planted = dir + "/landlock-test." + std::to_string(getpid());
+    sibling = parent + "/landlock-test." + std::to_string(getpid());
+    if (!error.empty()) return;
+    PlantHostFile(planted, "SECRET=1\n", left);
+    PlantHostFile(sibling, "not secret\n", left);
+  }
+};
 
 // A build whose sysconfdir lies beneath a granted system directory (/usr/local/etc with
 // the default prefix): a run cannot open a file in <sysconfdir>/skill-mcp, even with
@@ -340,32 +439,16 @@ TEST(LandlockKernel, TheConfiguredSysconfdirIsOutOfReach) {
                     "covers it";
   if (geteuid() != 0) GTEST_SKIP() << "planting a file in " << dir << " needs root";
   Tree t;
-  // Make what is missing of the path, and remove only that afterwards.
-  std::vector<std::string> made;
-  for (size_t i = 1; i <= dir.size(); ++i) {
-    if (i != dir.size() && dir[i] != '/') continue;
-    const std::string prefix = dir.substr(0, i);
-    if (mkdir(prefix.c_str(), 0755) == 0) made.push_back(prefix);
-    else if (errno != EEXIST) GTEST_SKIP() << "cannot make " << prefix << ": " << strerror(errno);
-  }
-  const std::string parent = dir.substr(0, dir.rfind('/'));
-  const std::string planted = dir + "/landlock-test." + std::to_string(getpid());
-  const std::string sibling = parent + "/landlock-test." + std::to_string(getpid());
-  Tree::Write(planted, "SECRET=1\n");
-  Tree::Write(sibling, "not secret\n");
-  chmod(planted.c_str(), 0644);
-  chmod(sibling.c_str(), 0644);
+  PlantedConfig p;
+  if (!p.error.empty()) GTEST_SKIP() << p.error;
   RunSpec spec = Spec(static_cast<uint32_t>(abi));
   spec.scratch_dir_path = t.scratch;
   spec.node_dir_path = "/usr";
   spec.read_dirs = {};
-  const int planted_err = InChild(spec, t.skill, [&] { return OpenErr(planted, O_RDONLY); });
-  const int sibling_err = InChild(spec, t.skill, [&] { return OpenErr(sibling, O_RDONLY); });
+  const int planted_err = InChild(spec, t.skill, [&] { return OpenErr(p.planted, O_RDONLY); });
+  const int sibling_err = InChild(spec, t.skill, [&] { return OpenErr(p.sibling, O_RDONLY); });
   const int usr_err = InChild(spec, t.skill, [&] { return OpenErr("/usr/bin/env", O_RDONLY); });
-  const int control_err = OpenErr(planted, O_RDONLY);
-  unlink(planted.c_str());
-  unlink(sibling.c_str());
-  for (auto it = made.rbegin(); it != made.rend(); ++it) rmdir(it->c_str());
+  const int control_err = OpenErr(p.planted, O_RDONLY);
   EXPECT_EQ(planted_err, EACCES) << "a world-readable file in " << dir;
   // Only where a granted directory holds the path: elsewhere no rule reaches it anyway.
   if (dir.rfind("/usr/", 0) == 0) {
@@ -374,33 +457,6 @@ TEST(LandlockKernel, TheConfiguredSysconfdirIsOutOfReach) {
   EXPECT_EQ(usr_err, 0) << "the rest of /usr";
   EXPECT_EQ(control_err, 0) << "control: without Landlock";
 }
-
-// <sysconfdir>/skill-mcp made where missing (removed again, with what was made of the
-// path), a world-readable file planted in it and one beside it.
-struct PlantedConfig {
-  std::string dir = ConfiguredDir(), parent, planted, sibling, error;
-  std::vector<std::string> made;
-  PlantedConfig() {
-    parent = dir.substr(0, dir.rfind('/'));
-    for (size_t i = 1; i <= dir.size(); ++i) {
-      if (i != dir.size() && dir[i] != '/') continue;
-      const std::string prefix = dir.substr(0, i);
-      if (mkdir(prefix.c_str(), 0755) == 0) made.push_back(prefix);
-      else if (errno != EEXIST) error = "cannot make " + prefix + ": " + strerror(errno);
-    }
-    planted = dir + "/landlock-test." + std::to_string(getpid());
-    sibling = parent + "/landlock-test." + std::to_string(getpid());
-    Tree::Write(planted.c_str(), "SECRET=1\n");
-    Tree::Write(sibling.c_str(), "not secret\n");
-    chmod(planted.c_str(), 0644);
-    chmod(sibling.c_str(), 0644);
-  }
-  ~PlantedConfig() {
-    unlink(planted.c_str());
-    unlink(sibling.c_str());
-    for (auto it = made.rbegin(); it != made.rend(); ++it) rmdir(it->c_str());
-  }
-};
 
 // MCP_DATA_DIR on the directory holding <sysconfdir>/skill-mcp, reached through a symlink
 // (the broker sends a real path; a symlink swapped in since, or one on a path the
@@ -444,6 +500,7 @@ TEST(LandlockKernel, ADataDirInAnOperatorsDirectoryFailsTheStep) {
   if (!p.error.empty()) GTEST_SKIP() << p.error;
   const std::string sub = p.dir + "/landlock-test-sub." + std::to_string(getpid());
   ASSERT_EQ(mkdir(sub.c_str(), 0755), 0);
+  p.left.Dir(sub);
   const std::string link = t.root + "/op-link";
   ASSERT_EQ(symlink(p.dir.c_str(), link.c_str()), 0);
   RunSpec spec = Spec(static_cast<uint32_t>(abi));
@@ -457,7 +514,6 @@ TEST(LandlockKernel, ADataDirInAnOperatorsDirectoryFailsTheStep) {
   }
   spec.data_dir_path = t.other;
   const int control = InChild(spec, t.skill, [&] { return OpenErr(t.other + "/secret", O_RDONLY); });
-  rmdir(sub.c_str());
   EXPECT_EQ(got, (std::vector<int>{126, 126, 126})) << "the directory, one in it, a link to it";
   EXPECT_EQ(control, 0) << "control: another data directory";
 }
