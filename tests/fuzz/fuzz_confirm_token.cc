@@ -2,9 +2,11 @@
 // client hands back in skill_run's `confirmToken`.
 //   even first byte: the rest is a token; Check against a fixed willRun with the server's
 //     own key must never throw, crash, or say kValid for anything but a token it signed.
-//   odd first byte: the rest describes two willRuns; a token issued for the first must
-//     check as the rules say (valid, draft changed, expired), spend once, and any other
-//     spelling of it (one byte changed) must be refused.
+//   odd first byte: the rest describes two willRuns (the last field is the script's
+//     identity, which the token binds but the willRun does not show); a token issued for the
+//     first must check as the rules say (valid, draft changed when the shown willRun or the
+//     script identity differs, expired), spend once, and any other spelling of it (one byte
+//     changed) must be refused.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -62,6 +64,8 @@ WillRun FromFields(const std::vector<std::string>& f, uint8_t shape) {
   if (shape & 16) w.env_not_set.push_back(next());
   if (shape & 32) w.env_warning = next();
   w.timeout_ms = static_cast<int64_t>(shape) * 1000;
+  // Not shown, but bound by the token (tokens.h): the identity of the approved script.
+  w.script_identity = next();
   return w;
 }
 
@@ -82,7 +86,7 @@ void CheckIssued(std::string_view rest) {
   std::vector<std::string> fields = Fields(rest.substr(3));
   WillRun first = FromFields(fields, shape);
   WillRun second = first;
-  switch (change % 6) {
+  switch (change % 8) {
     case 0:
       break;
     case 1:
@@ -99,6 +103,13 @@ void CheckIssued(std::string_view rest) {
       break;
     case 5:
       second = FromFields(fields, change);
+      break;
+    case 6:
+      second.script_identity = fields.back();
+      break;
+    case 7:
+      // The script was edited after the preview: same willRun, another file.
+      second.script_identity.push_back(static_cast<char>(when));
       break;
   }
   // One random key per process, as the server has: creating a key in guarded memory per
@@ -140,9 +151,13 @@ void CheckIssued(std::string_view rest) {
   // The first one, later and against the second willRun, checks as the rules say.
   const int64_t at = now + ((when >> 4) & 31);
   TokenVerdict v = tokens->Check(issued->token, second, at);
-  TokenVerdict want = at >= now + ttl                  ? TokenVerdict::kExpired
-                      : (!canon2 || *canon1 != *canon2) ? TokenVerdict::kDraftChanged
-                                                        : TokenVerdict::kValid;
+  // Why the identity counts: a script edited after the user approved it must not run on
+  // the approval (docs/wire.md §6); it is not part of the shown willRun.
+  const bool same_run = canon2 && *canon1 == *canon2 &&
+                        first.script_identity == second.script_identity;
+  TokenVerdict want = at >= now + ttl ? TokenVerdict::kExpired
+                      : !same_run     ? TokenVerdict::kDraftChanged
+                                      : TokenVerdict::kValid;
   if (v != want) __builtin_trap();
 }
 

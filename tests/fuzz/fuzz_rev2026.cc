@@ -3,9 +3,11 @@
 // server (fuzz::Server: Session + McpServer + skill_run as serve.cc wires them, the run side
 // a recorder). The first byte picks the mode:
 //   even: `{"jsonrpc":"2.0","id":1,"method":<second byte picks>,"params":{"_meta":<rest>}}`.
-//         When the line is a request, it gets exactly one answer; a result only for an
-//         envelope naming 2026-07-28 with object capabilities (or none at all, outside
-//         server/discover); the server then still answers a well-formed server/discover.
+//         When the line is a request, it gets exactly one answer, judged by the table of
+//         docs/wire.md §8 written out here (Judge; not the server's ReadEnvelope): the error
+//         code of an unusable envelope (-32602, -32022 with `requested`, -32601 for 2026
+//         initialize/ping), a 2026 result stamped with resultType and serverInfo, a 2025
+//         one never stamped; the server then still answers a well-formed server/discover.
 //   odd:  a skill_run round is opened with a valid envelope and the elicitation capability;
 //         the retry carries the rest as requestState (bit 1: the genuine state with the
 //         rest appended, else the rest as raw JSON), the rest as inputResponses (bit 2:
@@ -19,7 +21,6 @@
 #include <string>
 #include <vector>
 
-#include "broker/mcp/era.h"
 #include "tests/fuzz/rig.h"
 #include "tests/fuzz/session_util.h"
 
@@ -51,6 +52,72 @@ std::string RunCall(int id, int args, const std::string& extra) {
          kArgs[args] + "},\"_meta\":" + kEnvelope + extra + "}}\n";
 }
 
+// What docs/wire.md §8 says a fresh connection (no initialize, era not fixed) must answer
+// to one request, written from the table there and NOT from the server's ReadEnvelope, so
+// the two can disagree. kServe: the method's own answer (a result, or the method's error).
+struct Expected {
+  enum class Kind { kServe2025, kServe2026, kError } kind = Kind::kServe2025;
+  int code = 0;            // kError: the JSON-RPC error code
+  std::string requested;   // -32022: data.requested
+};
+
+Expected Judge(const std::string& method, const Json& params) {
+  const char* const kVersion = "io.modelcontextprotocol/protocolVersion";
+  const char* const kCaps = "io.modelcontextprotocol/clientCapabilities";
+  Expected want;
+  const Json* meta = nullptr;
+  if (params.is_object() && params.contains("_meta") && params["_meta"].is_object()) {
+    meta = &params["_meta"];
+  }
+  if (meta == nullptr || !meta->contains(kVersion)) {
+    // "Without that key a request is a 2025 one", except the probe, which needs it.
+    if (method == "server/discover") want = {Expected::Kind::kError, -32602, ""};
+    return want;
+  }
+  const Json& version = (*meta)[kVersion];
+  if (!version.is_string()) return {Expected::Kind::kError, -32602, ""};
+  if (version.get<std::string>() != "2026-07-28") {
+    return {Expected::Kind::kError, -32022, version.get<std::string>()};
+  }
+  if (!meta->contains(kCaps) || !(*meta)[kCaps].is_object()) {
+    return {Expected::Kind::kError, -32602, ""};
+  }
+  // "2026 initialize or ping (removed by the revision)": -32601.
+  if (method == "initialize" || method == "ping") return {Expected::Kind::kError, -32601, ""};
+  want.kind = Expected::Kind::kServe2026;
+  return want;
+}
+
+bool CarriesServerInfo(const Json& result) {
+  auto meta = result.find("_meta");
+  return meta != result.end() && meta->is_object() &&
+         meta->contains("io.modelcontextprotocol/serverInfo");
+}
+
+void CheckAnswer(const Expected& want, const Json& answer) {
+  if (want.kind == Expected::Kind::kError) {
+    Check(answer.contains("error") && !answer.contains("result") && answer["error"].is_object());
+    Check(answer["error"].value("code", 0) == want.code);
+    if (want.code == -32022) {
+      const Json& data = answer["error"].value("data", Json());
+      Check(data.is_object() && data.value("requested", Json()) == Json(want.requested) &&
+            data.value("supported", Json()) == Json::array({"2026-07-28"}));
+    }
+    return;
+  }
+  if (!answer.contains("result")) return;  // the method's own refusal, in either era
+  const Json& result = answer["result"];
+  Check(result.is_object());
+  if (want.kind == Expected::Kind::kServe2026) {
+    // "Every 2026 result starts with resultType ... then _meta: {serverInfo}".
+    Check(result.contains("resultType") && result["resultType"].is_string());
+    Check(CarriesServerInfo(result));
+  } else {
+    // "not one byte of what a 2024-11-05 ... 2025-11-25 client sees moved".
+    Check(!CarriesServerInfo(result));
+  }
+}
+
 void FuzzMeta(fuzz::Server& server, uint8_t pick, std::string_view rest) {
   const std::string method = kMethods[pick % std::size(kMethods)];
   const std::string line = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"" + method +
@@ -62,17 +129,11 @@ void FuzzMeta(fuzz::Server& server, uint8_t pick, std::string_view rest) {
   NoServerRequests(out);
   RpcMessage m = ParseRpcLine(std::string_view(line).substr(0, line.size() - 1));
   if (m.kind == RpcMessage::Kind::kRequest) {
-    std::vector<Json> answers = fuzz::AnswersTo(out, Json(1));
+    std::vector<Json> answers = fuzz::AnswersTo(out, m.id);
     Check(answers.size() == 1);
-    if (answers[0].contains("result")) {
-      Envelope e = ReadEnvelope(m.params);
-      Check(e.kind == Envelope::Kind::kModern ||
-            (e.kind == Envelope::Kind::kNone && method != "server/discover"));
-      if (e.kind == Envelope::Kind::kModern) {
-        Check(method != "ping" && method != "initialize");
-        Check(answers[0]["result"].contains("resultType"));
-      }
-    }
+    // The rest may close params early and name another method or id: judged only when
+    // the request is the one built here.
+    if (m.method == method && m.id == Json(1)) CheckAnswer(Judge(method, m.params), answers[0]);
   }
   // Alive, whatever era the input left the connection in (no initialize was sent).
   const std::string probe = std::string("{\"jsonrpc\":\"2.0\",\"id\":99,\"method\":") +
