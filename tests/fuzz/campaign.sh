@@ -25,7 +25,11 @@ for t in "$@"; do
     session) limit+=(-max_len=512) ;;
   esac
   start=$(date +%s)
-  (cd "$dir" && nice -n "${FUZZ_NICE:-19}" "$build/tests/fuzz/fuzz-$t" -jobs=1 -workers=1 \
+  # With autogroup scheduling (kernel.sched_autogroup_enabled=1, Debian's default) nice
+  # ranks processes only within their session, and each session competes at full weight:
+  # the fuzzer gets a session of its own whose autogroup takes the same nice, so it yields.
+  (cd "$dir" && setsid --wait sh -c '[ -w /proc/self/autogroup ] && echo "$0" > /proc/self/autogroup; exec "$@"' \
+      "${FUZZ_NICE:-19}" nice -n "${FUZZ_NICE:-19}" "$build/tests/fuzz/fuzz-$t" -jobs=1 -workers=1 \
       -max_total_time="$secs" "${limit[@]}" -print_final_stats=1 -timeout="${FUZZ_TIMEOUT:-10}" \
       -rss_limit_mb=2048 -artifact_prefix="$dir/" "${dict[@]}" corpus >/dev/null 2>&1)
   took=$(( $(date +%s) - start ))
