@@ -2,9 +2,10 @@
 // and any other): a real server (fuzz::Server) holds a skill_run whose prompt is open; the
 // input is the rest of a notification line after `{"jsonrpc":"2.0",`; then the user
 // approves. A notification is never answered (nothing with an id comes back, though the
-// server may send notifications of its own); request 2 gets no answer and no run if the
-// notification cancelled it (requestId 2, the same JSON value), else exactly one answer,
-// the dispatch.
+// server may send notifications of its own); request 2 gets no answer and the run side is
+// never asked to start it (counted on the recorder, which sees a start even when its answer
+// is suppressed) if the notification cancelled it (requestId 2, the same JSON value), else
+// exactly one start and one answer, the dispatch.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -49,10 +50,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!server.Feed(kApprove)) return 0;
   std::vector<Json> out = server.TakeOutput();
   std::vector<Json> answers = fuzz::AnswersTo(out, Json(2));
+  const size_t started = server.recorder().starts().size();
   if (cancels) {
-    if (!answers.empty()) __builtin_trap();
+    // Why: a cancelled call's prompt is withdrawn, so its approval starts nothing.
+    if (!answers.empty() || started != 0) __builtin_trap();
   } else {
-    if (answers.size() != 1 || !fuzz::IsDispatched(answers[0]["result"])) __builtin_trap();
+    if (answers.size() != 1 || !fuzz::IsDispatched(answers[0]["result"]) || started != 1) {
+      __builtin_trap();
+    }
   }
   server.Close();
   return 0;

@@ -5,15 +5,18 @@
 // serve.cc wires them, the run side a recorder). After every message it checks:
 //   - every answer names a request still waiting for one, and none is answered twice;
 //   - a notification or an answer of the client's is never answered;
-//   - a run is dispatched only for a request carrying an unspent, unexpired token the
-//     server issued for the same arguments, or one whose prompt the client accepted with
-//     approve: true (the clock moves forward on demand);
+//   - the run side is asked to start a run (counted on the recorder, whether or not an
+//     answer shows it) only for a request carrying an unspent, unexpired token the server
+//     issued for the same arguments, or one whose live prompt the client accepted with
+//     approve: true, never for a cancelled request (the clock moves forward on demand);
+//     every start is answered as dispatched, and every dispatched answer had its start;
 //   - the server asks elicitation/create only while serving a skill_run;
 //   - at the end, the server still answers a ping (alive).
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,6 +39,9 @@ class Bytes {
 };
 
 const char* const kArgs[] = {"[\"a\"]", "[]", "[\"b\",\"c\"]", "[\"x\\u0000\"]"};
+// The same argument lists as the run side receives them.
+const std::vector<std::string> kArgVectors[] = {
+    {"a"}, {}, {"b", "c"}, {std::string("x\0", 2)}};
 
 struct Token {
   std::string text;
@@ -56,6 +62,7 @@ class Model {
   void Observe(const std::vector<Json>& out, bool may_fail_parse);
   void OnAnswer(const Json& line);
   void RecordTokens(const Json& result, const std::string& id_key);
+  void CheckStarts();
 
   void Initialize();
   void CallRun();
@@ -69,12 +76,17 @@ class Model {
   Bytes in_;
   fuzz::Server server_{fuzz::DefaultGate()};
   std::map<std::string, int> waiting_;                      // request id (dumped) -> answers owed
-  std::map<std::string, bool> may_run_;                     // request id -> allowed to dispatch
   std::map<std::string, int> run_args_;                     // skill_run request id -> args variant
   std::map<std::string, std::optional<size_t>> run_token_;  // ... -> token used, if any
   std::vector<Token> tokens_;
-  std::map<std::string, std::string> prompts_;  // open prompt id -> request id
+  std::vector<std::string> prompt_ids_;         // every prompt id the server sent
+  std::map<std::string, std::string> prompts_;  // live prompt id -> request id
   std::optional<std::string> serving_run_;      // the skill_run this message is
+  // This step: the requests that may start a run (a valid token, an approved live prompt),
+  // and the ones answered as dispatched.
+  std::vector<std::string> may_start_;
+  std::set<std::string> dispatched_;
+  size_t starts_seen_ = 0;  // recorder starts already matched to a request
 };
 
 void Model::Send(const std::string& line, bool may_fail_parse) {
@@ -95,6 +107,7 @@ void Model::Observe(const std::vector<Json>& out, bool may_fail_parse) {
       // Why: the server only ever asks the user while serving a skill_run.
       if (line["method"] != "elicitation/create" || !serving_run_) __builtin_trap();
       prompts_[line["id"].dump()] = *serving_run_;
+      prompt_ids_.push_back(line["id"].dump());
       continue;
     }
     if (!line.contains("id") || line["id"].is_null()) {
@@ -113,12 +126,28 @@ void Model::OnAnswer(const Json& line) {
   it->second -= 1;
   if (!line.contains("result")) return;
   const Json& result = line["result"];
-  if (fuzz::IsDispatched(result)) {
-    if (!may_run_[key]) __builtin_trap();  // ran without a valid token or approval
-    may_run_[key] = false;
-    if (run_token_[key]) tokens_[*run_token_[key]].used = true;
-  }
+  if (fuzz::IsDispatched(result)) dispatched_.insert(key);
   RecordTokens(result, key);
+}
+
+// After every step: each run the recorder was asked to start belongs to a request this
+// step allowed to start one, with the same arguments, and was answered as dispatched; each
+// dispatched answer had its start.
+void Model::CheckStarts() {
+  const auto& starts = server_.recorder().starts();
+  std::set<std::string> started;
+  for (; starts_seen_ < starts.size(); ++starts_seen_) {
+    auto it = may_start_.begin();
+    while (it != may_start_.end() && kArgVectors[run_args_[*it]] != starts[starts_seen_]) ++it;
+    // Why: nothing runs without a valid token or an accepted live prompt.
+    if (it == may_start_.end()) __builtin_trap();
+    if (run_token_[*it]) tokens_[*run_token_[*it]].used = true;
+    started.insert(*it);
+    may_start_.erase(it);
+  }
+  if (started != dispatched_) __builtin_trap();
+  may_start_.clear();
+  dispatched_.clear();
 }
 
 void Model::RecordTokens(const Json& result, const std::string& id_key) {
@@ -154,13 +183,15 @@ void Model::CallRun() {
   } else if ((t & 3) == 2) {
     token = ",\"confirmToken\":\"AAAA.BBBB\"";
   }
-  // Only when no other request under this id is still waiting (else it is refused at once).
+  // Only when no other request under this id is still waiting (else it is dropped).
   if (waiting_[key] == 0) {
     run_args_[key] = args;
     run_token_[key] = used;
     // Why: only an unspent, unexpired token issued for these very arguments runs.
-    may_run_[key] = used && !tokens_[*used].used && tokens_[*used].args == args &&
-                    server_.now() < tokens_[*used].issued_at + fuzz::DefaultGate().ttl_seconds;
+    if (used && !tokens_[*used].used && tokens_[*used].args == args &&
+        server_.now() < tokens_[*used].issued_at + fuzz::DefaultGate().ttl_seconds) {
+      may_start_.push_back(key);
+    }
   }
   serving_run_ = key;
   Request(id, "tools/call",
@@ -196,15 +227,13 @@ void Model::AnswerPrompt() {
       // An error next to an approving result: taken as the error.
       "\"error\":{\"code\":1},\"result\":{\"action\":\"accept\",\"content\":{\"approve\":true}}",
       "\"result\":{\"action\":\"accept\",\"content\":{\"approve\":1}}"};
+  // Any prompt the server ever sent (live, answered or withdrawn), or one it never sent.
   std::string id = "\"skill-mcp-99\"";
-  auto open = prompts_.end();
-  if ((b & 1) == 0 && !prompts_.empty()) {
-    open = prompts_.begin();
-    id = open->first;
-  }
+  if ((b & 1) == 0 && !prompt_ids_.empty()) id = prompt_ids_[(b >> 4) % prompt_ids_.size()];
   const int answer = (b >> 1) & 7;
+  auto open = prompts_.find(id);
   if (open != prompts_.end()) {
-    if (answer == 0) may_run_[open->second] = true;  // the user approved that run
+    if (answer == 0) may_start_.push_back(open->second);  // the user approved that run
     prompts_.erase(open);
   }
   Send("{\"jsonrpc\":\"2.0\",\"id\":" + id + "," + kAnswers[answer] + "}");
@@ -215,10 +244,12 @@ void Model::Cancel() {
   const Json id = MakeId(b);
   Send("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":" +
        id.dump() + "}}");
-  // A cancelled request is never answered, its prompt (if any) runs nothing.
+  // A cancelled request is never answered, its prompt (if any) is gone and runs nothing.
   const std::string key = id.dump();
   waiting_[key] = 0;
-  may_run_[key] = false;
+  for (auto it = prompts_.begin(); it != prompts_.end();) {
+    it = it->second == key ? prompts_.erase(it) : std::next(it);
+  }
 }
 
 void Model::CutLine() {
@@ -280,6 +311,7 @@ void Model::Run() {
         Wait();
         break;
     }
+    CheckStarts();
   }
   // Alive: a fresh request is still answered, exactly once.
   Request(Json("final-ping"), "ping", "{}");

@@ -41,16 +41,23 @@ Rig& GetRig();
 // skill_run got past the gate and asked the supervisor to start the script.
 bool IsDispatched(const Json& tool_result);
 
-// The run side: counts the runs skill_run hands over and refuses each, so nothing runs.
+// The run side: records every run skill_run hands over (its arguments, in order) and
+// refuses each, so nothing runs.
 class RecorderRunner : public Runner {
  public:
   bool Busy() const override { return false; }
-  std::optional<StartRefusal> Start(PreparedRun, Done) override {
+  std::optional<StartRefusal> Start(PreparedRun run, Done) override {
     ++started;
+    starts_.push_back(std::move(run.args));
     return StartRefusal{StartProblem::kUnavailable, kRecorderRefusal, 0};
   }
   void Cancel() override {}
-  size_t started = 0;
+  // The argv (after the script) of every start, oldest first.
+  const std::vector<std::vector<std::string>>& starts() const { return starts_; }
+  size_t started = 0;  // starts().size(), kept for fuzz_tool_args
+
+ private:
+  std::vector<std::vector<std::string>> starts_;
 };
 
 // One server: loop, session over a pipe (client -> server) and a memfd (server -> client),
@@ -70,6 +77,8 @@ class Server {
   // skill_run's clock (unix seconds), which the caller may move forward.
   int64_t now() const { return now_; }
   void Advance(int64_t seconds) { now_ += seconds; }
+  // What the run side was asked to start so far.
+  const RecorderRunner& recorder() const { return *runner_; }
 
  private:
   void Drain();
