@@ -11,7 +11,9 @@
 //     approve: true, never for a cancelled request (the clock moves forward on demand);
 //     every start is answered as dispatched, and every dispatched answer had its start;
 //   - the server asks elicitation/create only while serving a skill_run;
-//   - at the end, the server still answers a ping (alive).
+//   - at the end, once every live prompt is declined, no request is still owed an answer
+//     (exactly one answer per request, not just at most one), and the server still
+//     answers a ping (alive).
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -63,6 +65,7 @@ class Model {
   void OnAnswer(const Json& line);
   void RecordTokens(const Json& result, const std::string& id_key);
   void CheckStarts();
+  void Finish();
 
   void Initialize();
   void CallRun();
@@ -95,7 +98,10 @@ void Model::Send(const std::string& line, bool may_fail_parse) {
 }
 
 void Model::Request(const Json& id, const std::string& method, const std::string& params) {
-  waiting_[id.dump()] += 1;
+  int& owed = waiting_[id.dump()];
+  // A request reusing the id of one still in flight is dropped unanswered (session.cc),
+  // except an unknown method, which the session answers before it looks at the id.
+  if (owed == 0 || method == "no/such/method") owed += 1;
   Send("{\"jsonrpc\":\"2.0\",\"id\":" + id.dump() + ",\"method\":\"" + method +
        "\",\"params\":" + params + "}");
 }
@@ -313,7 +319,22 @@ void Model::Run() {
     }
     CheckStarts();
   }
-  // Alive: a fresh request is still answered, exactly once.
+  Finish();
+}
+
+// The end of the session: every prompt still open is declined, after which each request
+// has had its one answer; then a fresh ping is still answered (the server is alive).
+void Model::Finish() {
+  while (!prompts_.empty()) {
+    const std::string id = prompts_.begin()->first;
+    prompts_.erase(prompts_.begin());
+    Send("{\"jsonrpc\":\"2.0\",\"id\":" + id + ",\"result\":{\"action\":\"decline\"}}");
+  }
+  CheckStarts();
+  // Why: exactly one answer per request; a request left unanswered is a client hung.
+  for (const auto& [id, owed] : waiting_) {
+    if (owed != 0) __builtin_trap();
+  }
   Request(Json("final-ping"), "ping", "{}");
   if (waiting_["\"final-ping\""] != 0) __builtin_trap();
   server_.Close();
