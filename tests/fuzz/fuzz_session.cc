@@ -10,6 +10,13 @@
 //     issued for the same arguments, or one whose live prompt the client accepted with
 //     approve: true, never for a cancelled request (the clock moves forward on demand);
 //     every start is answered as dispatched, and every dispatched answer had its start;
+//   - the run side holds a started run when told to (a step switches the recorder between
+//     holding and refusing in four ways): then the call is answered only when a later step
+//     settles the run with made-up results (exit code or signal, memory kill, timeout, setup
+//     failure, stdout/stderr bytes that may be invalid UTF-8 or cut), and that answer is
+//     the receipt or RUN_SETUP_FAILED, its exit code, signal, flags and plain-ASCII output
+//     as given; RUN_IN_PROGRESS comes only while a run is held; cancelling the call whose
+//     run is held (and only that) reaches the run side's Cancel;
 //   - the server asks elicitation/create only while serving a skill_run;
 //   - at the end, once every live prompt is declined, no request is still owed an answer
 //     (exactly one answer per request, not just at most one), and the server still
@@ -45,6 +52,31 @@ const char* const kArgs[] = {"[\"a\"]", "[]", "[\"b\",\"c\"]", "[\"x\\u0000\"]"}
 const std::vector<std::string> kArgVectors[] = {
     {"a"}, {}, {"b", "c"}, {std::string("x\0", 2)}};
 
+// The tool payload of a tools/call result (the JSON in content[0].text), or discarded.
+Json PayloadOf(const Json& result) {
+  if (!result.is_object() || !result.contains("content")) return Json::value_t::discarded;
+  const Json& content = result["content"];
+  if (!content.is_array() || content.empty() || !content[0].contains("text") ||
+      !content[0]["text"].is_string()) {
+    return Json::value_t::discarded;
+  }
+  return Json::parse(content[0]["text"].get<std::string>(), nullptr, false);
+}
+
+std::string ErrorOf(const Json& payload) {
+  if (!payload.is_object()) return "";
+  auto it = payload.find("error");
+  return it != payload.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// Printable ASCII and newlines: text every renderer must pass through unchanged.
+bool IsPlain(const std::string& s) {
+  for (unsigned char c : s) {
+    if (c != '\n' && (c < 0x20 || c > 0x7e)) return false;
+  }
+  return true;
+}
+
 struct Token {
   std::string text;
   int args = 0;
@@ -65,7 +97,9 @@ class Model {
   void OnAnswer(const Json& line);
   void RecordTokens(const Json& result, const std::string& id_key);
   void CheckStarts();
+  void CheckReceipt(const Json& payload) const;
   void Finish();
+  std::string TakeBytes();
 
   void Initialize();
   void CallRun();
@@ -75,6 +109,9 @@ class Model {
   void CutLine();
   void Other();
   void Wait() { server_.Advance(8 * in_.Next()); }  // up to 34 minutes later
+  void FinishRun();
+  void SettleRun(RunResult result);
+  void SetRecorder();
 
   Bytes in_;
   fuzz::Server server_{fuzz::DefaultGate()};
@@ -90,6 +127,8 @@ class Model {
   std::vector<std::string> may_start_;
   std::set<std::string> dispatched_;
   size_t starts_seen_ = 0;  // recorder starts already matched to a request
+  std::optional<std::string> running_;  // the request whose run the recorder holds
+  std::optional<RunResult> settling_;   // the result its run is being settled with
 };
 
 void Model::Send(const std::string& line, bool may_fail_parse) {
@@ -132,8 +171,44 @@ void Model::OnAnswer(const Json& line) {
   it->second -= 1;
   if (!line.contains("result")) return;
   const Json& result = line["result"];
-  if (fuzz::IsDispatched(result)) dispatched_.insert(key);
+  const Json payload = PayloadOf(result);
+  const std::string error = ErrorOf(payload);
+  // The run side refused a start (any of the recorder's refusals).
+  if (error == "RUN_NOT_STARTED") dispatched_.insert(key);
+  // Why: "one at a time" is said only while a run is in flight.
+  if (error == "RUN_IN_PROGRESS" && !running_) __builtin_trap();
+  const bool receipt = payload.is_object() && payload.contains("exitCode");
+  if (receipt || error == "RUN_SETUP_FAILED") {
+    // Why: a run's answer comes only when its run settles, and only to its own call.
+    if (!settling_ || key != *running_) __builtin_trap();
+    CheckReceipt(payload);
+  }
   RecordTokens(result, key);
+}
+
+// The answer to a settled run says what the run side reported (docs/wire.md "skill_run,
+// confirmed"); plain text comes through byte for byte, anything else at least as JSON.
+void Model::CheckReceipt(const Json& payload) const {
+  const RunResult& r = *settling_;
+  if (r.failure) {
+    if (ErrorOf(payload) != "RUN_SETUP_FAILED") __builtin_trap();
+    return;
+  }
+  const Json code = r.exit_code ? Json(*r.exit_code) : Json(nullptr);
+  if (payload["exitCode"] != code || payload["signal"].is_null() == r.signal.has_value() ||
+      payload["timedOut"] != r.timed_out || payload["truncated"]["stdout"] != r.out.truncated ||
+      payload["truncated"]["stderr"] != r.err.truncated || !payload["stdout"].is_string() ||
+      !payload["stderr"].is_string()) {
+    __builtin_trap();
+  }
+  if (IsPlain(r.out.data) && payload["stdout"] != r.out.data) __builtin_trap();
+  const std::string err = payload["stderr"].get<std::string>();
+  if (IsPlain(r.err.data) && err.compare(0, r.err.data.size(), r.err.data) != 0) __builtin_trap();
+  // Why: a memory kill is told at the end of stderr; otherwise stderr is the script's own.
+  if (r.memory_kill ? err.size() <= r.err.data.size() || err.back() != '\n'
+                    : IsPlain(r.err.data) && err.size() != r.err.data.size()) {
+    __builtin_trap();
+  }
 }
 
 // After every step: each run the recorder was asked to start belongs to a request this
@@ -144,11 +219,17 @@ void Model::CheckStarts() {
   std::set<std::string> started;
   for (; starts_seen_ < starts.size(); ++starts_seen_) {
     auto it = may_start_.begin();
-    while (it != may_start_.end() && kArgVectors[run_args_[*it]] != starts[starts_seen_]) ++it;
+    while (it != may_start_.end() && kArgVectors[run_args_[*it]] != starts[starts_seen_].args) ++it;
     // Why: nothing runs without a valid token or an accepted live prompt.
     if (it == may_start_.end()) __builtin_trap();
     if (run_token_[*it]) tokens_[*run_token_[*it]].used = true;
-    started.insert(*it);
+    if (starts[starts_seen_].held) {
+      // Why: a run in flight is answered when it settles, not before.
+      if (running_ || dispatched_.count(*it) != 0 || waiting_[*it] != 1) __builtin_trap();
+      running_ = *it;
+    } else {
+      started.insert(*it);
+    }
     may_start_.erase(it);
   }
   if (started != dispatched_) __builtin_trap();
@@ -248,10 +329,14 @@ void Model::AnswerPrompt() {
 void Model::Cancel() {
   const uint8_t b = in_.Next();
   const Json id = MakeId(b);
+  const std::string key = id.dump();
+  const size_t cancels = server_.recorder().cancels();
   Send("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":" +
        id.dump() + "}}");
+  // Why: cancelling the call whose run is in flight stops that run (it then settles with
+  // no answer); no other cancel reaches the run side.
+  if (server_.recorder().cancels() != cancels + (running_ == key ? 1 : 0)) __builtin_trap();
   // A cancelled request is never answered, its prompt (if any) is gone and runs nothing.
-  const std::string key = id.dump();
   waiting_[key] = 0;
   for (auto it = prompts_.begin(); it != prompts_.end();) {
     it = it->second == key ? prompts_.erase(it) : std::next(it);
@@ -288,10 +373,81 @@ void Model::Other() {
   }
 }
 
+std::string Model::TakeBytes() {
+  std::string out(in_.Next() % 64, '\0');
+  for (char& c : out) c = static_cast<char>(in_.Next());
+  return out;
+}
+
+// Settles the run the recorder holds with what the input says the run side reported.
+void Model::FinishRun() {
+  if (!running_) return;  // nothing in flight: a no-op that reads nothing
+  RunResult r;
+  const uint8_t kind = in_.Next();
+  switch (kind & 3) {
+    case 0:
+      r.exit_code = in_.Next();
+      break;
+    case 1:
+      r.signal = in_.Next();  // any number, named or not
+      break;
+    case 2:
+      r.failure = SetupFailure{static_cast<int8_t>(in_.Next()), in_.Next(), 1000, 1000,
+                               "/usr/libexec/skill-mcp/worker", "/usr/bin/node"};
+      break;
+    case 3:
+      r.signal = 9;
+      r.memory_kill = MemoryKill{uint64_t{in_.Next()} << 20, uint64_t{in_.Next()} << 21,
+                                 in_.Next(), (kind & 32) ? size_t{4096} : 0};
+      break;
+  }
+  r.out.truncated = (kind & 4) != 0;
+  r.err.truncated = (kind & 8) != 0;
+  r.timed_out = (kind & 16) != 0;
+  r.out.data = TakeBytes();
+  r.err.data = TakeBytes();
+  r.duration_ms = int64_t{in_.Next()} * 41;
+  SettleRun(std::move(r));
+}
+
+void Model::SettleRun(RunResult result) {
+  const std::string key = *running_;
+  settling_ = result;
+  if (!server_.FinishRun(std::move(result))) __builtin_trap();  // the model saw it held
+  Observe(server_.TakeOutput(), false);
+  settling_.reset();
+  running_.reset();
+  // Why: a run that settles answers its call, unless the call was cancelled.
+  if (waiting_[key] != 0) __builtin_trap();
+}
+
+// How the run side answers the next start: hold it, or one of four refusals.
+void Model::SetRecorder() {
+  const uint8_t b = in_.Next();
+  std::optional<StartRefusal> refusal;
+  switch (b % 5) {
+    case 0:
+      break;
+    case 1:
+      refusal = StartRefusal{StartProblem::kUnavailable, fuzz::kRecorderRefusal, 0};
+      break;
+    case 2:
+      refusal = StartRefusal{StartProblem::kBusy, "", 0};
+      break;
+    case 3:
+      refusal = StartRefusal{StartProblem::kSystem, "fork", b >> 3};
+      break;
+    case 4:
+      refusal = StartRefusal{StartProblem::kBadDescription, "", 0};
+      break;
+  }
+  server_.recorder().SetRefusal(std::move(refusal));
+}
+
 void Model::Run() {
   if (!server_.ok()) return;
   for (int steps = 0; !in_.empty() && steps < 64; ++steps) {
-    switch (in_.Next() % 8) {
+    switch (in_.Next() % 10) {
       case 0:
         Initialize();
         break;
@@ -316,6 +472,12 @@ void Model::Run() {
       case 7:
         Wait();
         break;
+      case 8:
+        FinishRun();
+        break;
+      case 9:
+        SetRecorder();
+        break;
     }
     CheckStarts();
   }
@@ -331,6 +493,11 @@ void Model::Finish() {
     Send("{\"jsonrpc\":\"2.0\",\"id\":" + id + ",\"result\":{\"action\":\"decline\"}}");
   }
   CheckStarts();
+  if (running_) {
+    RunResult done;
+    done.exit_code = 0;
+    SettleRun(std::move(done));
+  }
   // Why: exactly one answer per request; a request left unanswered is a client hung.
   for (const auto& [id, owed] : waiting_) {
     if (owed != 0) __builtin_trap();

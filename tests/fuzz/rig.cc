@@ -103,6 +103,25 @@ bool IsDispatched(const Json& tool_result) {
 
 GateConfig DefaultGate() { return GateConfig{}; }
 
+std::optional<StartRefusal> RecorderRunner::Start(PreparedRun run, Done on_done) {
+  // Why trap: skill_run asks Busy() first; a start while one is in flight would have
+  // spent the caller's approval on a run the supervisor then refuses.
+  if (Busy()) __builtin_trap();
+  ++started;
+  starts_.push_back({std::move(run.args), !refusal_.has_value()});
+  if (refusal_) return refusal_;
+  done_ = std::move(on_done);
+  return std::nullopt;
+}
+
+bool RecorderRunner::Finish(RunResult result) {
+  if (!done_) return false;
+  Done done = std::move(done_);
+  done_ = nullptr;
+  done(std::move(result));
+  return true;
+}
+
 Server::Server(GateConfig gate, int64_t now) : now_(now) {
   Rig& rig = GetRig();
   int in[2];
@@ -159,6 +178,12 @@ bool Server::Feed(std::string_view lines) {
     lines.remove_prefix(static_cast<size_t>(w));
     Drain();
   }
+  return true;
+}
+
+bool Server::FinishRun(RunResult result) {
+  if (!runner_->Finish(std::move(result))) return false;
+  Drain();
   return true;
 }
 

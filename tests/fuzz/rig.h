@@ -41,23 +41,35 @@ Rig& GetRig();
 // skill_run got past the gate and asked the supervisor to start the script.
 bool IsDispatched(const Json& tool_result);
 
-// The run side: records every run skill_run hands over (its arguments, in order) and
-// refuses each, so nothing runs.
+// The run side: records every run skill_run hands over (its arguments, in order) and, by
+// default, refuses each (kRecorderRefusal), so nothing runs. Told to hold, it accepts the
+// next start instead and keeps its Done until Finish, so the run is in flight meanwhile
+// (Busy, Cancel) and its result is whatever the caller makes up. Nothing is executed.
 class RecorderRunner : public Runner {
  public:
-  bool Busy() const override { return false; }
-  std::optional<StartRefusal> Start(PreparedRun run, Done) override {
-    ++started;
-    starts_.push_back(std::move(run.args));
-    return StartRefusal{StartProblem::kUnavailable, kRecorderRefusal, 0};
-  }
-  void Cancel() override {}
-  // The argv (after the script) of every start, oldest first.
-  const std::vector<std::vector<std::string>>& starts() const { return starts_; }
+  struct Started {
+    std::vector<std::string> args;  // the argv after the script
+    bool held = false;              // accepted and in flight (else refused)
+  };
+  bool Busy() const override { return done_ != nullptr; }
+  std::optional<StartRefusal> Start(PreparedRun run, Done on_done) override;
+  void Cancel() override { ++cancels_; }
+
+  // nullopt: hold the next start; else refuse it with this.
+  void SetRefusal(std::optional<StartRefusal> refusal) { refusal_ = std::move(refusal); }
+  // Settles the run in flight with `result` (its Done is called); false when none is.
+  bool Finish(RunResult result);
+  // Every start, oldest first; how often Cancel was called.
+  const std::vector<Started>& starts() const { return starts_; }
+  size_t cancels() const { return cancels_; }
   size_t started = 0;  // starts().size(), kept for fuzz_tool_args
 
  private:
-  std::vector<std::vector<std::string>> starts_;
+  std::optional<StartRefusal> refusal_ =
+      StartRefusal{StartProblem::kUnavailable, kRecorderRefusal, 0};
+  std::vector<Started> starts_;
+  Done done_;
+  size_t cancels_ = 0;
 };
 
 // One server: loop, session over a pipe (client -> server) and a memfd (server -> client),
@@ -77,8 +89,10 @@ class Server {
   // skill_run's clock (unix seconds), which the caller may move forward.
   int64_t now() const { return now_; }
   void Advance(int64_t seconds) { now_ += seconds; }
-  // What the run side was asked to start so far.
-  const RecorderRunner& recorder() const { return *runner_; }
+  // The run side (what it was asked to start so far; how it answers the next start).
+  RecorderRunner& recorder() { return *runner_; }
+  // Settles the run the recorder holds and runs the loop; false when none is held.
+  bool FinishRun(RunResult result);
 
  private:
   void Drain();
