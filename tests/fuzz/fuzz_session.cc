@@ -1,5 +1,9 @@
-// Structure-aware libFuzzer target for whole sessions: the input is decoded into a sequence
-// of client messages (initialize, tool calls with or without a token the server issued,
+// Structure-aware libFuzzer target for whole sessions: a header byte chooses the gate
+// (MCP_CONFIRM_MODE ask-user / auto / refuse / unreadable, elicitation on or off, a 600 s or
+// 30 s token ttl), the protocolVersion every initialize asks for (2024-11-05, 2025-03-26,
+// 2025-06-18, 2025-11-25, or one the server does not know) and whether skill_run starts
+// behind serve.cc's DeferredRunTool (the session holds its input from the first skill_run
+// until a step opens the run side); the rest is decoded into a sequence of client messages (initialize, tool calls with or without a token the server issued,
 // elicitation answers, cancellations, notifications, cut-off lines, answers to unknown
 // ids) sent one by one to a real server (fuzz::Server: Session + McpServer + skill_run as
 // serve.cc wires them, the run side a recorder). After every message it checks:
@@ -17,12 +21,18 @@
 //     the receipt or RUN_SETUP_FAILED, its exit code, signal, flags and plain-ASCII output
 //     as given; RUN_IN_PROGRESS comes only while a run is held; cancelling the call whose
 //     run is held (and only that) reaches the run side's Cancel;
-//   - the server asks elicitation/create only while serving a skill_run;
+//   - the server asks elicitation/create only while serving a skill_run, and only when the
+//     client offered form elicitation on a revision that has it and the gate's elicitation
+//     is on; a token runs only when the gate checks tokens (not refuse, no prompt);
+//   - a skill_run that arrives before the run side opens gets no answer until it opens;
+//     what the client sends meanwhile is held (the model writes it once the run side is
+//     open, in order: the session reads nothing after the held call until then);
 //   - at the end, once every live prompt is declined, no request is still owed an answer
 //     (exactly one answer per request, not just at most one), and the server still
 //     answers a ping (alive).
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -84,15 +94,39 @@ struct Token {
   bool used = false;
 };
 
+// The header byte: bits 0-1 the mode (3: a gate that cannot be read), bit 2 elicitation
+// off, bit 3 a 30 s ttl, bits 4-6 the protocolVersion, bit 7 the run side starts closed.
+GateConfig GateFor(uint8_t h) {
+  GateConfig gate;
+  const ConfirmMode modes[] = {ConfirmMode::kAskUser, ConfirmMode::kAuto, ConfirmMode::kRefuse,
+                               ConfirmMode::kAskUser};
+  gate.mode = modes[h & 3];
+  if ((h & 3) == 3) gate.refusal = "MCP_CONFIRM_TTL_SECONDS is not a number of seconds";
+  gate.elicitation = (h & 4) == 0;
+  if (h & 8) gate.ttl_seconds = 30;
+  return gate;
+}
+
+const char* const kVersions[] = {"2025-06-18", "2024-11-05", "2025-03-26", "2025-11-25",
+                                 "1999-01-01", "2026-07-28", "", "2025-06-18"};
+
 class Model {
  public:
-  explicit Model(Bytes bytes) : in_(bytes) {}
+  explicit Model(Bytes bytes)
+      : in_(bytes),
+        header_(in_.Next()),
+        gate_(GateFor(header_)),
+        server_(gate_, 1'800'000'000, (header_ & 128) != 0),
+        open_((header_ & 128) == 0) {}
   void Run();
 
  private:
   Json MakeId(uint8_t b) const { return (b & 8) ? Json("r" + std::to_string(b & 7)) : Json(b & 7); }
   void Send(const std::string& line, bool may_fail_parse = false);
-  void Request(const Json& id, const std::string& method, const std::string& params);
+  bool Request(const Json& id, const std::string& method, const std::string& params);
+  void Do(std::function<void()> step);
+  bool TokenRuns(size_t token, int args) const;
+  bool Prompts() const { return client_elicits_ && gate_.elicitation && !gate_.refusal; }
   void Observe(const std::vector<Json>& out, bool may_fail_parse);
   void OnAnswer(const Json& line);
   void RecordTokens(const Json& result, const std::string& id_key);
@@ -101,20 +135,33 @@ class Model {
   void Finish();
   std::string TakeBytes();
 
-  void Initialize();
-  void CallRun();
-  void CallRead();
-  void AnswerPrompt();
-  void Cancel();
-  void CutLine();
-  void Other();
+  void Initialize(uint8_t b);
+  void CallRun(uint8_t b, uint8_t t);
+  void CallRead(uint8_t b);
+  void AnswerPrompt(uint8_t b);
+  void Cancel(uint8_t b);
+  void CutLine(uint8_t b);
+  void Other(uint8_t b);
+  void OpenRunSide();
+  bool HeldLine(uint8_t op, uint8_t b);
+  void WriteCall(const std::string& next);
+  void AfterCancel(const std::string& key, size_t cancels_before);
   void Wait() { server_.Advance(8 * in_.Next()); }  // up to 34 minutes later
   void FinishRun();
   void SettleRun(RunResult result);
   void SetRecorder();
 
   Bytes in_;
-  fuzz::Server server_{fuzz::DefaultGate()};
+  const uint8_t header_;
+  const GateConfig gate_;
+  fuzz::Server server_;
+  bool open_;                                   // the run side is open
+  bool client_elicits_ = false;                 // as the last initialize declared
+  std::optional<std::string> deferred_;         // the skill_run waiting for the run side
+  std::vector<std::function<void()>> held_;     // steps sent while the session holds input
+  std::string call_line_;                       // the waiting call, not yet written
+  bool held_line_ = false;                      // a line the session holds was written
+  std::optional<std::string> held_cancel_;      // ... and it cancels this id
   std::map<std::string, int> waiting_;                      // request id (dumped) -> answers owed
   std::map<std::string, int> run_args_;                     // skill_run request id -> args variant
   std::map<std::string, std::optional<size_t>> run_token_;  // ... -> token used, if any
@@ -136,21 +183,42 @@ void Model::Send(const std::string& line, bool may_fail_parse) {
   Observe(server_.TakeOutput(), may_fail_parse);
 }
 
-void Model::Request(const Json& id, const std::string& method, const std::string& params) {
+// Returns false when the session drops the request (its id is in flight).
+bool Model::Request(const Json& id, const std::string& method, const std::string& params) {
   int& owed = waiting_[id.dump()];
   // A request reusing the id of one still in flight is dropped unanswered (session.cc),
   // except an unknown method, which the session answers before it looks at the id.
-  if (owed == 0 || method == "no/such/method") owed += 1;
+  const bool fresh = owed == 0;
+  if (fresh || method == "no/such/method") owed += 1;
   Send("{\"jsonrpc\":\"2.0\",\"id\":" + id.dump() + ",\"method\":\"" + method +
        "\",\"params\":" + params + "}");
+  return fresh;
+}
+
+// A step that writes a line runs now, or once the run side opens while the session holds
+// its input (it would read the line only then, right after the waiting call).
+void Model::Do(std::function<void()> step) {
+  WriteCall("");
+  if (deferred_) return held_.push_back(std::move(step));
+  step();
+  CheckStarts();
+}
+
+// Why: a token is checked only when the gate neither refuses nor prompts, and then runs
+// only if it is unspent, unexpired and issued for these very arguments.
+bool Model::TokenRuns(size_t token, int args) const {
+  if (gate_.refusal || gate_.mode == ConfirmMode::kRefuse || Prompts()) return false;
+  const Token& t = tokens_[token];
+  return !t.used && t.args == args && server_.now() < t.issued_at + gate_.ttl_seconds;
 }
 
 void Model::Observe(const std::vector<Json>& out, bool may_fail_parse) {
   for (const Json& line : out) {
     if (line.contains("method")) {
       if (!line.contains("id")) continue;  // a notification of the server's
-      // Why: the server only ever asks the user while serving a skill_run.
-      if (line["method"] != "elicitation/create" || !serving_run_) __builtin_trap();
+      // Why: the server only ever asks the user while serving a skill_run, of a client that
+      // can answer, with the gate's elicitation on.
+      if (line["method"] != "elicitation/create" || !serving_run_ || !Prompts()) __builtin_trap();
       prompts_[line["id"].dump()] = *serving_run_;
       prompt_ids_.push_back(line["id"].dump());
       continue;
@@ -249,16 +317,26 @@ void Model::RecordTokens(const Json& result, const std::string& id_key) {
   tokens_.push_back(Token{payload["confirmToken"].get<std::string>(), args->second, server_.now()});
 }
 
-void Model::Initialize() {
-  const uint8_t b = in_.Next();
-  const std::string caps = (b & 16) ? "{\"elicitation\":{}}" : "{}";
-  Request(MakeId(b), "initialize",
-          "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":" + caps + "}");
+void Model::Initialize(uint8_t b) {
+  static const char* const kShapes[] = {"{}", "{\"form\":{}}", "{\"url\":{}}",
+                                        "{\"form\":{},\"url\":{}}"};
+  const int shape = (b >> 5) & 3;
+  const std::string caps =
+      (b & 16) ? std::string("{\"elicitation\":") + kShapes[shape] + "}" : "{}";
+  const std::string asked = kVersions[(header_ >> 4) & 7];
+  std::string served = "2025-11-25";  // the newest, for a version the server does not know
+  for (const char* v : {"2024-11-05", "2025-03-26", "2025-06-18"}) {
+    if (asked == v) served = v;
+  }
+  const bool fresh = Request(MakeId(b), "initialize",
+                             "{\"protocolVersion\":" + Json(asked).dump() +
+                                 ",\"capabilities\":" + caps + "}");
+  // Why: elicitation/create exists from 2025-06-18, and a client that offers only url mode
+  // cannot answer a form.
+  if (fresh) client_elicits_ = (b & 16) && shape != 2 && served >= "2025-06-18";
 }
 
-void Model::CallRun() {
-  const uint8_t b = in_.Next();
-  const uint8_t t = in_.Next();
+void Model::CallRun(uint8_t b, uint8_t t) {
   const Json id = MakeId(b);
   const std::string key = id.dump();
   const int args = (b >> 4) & 3;
@@ -271,25 +349,71 @@ void Model::CallRun() {
     token = ",\"confirmToken\":\"AAAA.BBBB\"";
   }
   // Only when no other request under this id is still waiting (else it is dropped).
-  if (waiting_[key] == 0) {
+  const bool fresh = waiting_[key] == 0;
+  if (fresh) {
     run_args_[key] = args;
     run_token_[key] = used;
-    // Why: only an unspent, unexpired token issued for these very arguments runs.
-    if (used && !tokens_[*used].used && tokens_[*used].args == args &&
-        server_.now() < tokens_[*used].issued_at + fuzz::DefaultGate().ttl_seconds) {
-      may_start_.push_back(key);
-    }
+    if (open_ && used && TokenRuns(*used, args)) may_start_.push_back(key);
+  }
+  const std::string params =
+      "{\"name\":\"skill_run\",\"arguments\":{\"name\":\"demo\",\"script\":"
+      "\"scripts/run.js\",\"args\":" +
+      std::string(kArgs[args]) + token + "}}";
+  if (!open_ && fresh) {
+    // The call that will wait for the run side: written with the next step's line when
+    // that one asks (one read, so the rest waits in the session's buffer), else alone.
+    waiting_[key] = 1;
+    deferred_ = key;
+    call_line_ = "{\"jsonrpc\":\"2.0\",\"id\":" + id.dump() +
+                 ",\"method\":\"tools/call\",\"params\":" + params + "}\n";
+    return;
   }
   serving_run_ = key;
-  Request(id, "tools/call",
-          "{\"name\":\"skill_run\",\"arguments\":{\"name\":\"demo\",\"script\":"
-          "\"scripts/run.js\",\"args\":" +
-              std::string(kArgs[args]) + token + "}}");
+  Request(id, "tools/call", params);
   serving_run_.reset();
 }
 
-void Model::CallRead() {
-  const uint8_t b = in_.Next();
+// Writes the waiting call (with `next`, in one write, when given).
+void Model::WriteCall(const std::string& next) {
+  if (call_line_.empty()) return;
+  if (!server_.Feed(call_line_ + next)) __builtin_trap();
+  call_line_.clear();
+  // Why: a call before the run side is decided waits, and the session reads nothing
+  // after it (DeferredRunTool, Session::HoldInput).
+  if (!server_.TakeOutput().empty()) __builtin_trap();
+}
+
+// The run side is decided (serve.cc's open_runs): the waiting call goes to skill_run, then
+// the session reads what it held, here each held step in order.
+void Model::OpenRunSide() {
+  if (open_) return;
+  open_ = true;
+  std::optional<std::string> call = std::move(deferred_);
+  deferred_.reset();
+  if (call) {
+    const std::optional<size_t>& used = run_token_[*call];
+    if (used && TokenRuns(*used, run_args_[*call])) may_start_.push_back(*call);
+  }
+  WriteCall("");
+  serving_run_ = call;
+  const size_t cancels = server_.recorder().cancels();
+  if (!server_.OpenRunSide()) __builtin_trap();
+  Observe(server_.TakeOutput(), false);
+  serving_run_.reset();
+  CheckStarts();
+  // The held cancel was read right after the call it may name.
+  if (held_cancel_) AfterCancel(*held_cancel_, cancels);
+  held_cancel_.reset();
+  held_line_ = false;
+  std::vector<std::function<void()>> held = std::move(held_);
+  held_.clear();
+  for (auto& step : held) {
+    step();
+    CheckStarts();
+  }
+}
+
+void Model::CallRead(uint8_t b) {
   static const char* const kCalls[] = {
       "{\"name\":\"skill_list\"}", "{\"name\":\"skill_load\",\"arguments\":{\"name\":\"demo\"}}",
       "{\"name\":\"skill_file\",\"arguments\":{\"name\":\"demo\",\"paths\":[\"SKILL.md\"]}}",
@@ -303,8 +427,7 @@ void Model::CallRead() {
   Request(MakeId(b), kMethods[which], params);
 }
 
-void Model::AnswerPrompt() {
-  const uint8_t b = in_.Next();
+void Model::AnswerPrompt(uint8_t b) {
   static const char* const kAnswers[] = {
       "\"result\":{\"action\":\"accept\",\"content\":{\"approve\":true}}",
       "\"result\":{\"action\":\"accept\",\"content\":{\"approve\":false}}",
@@ -326,13 +449,44 @@ void Model::AnswerPrompt() {
   Send("{\"jsonrpc\":\"2.0\",\"id\":" + id + "," + kAnswers[answer] + "}");
 }
 
-void Model::Cancel() {
-  const uint8_t b = in_.Next();
+std::string CancelLine(const Json& id) {
+  return "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":" +
+         id.dump() + "}}";
+}
+
+void Model::Cancel(uint8_t b) {
   const Json id = MakeId(b);
-  const std::string key = id.dump();
   const size_t cancels = server_.recorder().cancels();
-  Send("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":" +
-       id.dump() + "}}");
+  Send(CancelLine(id));
+  AfterCancel(id.dump(), cancels);
+}
+
+// The first line after a call that waits for the run side, when it is a cancel, a ping or
+// an unknown method (of another id), goes through the session's held input itself: the
+// session must read nothing of it while the call waits, then read it right after the call.
+bool Model::HeldLine(uint8_t op, uint8_t b) {
+  if (!deferred_ || !held_.empty() || held_line_) return false;
+  const Json id = MakeId(b);
+  std::string line = CancelLine(id);
+  if (op == 6) {
+    if (((b >> 4) & 3) > 1 || id.dump() == *deferred_) return false;
+    const char* method = ((b >> 4) & 3) == 0 ? "ping" : "no/such/method";
+    waiting_[id.dump()] += 1;  // no other request under this id is in flight
+    line = "{\"jsonrpc\":\"2.0\",\"id\":" + id.dump() + ",\"method\":\"" + method +
+           "\",\"params\":{}}";
+  } else {
+    held_cancel_ = id.dump();
+  }
+  held_line_ = true;
+  if (b & 128) return WriteCall(line + "\n"), true;
+  WriteCall("");
+  if (!server_.Feed(line + "\n")) __builtin_trap();
+  // Why: while a call waits for the run side, the session reads nothing after it.
+  if (!server_.TakeOutput().empty()) __builtin_trap();
+  return true;
+}
+
+void Model::AfterCancel(const std::string& key, size_t cancels) {
   // Why: cancelling the call whose run is in flight stops that run (it then settles with
   // no answer); no other cancel reaches the run side.
   if (server_.recorder().cancels() != cancels + (running_ == key ? 1 : 0)) __builtin_trap();
@@ -343,8 +497,7 @@ void Model::Cancel() {
   }
 }
 
-void Model::CutLine() {
-  const uint8_t b = in_.Next();
+void Model::CutLine(uint8_t b) {
   static const std::string kWhole =
       "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":"
       "\"skill_run\",\"arguments\":{\"name\":\"demo\",\"script\":\"scripts/run.js\"}}}";
@@ -352,8 +505,7 @@ void Model::CutLine() {
   Send(kWhole.substr(0, b % kWhole.size()), /*may_fail_parse=*/true);
 }
 
-void Model::Other() {
-  const uint8_t b = in_.Next();
+void Model::Other(uint8_t b) {
   switch ((b >> 4) & 3) {
     case 0:
       Request(MakeId(b), "ping", "{}");
@@ -447,27 +599,32 @@ void Model::SetRecorder() {
 void Model::Run() {
   if (!server_.ok()) return;
   for (int steps = 0; !in_.empty() && steps < 64; ++steps) {
-    switch (in_.Next() % 10) {
+    const uint8_t op = in_.Next() % 11;
+    const uint8_t b = op <= 6 ? in_.Next() : 0;
+    if (op != 4 && op != 6) WriteCall("");
+    switch (op) {
       case 0:
-        Initialize();
+        Do([this, b] { Initialize(b); });
         break;
-      case 1:
-        CallRun();
+      case 1: {
+        const uint8_t t = in_.Next();
+        Do([this, b, t] { CallRun(b, t); });
         break;
+      }
       case 2:
-        CallRead();
+        Do([this, b] { CallRead(b); });
         break;
       case 3:
-        AnswerPrompt();
+        Do([this, b] { AnswerPrompt(b); });
         break;
       case 4:
-        Cancel();
+        if (!HeldLine(op, b)) Do([this, b] { Cancel(b); });
         break;
       case 5:
-        CutLine();
+        Do([this, b] { CutLine(b); });
         break;
       case 6:
-        Other();
+        if (!HeldLine(op, b)) Do([this, b] { Other(b); });
         break;
       case 7:
         Wait();
@@ -478,6 +635,9 @@ void Model::Run() {
       case 9:
         SetRecorder();
         break;
+      case 10:
+        OpenRunSide();
+        break;
     }
     CheckStarts();
   }
@@ -487,6 +647,7 @@ void Model::Run() {
 // The end of the session: every prompt still open is declined, after which each request
 // has had its one answer; then a fresh ping is still answered (the server is alive).
 void Model::Finish() {
+  OpenRunSide();  // a session that ends before the run side opens still answers the call
   while (!prompts_.empty()) {
     const std::string id = prompts_.begin()->first;
     prompts_.erase(prompts_.begin());

@@ -122,7 +122,7 @@ bool RecorderRunner::Finish(RunResult result) {
   return true;
 }
 
-Server::Server(GateConfig gate, int64_t now) : now_(now) {
+Server::Server(GateConfig gate, int64_t now, bool deferred) : now_(now) {
   Rig& rig = GetRig();
   int in[2];
   if (!loop_.ok() || pipe2(in, O_CLOEXEC | O_NONBLOCK) != 0) return;
@@ -149,8 +149,17 @@ Server::Server(GateConfig gate, int64_t now) : now_(now) {
   WireWithdraw(deps, session, 0);
   int64_t* clock = &now_;
   deps.now = [clock] { return *clock; };
-  run_tool_ = std::make_unique<SkillRunTool>(std::move(deps));
-  server_ = std::make_unique<McpServer>(*session_, rig.view(), "fuzz", run_tool_.get());
+  RunToolHandler* run = nullptr;
+  if (deferred) {
+    deps_ = std::move(deps);
+    run_gate_ = std::make_unique<DeferredRunTool>([session] { session->HoldInput(); },
+                                                  [session] { session->ReleaseInput(); });
+    run = run_gate_.get();
+  } else {
+    run_tool_ = std::make_unique<SkillRunTool>(std::move(deps));
+    run = run_tool_.get();
+  }
+  server_ = std::make_unique<McpServer>(*session_, rig.view(), "fuzz", run);
   server_->Register();
   session_->OnClosed([this] { loop_.Stop(); });
   ok_ = session_->Start();
@@ -158,6 +167,7 @@ Server::Server(GateConfig gate, int64_t now) : now_(now) {
 
 Server::~Server() {
   server_.reset();
+  run_gate_.reset();
   run_tool_.reset();
   runner_.reset();
   session_.reset();
@@ -183,6 +193,13 @@ bool Server::Feed(std::string_view lines) {
 
 bool Server::FinishRun(RunResult result) {
   if (!runner_->Finish(std::move(result))) return false;
+  Drain();
+  return true;
+}
+
+bool Server::OpenRunSide() {
+  if (run_gate_ == nullptr || run_gate_->open()) return false;
+  run_gate_->Open(std::make_unique<SkillRunTool>(std::move(deps_)));
   Drain();
   return true;
 }

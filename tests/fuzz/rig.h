@@ -1,8 +1,10 @@
 // What the session-level fuzz targets share: one small skill on disk (created once per
 // process under $TMPDIR and removed at exit), its catalogue and grants, a confirmation key,
-// and a server wired exactly as broker/cli/serve.cc wires it, except that the run side is a
-// recorder: a Runner (broker/run/runner.h) that refuses every start, so a dispatched run
-// shows up as a RUN_NOT_STARTED answer naming kRecorderRefusal and nothing is ever executed.
+// and a server wired as broker/cli/serve.cc wires it (optionally with skill_run behind a
+// DeferredRunTool that holds the session's input until the run side opens), except that
+// the run side is a recorder: a Runner (broker/run/runner.h) that by default refuses every
+// start, so a dispatched run shows up as a RUN_NOT_STARTED answer naming kRecorderRefusal,
+// and nothing is ever executed.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +21,7 @@
 #include "broker/mcp/server.h"
 #include "broker/mcp/session.h"
 #include "broker/run/runner.h"
+#include "broker/tools/deferred_run.h"
 #include "broker/tools/skill_run.h"
 #include "broker/tools/tool.h"
 
@@ -73,10 +76,12 @@ class RecorderRunner : public Runner {
 };
 
 // One server: loop, session over a pipe (client -> server) and a memfd (server -> client),
-// supervisor, skill_run and McpServer, all fresh, as in serve.cc.
+// supervisor, skill_run and McpServer, all fresh, as in serve.cc. `deferred`: skill_run
+// sits behind a DeferredRunTool wired to Session::HoldInput/ReleaseInput, as serve.cc
+// does while the run side is undecided, until OpenRunSide.
 class Server {
  public:
-  explicit Server(GateConfig gate, int64_t now = 1'800'000'000);
+  explicit Server(GateConfig gate, int64_t now = 1'800'000'000, bool deferred = false);
   ~Server();
   bool ok() const { return ok_; }
   // Writes `lines` to the server's input and runs the loop until nothing is left to do.
@@ -93,6 +98,9 @@ class Server {
   RecorderRunner& recorder() { return *runner_; }
   // Settles the run the recorder holds and runs the loop; false when none is held.
   bool FinishRun(RunResult result);
+  // Gives the DeferredRunTool its skill_run (the waiting call goes first, then the held
+  // input is read) and runs the loop; false when the run side was open already.
+  bool OpenRunSide();
 
  private:
   void Drain();
@@ -105,11 +113,13 @@ class Server {
   EventLoop loop_;
   std::unique_ptr<Session> session_;
   std::unique_ptr<RecorderRunner> runner_;
-  std::unique_ptr<SkillRunTool> run_tool_;
+  std::unique_ptr<SkillRunTool> run_tool_;       // when not deferred
+  std::unique_ptr<DeferredRunTool> run_gate_;    // when deferred
+  SkillRunDeps deps_;                            // ... until it opens
   std::unique_ptr<McpServer> server_;
 };
 
-// The gate as the default configuration has it, with elicitation on or off.
+// The gate as the default configuration has it.
 GateConfig DefaultGate();
 
 }  // namespace skillmcp::fuzz
