@@ -175,6 +175,7 @@ class Model {
   std::set<std::string> dispatched_;
   size_t starts_seen_ = 0;  // recorder starts already matched to a request
   std::optional<std::string> running_;  // the request whose run the recorder holds
+  bool run_owed_ = false;               // ... and its call was not cancelled
   std::optional<RunResult> settling_;   // the result its run is being settled with
 };
 
@@ -295,6 +296,7 @@ void Model::CheckStarts() {
       // Why: a run in flight is answered when it settles, not before.
       if (running_ || dispatched_.count(*it) != 0 || waiting_[*it] != 1) __builtin_trap();
       running_ = *it;
+      run_owed_ = true;
     } else {
       started.insert(*it);
     }
@@ -490,6 +492,7 @@ void Model::AfterCancel(const std::string& key, size_t cancels) {
   // Why: cancelling the call whose run is in flight stops that run (it then settles with
   // no answer); no other cancel reaches the run side.
   if (server_.recorder().cancels() != cancels + (running_ == key ? 1 : 0)) __builtin_trap();
+  if (running_ == key) run_owed_ = false;
   // A cancelled request is never answered, its prompt (if any) is gone and runs nothing.
   waiting_[key] = 0;
   for (auto it = prompts_.begin(); it != prompts_.end();) {
@@ -564,13 +567,14 @@ void Model::FinishRun() {
 
 void Model::SettleRun(RunResult result) {
   const std::string key = *running_;
+  const int owed = waiting_[key];  // a new call may reuse the id of a cancelled one
   settling_ = result;
   if (!server_.FinishRun(std::move(result))) __builtin_trap();  // the model saw it held
   Observe(server_.TakeOutput(), false);
   settling_.reset();
   running_.reset();
   // Why: a run that settles answers its call, unless the call was cancelled.
-  if (waiting_[key] != 0) __builtin_trap();
+  if (waiting_[key] != owed - (run_owed_ ? 1 : 0)) __builtin_trap();
 }
 
 // How the run side answers the next start: hold it, or one of four refusals.
