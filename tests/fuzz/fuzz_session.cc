@@ -3,10 +3,12 @@
 // 30 s token ttl), the protocolVersion every initialize asks for (2024-11-05, 2025-03-26,
 // 2025-06-18, 2025-11-25, or one the server does not know) and whether skill_run starts
 // behind serve.cc's DeferredRunTool (the session holds its input from the first skill_run
-// until a step opens the run side); the rest is decoded into a sequence of client messages (initialize, tool calls with or without a token the server issued,
-// elicitation answers, cancellations, notifications, cut-off lines, answers to unknown
-// ids) sent one by one to a real server (fuzz::Server: Session + McpServer + skill_run as
-// serve.cc wires them, the run side a recorder). After every message it checks:
+// until a step opens the run side); the rest is decoded into a sequence of steps: client
+// messages (initialize, tool calls with or without a token the server issued, elicitation
+// answers, cancellations, notifications, cut-off lines, answers to unknown ids) sent one by
+// one to a real server (fuzz::Server: Session + McpServer + skill_run as serve.cc wires
+// them, the run side a recorder), the clock moved forward, the recorder switched between
+// holding and refusing, a held run settled, the run side opened. After every step it checks:
 //   - every answer names a request still waiting for one, and none is answered twice;
 //   - a notification or an answer of the client's is never answered;
 //   - the run side is asked to start a run (counted on the recorder, whether or not an
@@ -24,9 +26,11 @@
 //   - the server asks elicitation/create only while serving a skill_run, and only when the
 //     client offered form elicitation on a revision that has it and the gate's elicitation
 //     is on; a token runs only when the gate checks tokens (not refuse, no prompt);
-//   - a skill_run that arrives before the run side opens gets no answer until it opens;
-//     what the client sends meanwhile is held (the model writes it once the run side is
-//     open, in order: the session reads nothing after the held call until then);
+//   - a skill_run that arrives before the run side opens gets no answer until it opens,
+//     and the session reads nothing after it until then: the next line, when it is a
+//     cancel, a ping or an unknown method, is written (with the call or after it) and must
+//     stay unread until the run side opens, then be read after the call; the model writes
+//     the other lines sent meanwhile once it is open, in order;
 //   - at the end, once every live prompt is declined, no request is still owed an answer
 //     (exactly one answer per request, not just at most one), and the server still
 //     answers a ping (alive).
