@@ -31,6 +31,8 @@
 //     cancel, a ping or an unknown method, is written (with the call or after it) and must
 //     stay unread until the run side opens, then be read after the call; the model writes
 //     the other lines sent meanwhile once it is open, in order;
+//   - with prompts set to time out at once (a step switches it), a prompt's call is
+//     answered in the same step, with nothing run;
 //   - at the end, once every live prompt is declined, no request is still owed an answer
 //     (exactly one answer per request, not just at most one), and the server still
 //     answers a ping (alive).
@@ -135,6 +137,7 @@ class Model {
   void OnAnswer(const Json& line);
   void RecordTokens(const Json& result, const std::string& id_key);
   void CheckStarts();
+  void CheckTimeouts();
   void CheckReceipt(const Json& payload) const;
   void Finish();
   std::string TakeBytes();
@@ -179,6 +182,8 @@ class Model {
   std::set<std::string> dispatched_;
   size_t starts_seen_ = 0;  // recorder starts already matched to a request
   std::optional<std::string> running_;  // the request whose run the recorder holds
+  bool short_prompts_ = false;          // prompts time out on the next loop round
+  std::set<std::string> timing_out_;    // calls whose prompt opened so, this step
   bool run_owed_ = false;               // ... and its call was not cancelled
   std::optional<RunResult> settling_;   // the result its run is being settled with
 };
@@ -207,6 +212,7 @@ void Model::Do(std::function<void()> step) {
   if (deferred_) return held_.push_back(std::move(step));
   step();
   CheckStarts();
+  CheckTimeouts();
 }
 
 // Why: a token is checked only when the gate neither refuses nor prompts, and then runs
@@ -225,6 +231,7 @@ void Model::Observe(const std::vector<Json>& out, bool may_fail_parse) {
       // can answer, with the gate's elicitation on.
       if (line["method"] != "elicitation/create" || !serving_run_ || !Prompts()) __builtin_trap();
       prompts_[line["id"].dump()] = *serving_run_;
+      if (short_prompts_) timing_out_.insert(*serving_run_);
       prompt_ids_.push_back(line["id"].dump());
       continue;
     }
@@ -242,7 +249,12 @@ void Model::OnAnswer(const Json& line) {
   // Why: one answer per request; nothing else is ever answered.
   if (it == waiting_.end() || it->second <= 0) __builtin_trap();
   it->second -= 1;
+  // Errors answer other methods (an unknown one under a skill_run's id); a call answered
+  // with a result has no prompt any more (it timed out).
   if (!line.contains("result")) return;
+  for (auto p = prompts_.begin(); p != prompts_.end();) {
+    p = p->second == key ? prompts_.erase(p) : std::next(p);
+  }
   const Json& result = line["result"];
   const Json payload = PayloadOf(result);
   const std::string error = ErrorOf(payload);
@@ -287,6 +299,15 @@ void Model::CheckReceipt(const Json& payload) const {
 // After every step: each run the recorder was asked to start belongs to a request this
 // step allowed to start one, with the same arguments, and was answered as dispatched; each
 // dispatched answer had its start.
+// After every step, once its cancels are counted.
+void Model::CheckTimeouts() {
+  // Why: a prompt that times out ends its call (nothing ran), it does not leave it hanging.
+  for (const std::string& key : timing_out_) {
+    if (waiting_[key] != 0) __builtin_trap();
+  }
+  timing_out_.clear();
+}
+
 void Model::CheckStarts() {
   const auto& starts = server_.recorder().starts();
   std::set<std::string> started;
@@ -411,11 +432,13 @@ void Model::OpenRunSide() {
   if (held_cancel_) AfterCancel(*held_cancel_, cancels);
   held_cancel_.reset();
   held_line_ = false;
+  CheckTimeouts();
   std::vector<std::function<void()>> held = std::move(held_);
   held_.clear();
   for (auto& step : held) {
     step();
     CheckStarts();
+    CheckTimeouts();
   }
 }
 
@@ -607,7 +630,7 @@ void Model::SetRecorder() {
 void Model::Run() {
   if (!server_.ok()) return;
   for (int steps = 0; !in_.empty() && steps < 64; ++steps) {
-    const uint8_t op = in_.Next() % 11;
+    const uint8_t op = in_.Next() % 12;
     const uint8_t b = op <= 6 ? in_.Next() : 0;
     if (op != 4 && op != 6) WriteCall("");
     switch (op) {
@@ -646,8 +669,13 @@ void Model::Run() {
       case 10:
         OpenRunSide();
         break;
+      case 11:
+        short_prompts_ = (in_.Next() & 1) != 0;
+        server_.SetPromptTimeoutMs(short_prompts_ ? std::optional<int64_t>(0) : std::nullopt);
+        break;
     }
     CheckStarts();
+    CheckTimeouts();
   }
   Finish();
 }

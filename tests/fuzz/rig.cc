@@ -141,10 +141,11 @@ Server::Server(GateConfig gate, int64_t now, bool deferred) : now_(now) {
   deps.runner = runner_.get();
   Session* session = session_.get();
   // Returns the request's id, which newer trees use and older ones drop.
-  deps.elicit = [session](OrderedJson params, int64_t timeout_ms,
-                          std::function<void(const Json*, const Json*)> handler) {
-    return session->SendRequest("elicitation/create", std::move(params), timeout_ms,
-                                std::move(handler));
+  std::optional<int64_t>* timeout = &prompt_timeout_ms_;
+  deps.elicit = [session, timeout](OrderedJson params, int64_t timeout_ms,
+                                   std::function<void(const Json*, const Json*)> handler) {
+    return session->SendRequest("elicitation/create", std::move(params),
+                                timeout->value_or(timeout_ms), std::move(handler));
   };
   WireWithdraw(deps, session, 0);
   int64_t* clock = &now_;

@@ -98,6 +98,9 @@ class Server {
   RecorderRunner& recorder() { return *runner_; }
   // Settles the run the recorder holds and runs the loop; false when none is held.
   bool FinishRun(RunResult result);
+  // nullopt: a prompt waits kElicitationTimeoutMs for its answer, as in serve.cc; else
+  // this long (0: it times out on the next loop round).
+  void SetPromptTimeoutMs(std::optional<int64_t> ms) { prompt_timeout_ms_ = ms; }
   // Gives the DeferredRunTool its skill_run (the waiting call goes first, then the held
   // input is read) and runs the loop; false when the run side was open already.
   bool OpenRunSide();
@@ -108,6 +111,7 @@ class Server {
   int in_read_ = -1, in_write_ = -1, out_ = -1;
   size_t out_read_ = 0;
   int64_t now_;
+  std::optional<int64_t> prompt_timeout_ms_;
   // Its own key and spent set, so no input sees another one's spends.
   std::unique_ptr<ConfirmTokens> tokens_;
   EventLoop loop_;
