@@ -103,7 +103,26 @@ bool IsDispatched(const Json& tool_result) {
 
 GateConfig DefaultGate() { return GateConfig{}; }
 
-Server::Server(GateConfig gate, int64_t now) : now_(now) {
+std::optional<StartRefusal> RecorderRunner::Start(PreparedRun run, Done on_done) {
+  // Why trap: skill_run asks Busy() first; a start while one is in flight would have
+  // spent the caller's approval on a run the supervisor then refuses.
+  if (Busy()) __builtin_trap();
+  ++started;
+  starts_.push_back({std::move(run.args), !refusal_.has_value()});
+  if (refusal_) return refusal_;
+  done_ = std::move(on_done);
+  return std::nullopt;
+}
+
+bool RecorderRunner::Finish(RunResult result) {
+  if (!done_) return false;
+  Done done = std::move(done_);
+  done_ = nullptr;
+  done(std::move(result));
+  return true;
+}
+
+Server::Server(GateConfig gate, int64_t now, bool deferred) : now_(now) {
   Rig& rig = GetRig();
   int in[2];
   if (!loop_.ok() || pipe2(in, O_CLOEXEC | O_NONBLOCK) != 0) return;
@@ -122,16 +141,26 @@ Server::Server(GateConfig gate, int64_t now) : now_(now) {
   deps.runner = runner_.get();
   Session* session = session_.get();
   // Returns the request's id, which newer trees use and older ones drop.
-  deps.elicit = [session](OrderedJson params, int64_t timeout_ms,
-                          std::function<void(const Json*, const Json*)> handler) {
-    return session->SendRequest("elicitation/create", std::move(params), timeout_ms,
-                                std::move(handler));
+  std::optional<int64_t>* timeout = &prompt_timeout_ms_;
+  deps.elicit = [session, timeout](OrderedJson params, int64_t timeout_ms,
+                                   std::function<void(const Json*, const Json*)> handler) {
+    return session->SendRequest("elicitation/create", std::move(params),
+                                timeout->value_or(timeout_ms), std::move(handler));
   };
   WireWithdraw(deps, session, 0);
   int64_t* clock = &now_;
   deps.now = [clock] { return *clock; };
-  run_tool_ = std::make_unique<SkillRunTool>(std::move(deps));
-  server_ = std::make_unique<McpServer>(*session_, rig.view(), "fuzz", run_tool_.get());
+  RunToolHandler* run = nullptr;
+  if (deferred) {
+    deps_ = std::move(deps);
+    run_gate_ = std::make_unique<DeferredRunTool>([session] { session->HoldInput(); },
+                                                  [session] { session->ReleaseInput(); });
+    run = run_gate_.get();
+  } else {
+    run_tool_ = std::make_unique<SkillRunTool>(std::move(deps));
+    run = run_tool_.get();
+  }
+  server_ = std::make_unique<McpServer>(*session_, rig.view(), "fuzz", run);
   server_->Register();
   session_->OnClosed([this] { loop_.Stop(); });
   ok_ = session_->Start();
@@ -139,6 +168,7 @@ Server::Server(GateConfig gate, int64_t now) : now_(now) {
 
 Server::~Server() {
   server_.reset();
+  run_gate_.reset();
   run_tool_.reset();
   runner_.reset();
   session_.reset();
@@ -159,6 +189,19 @@ bool Server::Feed(std::string_view lines) {
     lines.remove_prefix(static_cast<size_t>(w));
     Drain();
   }
+  return true;
+}
+
+bool Server::FinishRun(RunResult result) {
+  if (!runner_->Finish(std::move(result))) return false;
+  Drain();
+  return true;
+}
+
+bool Server::OpenRunSide() {
+  if (run_gate_ == nullptr || run_gate_->open()) return false;
+  run_gate_->Open(std::make_unique<SkillRunTool>(std::move(deps_)));
+  Drain();
   return true;
 }
 
