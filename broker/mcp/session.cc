@@ -218,10 +218,23 @@ void Session::SendError(const Json& id, int code, std::string_view message) {
   Send(m);
 }
 
+bool Session::DropsReusedId(const Json& id) {
+  // Why: cancellation and answers are matched by id, and JSON-RPC wants ids unique
+  // among requests in flight; any answer to the duplicate would be a second answer
+  // under the live id. It is dropped, said on stderr; the first keeps its one answer.
+  if (in_flight_.count(id.dump()) == 0) return false;
+  LOG_WARN(
+      "dropped a request that reuses the id %s of one still in progress; the client must "
+      "use a fresh id",
+      id.dump(-1, ' ', /*ensure_ascii=*/true).substr(0, 80).c_str());
+  return true;
+}
+
 void Session::HandleLine(std::string_view line) {
   RpcMessage m = ParseRpcLine(line);
   switch (m.kind) {
     case RpcMessage::Kind::kInvalid:
+      if (!m.id.is_null() && DropsReusedId(m.id)) return;
       SendError(m.id, m.error_code, m.error_message);
       return;
     case RpcMessage::Kind::kResponse:
@@ -234,6 +247,8 @@ void Session::HandleLine(std::string_view line) {
       return;
     }
     case RpcMessage::Kind::kRequest: {
+      // Checked before the method: even an error would be a second answer under a live id.
+      if (DropsReusedId(m.id)) return;
       auto it = requests_.find(m.method);
       if (it == requests_.end()) {
         Send(MakeError(m.id, rpc::kMethodNotFound,
@@ -241,16 +256,6 @@ void Session::HandleLine(std::string_view line) {
         return;
       }
       std::string key = m.id.dump();
-      // Why: cancellation and answers are matched by id, and JSON-RPC wants ids unique
-      // among requests in flight; any answer to the duplicate would be a second answer
-      // under the live id. It is dropped, said on stderr; the first keeps its one answer.
-      if (in_flight_.count(key) != 0) {
-        LOG_WARN(
-            "dropped a request that reuses the id %s of one still in progress; the "
-            "client must use a fresh id",
-            m.id.dump(-1, ' ', /*ensure_ascii=*/true).substr(0, 80).c_str());
-        return;
-      }
       auto state = std::make_shared<Reply::State>();
       state->session = this;
       state->id = m.id;

@@ -116,6 +116,8 @@ class Session {
   void Close();
   void SendError(const Json& id, int code, std::string_view message);
   void HandleLine(std::string_view line);
+  // True (and logged) when `id` is that of a request still in flight: the line is dropped.
+  bool DropsReusedId(const Json& id);
   void HandleResponse(const RpcMessage& m);
   void Finish(const Json& id);
 

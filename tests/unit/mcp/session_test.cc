@@ -90,8 +90,10 @@ TEST_F(SessionTest, DeferredReplyIsSentOnceAndCancelSuppressesIt) {
 TEST_F(SessionTest, DuplicateInFlightIdIsDroppedSoTheIdGetsOneAnswer) {
   Send("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"later\"}\n"
        "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"later\"}\n"
-       "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\"}\n");
-  EXPECT_TRUE(Answers().empty()) << "nothing is said under the live id";
+       "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\"}\n"
+       "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"no/such/method\"}\n"
+       "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":7}\n");
+  EXPECT_TRUE(Answers().empty()) << "nothing is said under the live id, not even an error";
   ASSERT_EQ(held_.size(), 1u) << "the duplicate never reaches a handler";
   held_[0].Result(OrderedJson{{"n", 1}});
   auto a = Answers();
