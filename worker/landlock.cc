@@ -99,13 +99,18 @@ int AddPathRule(int ruleset, const LandlockPathRule& r, int skill_dir_fd,
   if (r.from_skill_fd) return AddRule(ruleset, skill_dir_fd, r.access);
   if (r.module_dir) return AddModuleDirRule(ruleset, r);
   // Opened as the run-as user (after the uid switch): a path that user cannot reach gets
-  // no rule. System paths may be symlinks (/lib -> usr/lib on merged-/usr hosts).
-  UniqueFd fd(open(r.path.c_str(), O_PATH | O_CLOEXEC));
+  // no rule. System paths may be symlinks (/lib -> usr/lib on merged-/usr hosts). why no
+  // symlink followed for a named path: the broker sends real paths, so a link met now was
+  // swapped in since (or one on a path the broker could not resolve) and names another
+  // directory than the one meant.
+  UniqueFd fd = r.named ? OpenDirNoSymlinks(r.path)
+                        : UniqueFd(open(r.path.c_str(), O_PATH | O_CLOEXEC));
   if (!fd.valid()) {
     const int err = errno;
-    // why: an optional path that is absent or unreachable allows nothing; a required
-    // one (the scratch directory, node's location) missing means a broken run: fail.
-    if (!r.required && (err == ENOENT || err == ENOTDIR || err == EACCES)) return 0;
+    // why: an optional path that is absent, unreachable or a link allows nothing; a
+    // required one (the scratch directory, node's location) missing means a broken run.
+    if (!r.required && (err == ENOENT || err == ENOTDIR || err == EACCES || err == ELOOP))
+      return 0;
     return err;
   }
   struct stat st {};

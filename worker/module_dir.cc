@@ -33,7 +33,9 @@ UniqueFd WalkNoSymlinks(const std::string& path) {
   return cur;
 }
 
-UniqueFd OpenNoSymlinks(const std::string& path) {
+}  // namespace
+
+UniqueFd OpenDirNoSymlinks(const std::string& path) {
   open_how how{};
   how.flags = static_cast<uint64_t>(kFlags);
   how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
@@ -45,8 +47,6 @@ UniqueFd OpenNoSymlinks(const std::string& path) {
   return WalkNoSymlinks(path);
 }
 
-}  // namespace
-
 UniqueFd OpenModuleDir(const ModuleDir& dir) {
   const std::string& path = dir.path;
   if (path.empty() || path[0] != '/') {
@@ -55,7 +55,7 @@ UniqueFd OpenModuleDir(const ModuleDir& dir) {
   }
   // why no symlink anywhere: a node_modules planted as a link (to "/", say) would grant
   // or bind its target; a link's target is judged by the rules of where it lies.
-  UniqueFd fd = OpenNoSymlinks(path);
+  UniqueFd fd = OpenDirNoSymlinks(path);
   if (!fd.valid()) return {};
   struct stat st {};
   if (fstat(fd.get(), &st) != 0) return {};

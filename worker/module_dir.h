@@ -11,12 +11,15 @@
 
 namespace skillmcp::worker {
 
-// Opens the absolute `dir.path` as an O_PATH directory without following any symlink, on
-// any component (openat2 RESOLVE_NO_SYMLINKS; where openat2 is refused, a walk from "/"
-// with O_NOFOLLOW on every component), then checks the descriptor: a directory that
-// neither its group nor others may write, and the very directory the broker checked
-// (`dir.dev`, `dir.ino`). Invalid with errno on failure; EPERM when the directory is there
-// but fails the mode check, ESTALE when it is another directory than the broker's.
+// Opens the absolute, normalised `path` as an O_PATH directory without following any
+// symlink, on any component (openat2 RESOLVE_NO_SYMLINKS; where openat2 is refused, a walk
+// from "/" with O_NOFOLLOW on every component). A symlink met fails with ELOOP or ENOTDIR.
+UniqueFd OpenDirNoSymlinks(const std::string& path);
+
+// Opens the absolute `dir.path` with OpenDirNoSymlinks, then checks the descriptor: a
+// directory that neither its group nor others may write, and the very directory the broker
+// checked (`dir.dev`, `dir.ino`). Invalid with errno on failure; EPERM when the directory is
+// there but fails the mode check, ESTALE when it is another directory than the broker's.
 UniqueFd OpenModuleDir(const ModuleDir& dir);
 
 // True for the errors of OpenModuleDir that mean "no such usable directory here": the

@@ -5,7 +5,6 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,6 +15,7 @@
 
 #include "shared/path_prefix.h"
 #include "shared/unique_fd.h"
+#include "worker/bind_readonly.h"
 #include "worker/module_dir.h"
 #include "worker/operator_dirs.h"
 
@@ -44,55 +44,7 @@ int MakeParents(const std::string& path) {
 }
 
 constexpr unsigned long kTmpFlags = MS_NOSUID | MS_NODEV;
-// statvfs(3)'s ST_NOSYMFOLLOW (Linux 5.10), which glibc 2.36's headers do not name.
-constexpr unsigned long kStNoSymfollow = 0x2000;
-
 StepResult MountFailed(int err) { return StepFailed(WorkerStep::kMountView, err); }
-
-// The flags a read-only remount of a bind of `fd` must keep. why: a user namespace may
-// not clear the nosuid, nodev, noexec or atime settings of a mount it received (EPERM);
-// the atime mode is named explicitly, since a remount naming only nodiratime would turn
-// a strictatime source into relatime, which the kernel refuses. nosymfollow is not
-// locked, but a remount that omitted it would silently let the run follow symlinks there.
-unsigned long KeptMountFlags(int fd) {
-  struct statvfs vfs {};
-  if (fstatvfs(fd, &vfs) != 0) return 0;
-  unsigned long flags = 0;
-  if (vfs.f_flag & ST_NOEXEC) flags |= MS_NOEXEC;
-  if (vfs.f_flag & ST_NOATIME) flags |= MS_NOATIME;
-  if (vfs.f_flag & ST_NODIRATIME) flags |= MS_NODIRATIME;
-  if (vfs.f_flag & ST_RELATIME) flags |= MS_RELATIME;
-  if (!(vfs.f_flag & (ST_NOATIME | ST_RELATIME))) flags |= MS_STRICTATIME;
-  if (vfs.f_flag & kStNoSymfollow) flags |= MS_NOSYMFOLLOW;
-  return flags;
-}
-
-// Makes the bind at `path` (of the directory `fd`) read-only, nosuid and nodev, keeping
-// what the source's mount must keep (KeptMountFlags). Only the top mount.
-int RemountBindReadOnly(const std::string& path, int fd) {
-  const unsigned long ro = MS_REMOUNT | MS_BIND | MS_RDONLY | kTmpFlags | KeptMountFlags(fd);
-  return mount(nullptr, path.c_str(), nullptr, ro, nullptr) == 0 ? 0 : errno;
-}
-
-// Makes the recursive bind at `path` (of the directory `fd`) read-only, nosuid and nodev,
-// every mount beneath it included. why: the bind is MS_REC, so a mount inside a skill or a
-// node_modules comes along, and a remount reaches only the top one: the run could write
-// there. mount_setattr (Linux 5.12) only sets these, leaving each mount's locked atime,
-// noexec and nosymfollow as they are. Where it is missing or filtered, the bind is made
-// again without the mounts beneath it (they do not appear in the view: fail closed) and
-// remounted as before.
-int MakeBindReadOnly(const std::string& path, int fd) {
-  struct mount_attr attr {};
-  attr.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-  if (mount_setattr(AT_FDCWD, path.c_str(), AT_RECURSIVE | AT_SYMLINK_NOFOLLOW, &attr,
-                    sizeof(attr)) == 0)
-    return 0;
-  if (errno != ENOSYS && errno != EPERM) return errno;
-  const std::string from = "/proc/self/fd/" + std::to_string(fd);
-  if (umount2(path.c_str(), MNT_DETACH) != 0) return errno;
-  if (mount(from.c_str(), path.c_str(), nullptr, MS_BIND, nullptr) != 0) return errno;
-  return RemountBindReadOnly(path, fd);
-}
 
 // Each module directory's path (in the spec) and the descriptor opened for it.
 using OpenedDirs = std::vector<std::pair<const std::string*, UniqueFd>>;

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <utility>
 
+#include "broker/run/data_dir.h"
 #include "broker/run/module_dirs.h"
 #include "broker/run/run_memory.h"
 #include "broker/run/scratch_dir.h"
@@ -79,13 +80,11 @@ RunSpec BuildSpec(const PreparedRun& run, const LaunchConfig& config, const EnvS
     spec.network_off = config.network_off;
     spec.node_dir_path = config.node_dir;
     spec.read_dirs = module_dirs;
-    // why the real path: the worker keeps the rule out of the operator's directories and
-    // compares rules with each other; "/usr/local/", "/usr//local" or a symlink must name
-    // the directory it is. One that cannot be resolved gets no rule (a run cannot write
-    // there, as before for a missing one). The script still sees MCP_DATA_DIR as set.
-    env.WithValue("MCP_DATA_DIR", [&](std::string_view v) {
-      if (!v.empty() && v[0] == '/') spec.data_dir_path = RealPath(std::string(v));
-    });
+    // why a normalised path: the worker keeps the rule out of the operator's directories
+    // and compares rules with each other (broker/run/data_dir.h). One that cannot be
+    // resolved gets no rule (a run cannot write there). The script still sees it as set.
+    env.WithValue("MCP_DATA_DIR",
+                  [&](std::string_view v) { spec.data_dir_path = DataDirRulePath(v); });
   }
   return spec;
 }

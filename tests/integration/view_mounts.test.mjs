@@ -1,5 +1,5 @@
 // The namespaced view's read-only binds of a skill and its node_modules that live on a
-// mount with its own options (worker/namespaces.cc, KeptMountFlags): a user namespace may
+// mount with its own options (worker/bind_readonly.cc, KeptMountFlags): a user namespace may
 // not clear a locked atime setting of a mount it received, so a remount that dropped or
 // changed it fails the run (EPERM), and one that omitted nosymfollow would quietly let the
 // run follow symlinks there. Each case mounts a tmpfs with the options in a private mount

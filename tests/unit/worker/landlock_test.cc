@@ -458,10 +458,9 @@ TEST(LandlockKernel, TheConfiguredSysconfdirIsOutOfReach) {
   EXPECT_EQ(control_err, 0) << "control: without Landlock";
 }
 
-// MCP_DATA_DIR on the directory holding <sysconfdir>/skill-mcp, reached through a symlink
-// (the broker sends a real path; a symlink swapped in since, or one on a path the
-// broker could not resolve, is what the worker may still meet): the rule is decided by
-// the directories' identities, so it is granted around skill-mcp as /usr's is.
+// MCP_DATA_DIR on the directory holding <sysconfdir>/skill-mcp: the rule is decided by
+// the directories' identities, so it is granted around skill-mcp as /usr's is. Reached
+// through a symlink (swapped in since the broker resolved it) it grants nothing at all.
 TEST(LandlockKernel, ADataDirAboveAnOperatorsDirectoryIsGrantedAroundIt) {
   const int abi = KernelAbi();
   if (abi <= 0) GTEST_SKIP() << "this kernel has no Landlock (" << strerror(-abi) << ")";
@@ -483,8 +482,9 @@ TEST(LandlockKernel, ADataDirAboveAnOperatorsDirectoryIsGrantedAroundIt) {
                                                           p.planted.substr(p.dir.size() + 1),
                                                           O_RDONLY); }),
               EACCES) << "through the link, MCP_DATA_DIR " << data;
-    EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr(p.sibling, O_WRONLY); }), 0)
-        << "a file beside it is writable, MCP_DATA_DIR " << data;
+    EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr(p.sibling, O_WRONLY); }),
+              data == link ? EACCES : 0)
+        << "a file beside it is writable (through a link: no rule), MCP_DATA_DIR " << data;
   }
   EXPECT_EQ(OpenErr(p.planted, O_RDONLY), 0) << "control: without Landlock";
 }
@@ -514,8 +514,42 @@ TEST(LandlockKernel, ADataDirInAnOperatorsDirectoryFailsTheStep) {
   }
   spec.data_dir_path = t.other;
   const int control = InChild(spec, t.skill, [&] { return OpenErr(t.other + "/secret", O_RDONLY); });
-  EXPECT_EQ(got, (std::vector<int>{126, 126, 126})) << "the directory, one in it, a link to it";
+  EXPECT_EQ(got, (std::vector<int>{126, 126, EACCES}))
+      << "the directory, one in it, a link to it (no rule: the run goes on, reaching nothing)";
   EXPECT_EQ(control, 0) << "control: another data directory";
+}
+
+// A named path (MCP_DATA_DIR, the scratch directory) met as a symlink, on its last
+// component or an earlier one, was swapped in since the broker resolved it: the optional
+// data directory gets no rule (the run goes on, its target unwritable), a required path
+// fails the step. Control: the real directory is granted.
+TEST(LandlockKernel, ANamedPathThroughASymlinkIsNotFollowed) {
+  const int abi = KernelAbi();
+  if (abi <= 0) GTEST_SKIP() << "this kernel has no Landlock (" << strerror(-abi) << ")";
+  Tree t;
+  const std::string link = t.root + "/data-link", via = t.root + "/via";
+  ASSERT_EQ(symlink(t.other.c_str(), link.c_str()), 0);
+  ASSERT_EQ(symlink(t.root.c_str(), via.c_str()), 0);
+  const std::string other_name = t.other.substr(t.root.size());
+  RunSpec spec = Spec(static_cast<uint32_t>(abi));
+  spec.scratch_dir_path = t.scratch;
+  spec.node_dir_path = "/usr";
+  spec.read_dirs = {};
+  const std::string target = t.other + "/written";
+  for (const std::string& data : {link, via + other_name}) {
+    spec.data_dir_path = data;
+    EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr(target, O_WRONLY | O_CREAT); }),
+              EACCES) << "MCP_DATA_DIR " << data;
+  }
+  spec.data_dir_path = t.other;  // control: the real directory
+  EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr(target, O_WRONLY | O_CREAT); }), 0);
+  spec.data_dir_path = "";
+  const std::string scratch_link = t.root + "/scratch-link";
+  ASSERT_EQ(symlink(t.scratch.c_str(), scratch_link.c_str()), 0);
+  spec.scratch_dir_path = scratch_link;
+  EXPECT_EQ(InChild(spec, t.skill, [] { return 0; }), 126) << "a linked scratch directory";
+  spec.scratch_dir_path = via + t.scratch.substr(t.root.size());
+  EXPECT_EQ(InChild(spec, t.skill, [] { return 0; }), 126) << "a scratch through a linked parent";
 }
 
 TEST(LandlockKernel, ARequiredPathMissingFailsTheStep) {
