@@ -44,7 +44,13 @@ async function main() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-run-hops-'));
   fs.chmodSync(dir, 0o755);
   try {
-    for (const [label, env] of [['every layer on', {}], ['SKILL_MCP_NAMESPACES=off', { SKILL_MCP_NAMESPACES: 'off' }]]) {
+    // RUN_HOPS_ENV (a JSON object) adds to the broker's environment in both sittings, e.g.
+    // '{"SKILL_MCP_LANDLOCK":"off"}' to see what one layer costs.
+    const extra = JSON.parse(process.env.RUN_HOPS_ENV || '{}');
+    const sittings = [['every layer on', {}], ['SKILL_MCP_NAMESPACES=off', { SKILL_MCP_NAMESPACES: 'off' }]];
+    for (const [name, own] of sittings) {
+      const env = { ...extra, ...own };
+      const label = Object.keys(extra).length ? `${name}, with ${JSON.stringify(extra)}` : name;
       const data = path.join(dir, 'perf.data');
       const pids = path.join(dir, 'pids.json');
       const rec = spawnSync('perf', ['record', '-q', '-a', '-o', data, ...EVENTS.flatMap((e) => ['-e', e]), '--',
