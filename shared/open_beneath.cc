@@ -13,7 +13,7 @@ namespace skillmcp {
 namespace {
 
 // A race is about one in twenty-five lookups under a tight rename loop on this kind of
-// machine (tests/unit/shared/open_beneath_test.cc measures it); 64 in a row do not happen.
+// machine (tests/unit/shared/open_beneath_test.cc reproduces it); 64 in a row do not happen.
 constexpr int kEagainRetries = 64;
 
 UniqueFd WalkNoFollow(int dirfd, const std::string& rel, int flags) {

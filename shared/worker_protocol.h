@@ -87,7 +87,7 @@ struct RunSpec {
   RunLimits limits;
   // The run's own view (worker/namespaces.h): a user and a mount namespace with a
   // private /tmp, every hidden_roots directory covered by an empty tmpfs, and the skill
-  // directory bound back at skill_dir_path, which becomes the cwd.
+  // directory bound back read-only at skill_dir_path, which becomes the cwd.
   bool namespaces = false;
   std::string skill_dir_path;             // real absolute path of the skill directory (fd 7)
   std::vector<std::string> hidden_roots;  // absolute, not "/"; shortest first
@@ -100,7 +100,8 @@ struct RunSpec {
                              // records; required when seccomp, empty otherwise
   // The filesystem allowlist (worker/landlock.h). 0 is off; else the kernel's ABI as the
   // broker probed it, at most landlock::kKnownAbi (shared/landlock_abi.h). The paths
-  // are absolute (empty: none); without Landlock only scratch_dir_path may be set.
+  // are normalised absolute paths (empty: none); without Landlock only scratch_dir_path
+  // may be set.
   uint32_t landlock_abi = 0;
   bool network_off = false;           // refuse TCP connect and bind (needs ABI 4+)
   std::string scratch_dir_path;       // the run's TMPDIR (read-write), made by the broker
@@ -142,7 +143,7 @@ std::optional<std::string> EncodeRunSpec(const RunSpec& spec);
 // kRunSpecMaxBpfBytes / 8 whole 8-byte instructions, without it empty; with namespaces
 // an absolute skill_dir_path and at most kRunSpecMaxHiddenRoots absolute hidden_roots
 // other than "/", without them both empty; landlock_abi at most kRunSpecMaxLandlockAbi,
-// network_off only with ABI 4+, every Landlock path absolute or empty, at most
+// network_off only with ABI 4+, every Landlock path normalised and absolute, or empty, at most
 // kRunSpecMaxReadDirs read_dirs, each absolute with a non-zero inode, and without
 // Landlock no data or node dirs and read dirs only with namespaces; a probe carries
 // neither Landlock nor a scratch directory. Brokers can check a spec before forking.

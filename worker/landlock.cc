@@ -6,8 +6,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <string>
-#include <vector>
 
 #include "shared/landlock_abi.h"
 #include "shared/unique_fd.h"

@@ -63,7 +63,8 @@ std::vector<ModuleDir> RunModuleDirs(const std::vector<RootModuleDirs>& roots,
       continue;
     // why the identity goes along: the worker opens the path later and must not trust a
     // directory renamed into its place since this check (worker/module_dir.h).
-    // why inode 0 left out: a spec carries none (no identity to hold the worker to).
+    // why inode 0 left out: a valid spec refuses it (IsValidRunSpec); it is no identity
+    // to hold the worker to.
     if (st.st_ino != 0)
       out.push_back({dir, static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)});
   }

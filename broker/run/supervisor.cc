@@ -19,7 +19,6 @@
 #include "broker/run/scratch_dir.h"
 #include "broker/run/spawn.h"
 #include "shared/log.h"
-#include "shared/small_file.h"
 #include "shared/worker_protocol.h"
 
 namespace skillmcp {
