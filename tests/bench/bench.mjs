@@ -18,6 +18,7 @@ const N = Number(process.env.BENCH_N ?? 30);
 const ms = (t0) => Number(process.hrtime.bigint() - t0) / 1e6;
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 const fmt = (x) => x.toFixed(2);
+const signed = (x) => (x < 0 ? '' : '+') + fmt(x);
 
 function makeTree(skills) {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-bench-'));
@@ -112,7 +113,11 @@ async function runOverhead(root, extraEnv = {}) {
     let t0 = process.hrtime.bigint();
     // The same small environment the script gets under skill_run (the allowlist), so
     // the comparison is not skewed by variables such as NODE_EXTRA_CA_CERTS.
-    spawnSync(process.execPath, [script], { stdio: 'ignore', cwd: path.dirname(script),
+    // stdout and stderr are pipes read to the end, as a run's are: node sets up a socket
+    // stream for a pipe where it writes /dev/null synchronously, about 2 ms more on the
+    // slower machine of tests/bench/README.md's sixth pass, which a floor must not leave out.
+    spawnSync(process.execPath, [script], { stdio: ['ignore', 'pipe', 'pipe'],
+                                            cwd: path.dirname(script),
                                             env: { PATH: process.env.PATH, HOME: os.tmpdir() } });
     bare.push(ms(t0));
     const first = await b.call('tools/call', { name: 'skill_run', arguments: args });
@@ -124,7 +129,9 @@ async function runOverhead(root, extraEnv = {}) {
     if (receipt.exitCode !== 0) throw new Error('run failed: ' + done.result.content[0].text);
   }
   b.child.stdin.end();
-  return { bare: median(bare), run: median(run) };
+  // paired: the median of each run minus the bare spawn just before it, which the
+  // machine's drift over a sitting does not move (README.md, "Issue 11, sixth pass").
+  return { bare: median(bare), run: median(run), paired: median(run.map((r, i) => r - bare[i])) };
 }
 
 const root = makeTree(32);
@@ -149,9 +156,10 @@ try {
               `${(rss.fileKiB / 1024).toFixed(1)} MiB shared library and file pages)`);
   console.log(`bare node one-line script (median): ${fmt(ov.bare)} ms`);
   console.log(`confirmed skill_run of it, end to end (median): ${fmt(ov.run)} ms`);
-  console.log(`run overhead: ${fmt(ov.run - ov.bare)} ms (ratio ${(ov.run / ov.bare).toFixed(2)}x bare node)`);
+  console.log(`run overhead: ${fmt(ov.run - ov.bare)} ms (ratio ${(ov.run / ov.bare).toFixed(2)}x bare node; ` +
+              `paired ${signed(ov.paired)} ms)`);
   console.log(`with SKILL_MCP_NAMESPACES=on: ${fmt(ns.run)} ms against ${fmt(ns.bare)} ms bare ` +
-              `(overhead ${fmt(ns.run - ns.bare)} ms)`);
+              `(overhead ${fmt(ns.run - ns.bare)} ms; paired ${signed(ns.paired)} ms)`);
   console.log(`with SKILL_MCP_LANDLOCK=off: ${fmt(noLandlock.run)} ms against ${fmt(noLandlock.bare)} ms ` +
               `bare (overhead ${fmt(noLandlock.run - noLandlock.bare)} ms); /bin/true runs ` +
               `${fmt(shellNoLandlock.run)} ms without the allowlist, ${fmt(shell.run)} ms with it`);
@@ -164,11 +172,11 @@ try {
     ['spawn -> initialize, 32 skills', `${fmt(start)} ms`, `${fmt(base)} ms (spawn /bin/true)`, x(start, base), '<= 2 ms'],
     ['peak RSS, 32 skills', `${(rss.hwmKiB / 1024).toFixed(1)} MiB`, '-', '-', '<= 8 MiB'],
     ['confirmed run, every layer on', `${fmt(ns.run)} ms`, `${fmt(ns.bare)} ms (bare node)`,
-     `+${fmt(ns.run - ns.bare)} ms`, '<= +1.0 ms'],
+     `${signed(ns.run - ns.bare)} ms (paired ${signed(ns.paired)} ms)`, '<= +1.0 ms'],
     ['confirmed run, namespaces off', `${fmt(ov.run)} ms`, `${fmt(ov.bare)} ms (bare node)`,
-     `+${fmt(ov.run - ov.bare)} ms`, ''],
+     `${signed(ov.run - ov.bare)} ms (paired ${signed(ov.paired)} ms)`, ''],
     ['confirmed run of /bin/true', `${fmt(shell.run)} ms`, `${fmt(base)} ms (spawn /bin/true)`,
-     `+${fmt(shell.run - base)} ms`, ''],
+     `${signed(shell.run - base)} ms`, ''],
   ];
   console.log('\n| figure | server | floor (this run) | ratio | target |\n|---|---|---|---|---|');
   for (const r of rows) console.log(`| ${r.join(' | ')} |`);

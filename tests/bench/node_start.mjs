@@ -2,14 +2,18 @@
 // (`meson test -C build --benchmark node_start`, or
 // `node tests/bench/node_start.mjs worker/node_bootstrap.h [N]`). Prints; asserts nothing.
 //
-// Three ways to start the same one-line script, interleaved, N times each:
+// Ways to start the same one-line script (it writes one byte to stdout), interleaved, N
+// times each:
 //   bare     node one.js
 //   eval     node -e <bootstrap> -- one.js         (the worker's fallback way)
 //   main-fd  node --preserve-symlinks-main /proc/self/fd/8 one.js, the bootstrap at fd 8
-// with the script open at fd 6 as the worker leaves it. Wall medians and 10th
-// percentiles; with valgrind installed, also callgrind's instruction counts of node with
-// V8's randomness fixed (--single-threaded --random-seed=1), which do not move with the
-// machine's load (tests/bench/README.md, "5. The run path, third pass").
+// with the script open at fd 6 as the worker leaves it; stdout /dev/null, and then a pipe
+// read to the end for bare and main-fd: a run's stdout is a pipe, and node builds a socket
+// stream for a pipe where it writes /dev/null synchronously (README.md, "Issue 11, sixth
+// pass"). Wall medians and 10th percentiles; with valgrind installed, also callgrind's
+// instruction counts of node with V8's randomness fixed (--single-threaded
+// --random-seed=1), which do not move with the machine's load (tests/bench/README.md,
+// "5. The run path, third pass").
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -28,19 +32,23 @@ fs.writeFileSync(bootFile, bootstrap);
 const fd6 = fs.openSync(script, 'r');
 const fd8 = fs.openSync(bootFile, 'r');
 const env = { PATH: process.env.PATH, HOME: os.tmpdir() };
-const stdio = ['ignore', 'ignore', 'inherit', 'ignore', 'ignore', 'ignore', fd6, 'ignore', fd8];
+const stdio = (out) => ['ignore', out, 'inherit', 'ignore', 'ignore', 'ignore', fd6, 'ignore', fd8];
+const mainFd = ['--preserve-symlinks-main', '/proc/self/fd/8', script];
 const ways = [
-  ['bare', [script]],
-  ['eval', ['-e', bootstrap, '--', script]],
-  ['main-fd', ['--preserve-symlinks-main', '/proc/self/fd/8', script]],
+  ['bare', [script], 'ignore'],
+  ['eval', ['-e', bootstrap, '--', script], 'ignore'],
+  ['main-fd', mainFd, 'ignore'],
+  ['bare, stdout a pipe', [script], 'pipe'],
+  ['main-fd, stdout a pipe (a run)', mainFd, 'pipe'],
 ];
 
-const spawnNode = (cmd, argv) => spawnSync(cmd, argv, { stdio, cwd: dir, env, encoding: 'utf8' });
+const spawnNode = (cmd, argv, out) =>
+  spawnSync(cmd, argv, { stdio: stdio(out), cwd: dir, env, encoding: 'utf8' });
 const wall = ways.map(() => []);
 for (let i = 0; i < N; i++) {
-  ways.forEach(([name, argv], k) => {
+  ways.forEach(([name, argv, out], k) => {
     const t0 = process.hrtime.bigint();
-    const r = spawnNode(process.execPath, argv);
+    const r = spawnNode(process.execPath, argv, out);
     wall[k].push(Number(process.hrtime.bigint() - t0) / 1e6);
     if (r.status !== 0) throw new Error(`${name} exited ${r.status}`);
   });
@@ -51,15 +59,15 @@ console.log('| way | wall median | over bare | wall p10 | over bare | instructio
 console.log('|---|---|---|---|---|---|---|');
 
 // Callgrind's total for node alone (children untraced), or null without valgrind.
-function instructions(argv) {
+function instructions(argv, out) {
   const opts = ['--tool=callgrind', '--callgrind-out-file=/dev/null'];
   const args = [...opts, process.execPath, '--single-threaded', '--random-seed=1', ...argv];
-  const r = spawnSync('valgrind', args, { stdio: ['ignore', 'ignore', 'pipe', 'ignore', 'ignore',
+  const r = spawnSync('valgrind', args, { stdio: ['ignore', out, 'pipe', 'ignore', 'ignore',
     'ignore', fd6, 'ignore', fd8], cwd: dir, env, encoding: 'utf8' });
   const m = /refs:\s+([\d,]+)/.exec(r.stderr || '');
   return m ? Number(m[1].replaceAll(',', '')) : null;
 }
-const ir = ways.map(([, argv]) => instructions(argv));
+const ir = ways.map(([, argv, out]) => instructions(argv, out));
 const fmt = (x) => x.toFixed(2);
 const signed = (x, d = 2) => (x < 0 ? '' : '+') + x.toFixed(d);
 ways.forEach(([name], k) => {

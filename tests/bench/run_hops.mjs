@@ -19,6 +19,13 @@
 //   mirror     -> the worker's exit (the worker's wake-up, the namespace's teardown)
 //   settle     -> the broker's answer (its wake-up, the sweep, the scratch removal)
 //
+// and, from sched_stat_runtime, node's CPU time between its exec and its exit_group:
+//   node cpu       all its threads (V8's and libuv's workers too)
+//   node main cpu  its main thread alone; node's wall time minus this is what the main
+//                  thread spent off a CPU (waiting for one, or for its own workers)
+//   others cpu     every other task's CPU time meanwhile (perf's own too): what node
+//                  shared the 2 CPUs with
+//
 // and for the floor: spawn (the driver's fork -> exec), node (exec -> exit_group), reap
 // (exit_group -> the driver's wait4 returning). With SKILL_MCP_NAMESPACES=off there is no
 // init: `cell` and `init` become one hop, the worker's fork to node's exec.
@@ -32,6 +39,7 @@ const EVENTS = [
   'syscalls:sys_enter_recvfrom', 'syscalls:sys_enter_sendmsg', 'syscalls:sys_enter_unshare',
   'syscalls:sys_enter_exit_group', 'syscalls:sys_exit_wait4',
   'syscalls:sys_enter_landlock_create_ruleset', 'syscalls:sys_enter_landlock_restrict_self',
+  'sched:sched_stat_runtime',
 ];
 
 async function main() {
@@ -102,7 +110,11 @@ async function drive(bin, pidsFile, N) {
   await call('initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'hops', version: '1' } });
   const args = { name: 'hops', script: 'scripts/one.js', args: [] };
   for (let i = 0; i < N; i++) {
-    spawnSync(process.execPath, [script], { stdio: 'ignore', cwd: path.dirname(script),
+    // stdout and stderr are pipes read to the end, as a run's are: node sets up a socket
+    // stream for a pipe where it writes /dev/null synchronously, about 2 ms more on the
+    // slower machine of tests/bench/README.md's sixth pass, which a floor must not leave out.
+    spawnSync(process.execPath, [script], { stdio: ['ignore', 'pipe', 'pipe'],
+                                            cwd: path.dirname(script),
                                             env: { PATH: process.env.PATH, HOME: os.tmpdir() } });
     await pause();
     const preview = await call('tools/call', { name: 'skill_run', arguments: args });
@@ -157,8 +169,39 @@ function report(label, events, { driver, broker }, N) {
     if (e.ev === 'sys_enter_unshare') (unshares.get(e.pid) ?? unshares.set(e.pid, []).get(e.pid)).push(e.t);
   }
 
+  // CPU time from sched_stat_runtime, charged to the task named by the trace's pid= (a
+  // thread id: the event can be emitted from another task's context). A thread's own
+  // events carry its process's id as pid and its own as tid.
+  const tgidOf = new Map();
+  for (const e of events) if (e.tid !== e.pid) tgidOf.set(e.tid, e.pid);
+  const runtime = new Map();  // process id -> [{ t, ns, main }]
+  for (const e of events) {
+    if (e.ev !== 'sched_stat_runtime') continue;
+    const tid = field(e.tr, 'pid'), pid = tgidOf.get(tid) ?? tid;
+    (runtime.get(pid) ?? runtime.set(pid, []).get(pid)).push({ t: e.t, ns: field(e.tr, 'runtime'), main: tid === pid });
+  }
+  const cpu = (pid, from, to) => {
+    let all = 0, main = 0;
+    for (const r of runtime.get(pid) ?? []) {
+      if (r.t < from || r.t > to) continue;
+      all += r.ns / 1e6;
+      if (r.main) main += r.ns / 1e6;
+    }
+    return { all, main };
+  };
+  // Everyone else's CPU time while node ran (perf's own included): on 2 CPUs, what node
+  // shared the machine with.
+  const others = (pid, from, to) => {
+    let ms = 0;
+    for (const [p, rs] of runtime) {
+      if (p === pid || p === 0) continue;
+      for (const r of rs) if (r.t >= from && r.t <= to) ms += r.ns / 1e6;
+    }
+    return ms;
+  };
+
   // The floor: the driver's children that exec node and were not the broker.
-  const floor = { spawn: [], node: [], reap: [] };
+  const floor = { spawn: [], node: [], 'node cpu': [], 'node main cpu': [], 'others cpu': [], reap: [] };
   const waits = events.filter((e) => e.pid === driver && e.ev === 'sys_exit_wait4' && field(e.tr, '') !== 0);
   for (const { t, child } of forks.get(driver) ?? []) {
     if (child === broker || !execs.has(child) || !exitGroup.has(child)) continue;
@@ -166,11 +209,16 @@ function report(label, events, { driver, broker }, N) {
     const reaped = waits.find((w) => w.t > procExit.get(child));
     floor.spawn.push(exec - t);
     floor.node.push(end - exec);
+    const c = cpu(child, exec, end);
+    floor['node cpu'].push(c.all);
+    floor['node main cpu'].push(c.main);
+    floor['others cpu'].push(others(child, exec, end));
     if (reaped) floor.reap.push(reaped.t - end);
   }
 
   // The runs: each run description the broker sent (sendmsg on anything but fd 1).
-  const hops = { prepare: [], worker: [], cell: [], init: [], landlock: [], node: [], exit: [], mirror: [], settle: [], total: [] };
+  const hops = { prepare: [], worker: [], cell: [], init: [], landlock: [], node: [], 'node cpu': [],
+                 'node main cpu': [], 'others cpu': [], exit: [], mirror: [], settle: [], total: [] };
   const landlock = (pids, after) => {
     const at = (ev) => events.find((e) => pids.includes(e.pid) && e.ev === ev && e.t > after)?.t;
     const created = at('sys_enter_landlock_create_ruleset'), restricted = at('sys_enter_landlock_restrict_self');
@@ -211,6 +259,10 @@ function report(label, events, { driver, broker }, N) {
     const ll = landlock([worker, init, nodePid].filter((p) => p), s.t);
     if (ll !== undefined) hops.landlock.push(ll);
     hops.node.push(end - exec);
+    const c = cpu(nodePid, exec, end);
+    hops['node cpu'].push(c.all);
+    hops['node main cpu'].push(c.main);
+    hops['others cpu'].push(others(nodePid, exec, end));
     hops.exit.push((initExit ?? workerExit) - end);
     hops.mirror.push(init ? workerExit - initExit : 0);
     hops.settle.push(answer.t - workerExit);
@@ -220,18 +272,29 @@ function report(label, events, { driver, broker }, N) {
   const med = (a) => { const s = [...a].sort((x, y) => x - y); return s.length ? s[s.length >> 1] : NaN; };
   const p10 = (a) => { const s = [...a].sort((x, y) => x - y); return s.length ? s[Math.floor(s.length / 10)] : NaN; };
   const f = (x) => (Number.isNaN(x) ? '-' : x.toFixed(3));
+  const sg = (x) => (x >= 0 ? '+' : '') + f(x);
   console.log(`\n${label}: ${hops.total.length} of ${N} runs traced, ${floor.node.length} floor spawns ` +
               `(load average ${os.loadavg()[0].toFixed(1)})`);
   console.log('| hop | median ms | p10 ms |');
   console.log('|---|---|---|');
   for (const [k, v] of Object.entries(hops)) console.log(`| run: ${k} | ${f(med(v))} | ${f(p10(v))} |`);
   for (const [k, v] of Object.entries(floor)) console.log(`| floor: ${k} | ${f(med(v))} | ${f(p10(v))} |`);
-  const fl = med(floor.spawn) + med(floor.node) + med(floor.reap);
+  const fl = med(floor.spawn) + med(floor.node) + med(floor.reap);  // the cpu rows are inside node
   console.log(`| floor: total | ${f(fl)} | |`);
   const around = med(hops.total) - med(hops.node);
   const floorAround = med(floor.spawn) + med(floor.reap);
   console.log(`around node: run ${f(around)} ms against the floor's ${f(floorAround)} ms ` +
-              `(+${f(around - floorAround)} ms); node itself +${f(med(hops.node) - med(floor.node))} ms`);
+              `(${sg(around - floorAround)} ms); node itself ${sg(med(hops.node) - med(floor.node))} ms, ` +
+              `its CPU time ${sg(med(hops['node cpu']) - med(floor['node cpu']))} ms (main thread ` +
+              `${sg(med(hops['node main cpu']) - med(floor['node main cpu']))} ms)`);
+  // Each run beside the floor spawn just before it, so that the machine's drift over a
+  // sitting (a shared VM's speed moves by 20% over minutes) cancels out.
+  if (hops.node.length === floor.node.length && floor.reap.length === floor.node.length) {
+    const paired = (a, b) => med(a.map((x, i) => x - b[i]));
+    console.log(`paired, each run minus the floor spawn before it (median): node ${sg(paired(hops.node, floor.node))} ms, ` +
+                `its CPU time ${sg(paired(hops['node cpu'], floor['node cpu']))} ms; around node ` +
+                `${sg(paired(hops.total.map((t, i) => t - hops.node[i]), floor.spawn.map((t, i) => t + floor.reap[i])))} ms`);
+  }
 }
 
 if (process.argv[2] === '--drive') await drive(process.argv[3], process.argv[4], Number(process.argv[5]));
