@@ -104,26 +104,41 @@ TEST_F(PolicyKernelTest, OrdinaryCallsStayAllowed) {
 }
 
 // The fixed prefix: a foreign ABI kills the process even though no group names it.
-TEST_F(PolicyKernelTest, ForeignArchitecturesKillTheProcess) {
-  auto run = [](bool x32) {
-    const pid_t pid = fork();
-    if (pid == 0) {
-      if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || InstallWorkerPolicy() != 0) _exit(90);
-      if (x32) {
-        syscall(0x40000000L | SYS_getpid);
-      } else {
-        long ret = 20;  // getpid in the i386 table
-        asm volatile("int $0x80" : "+a"(ret) : : "memory");
-      }
-      _exit(0);
+// Forks a child that makes getpid through the x32 ABI or the i386 gate (int 0x80), with
+// the policy installed or not; returns its wait status.
+int ForeignGetpid(bool x32, bool with_policy) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (with_policy &&
+        (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || InstallWorkerPolicy() != 0))
+      _exit(90);
+    if (x32) {
+      syscall(0x40000000L | SYS_getpid);
+    } else {
+      long ret = 20;  // getpid in the i386 table
+      asm volatile("int $0x80" : "+a"(ret) : : "memory");
     }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return status;
-  };
-  int s = run(true);
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return status;
+}
+
+TEST_F(PolicyKernelTest, TheX32AbiKillsTheProcess) {
+  const int s = ForeignGetpid(/*x32=*/true, /*with_policy=*/true);
   EXPECT_TRUE(WIFSIGNALED(s) && WTERMSIG(s) == SIGSYS) << "x32: status " << s;
-  s = run(false);
+}
+
+TEST_F(PolicyKernelTest, TheI386GateKillsTheProcess) {
+  // Some hypervisors (a PVM guest, seen here) fault int 0x80 before the kernel's entry:
+  // the call never reaches seccomp, so there is nothing the filter could be shown doing.
+  const int bare = ForeignGetpid(/*x32=*/false, /*with_policy=*/false);
+  if (WIFSIGNALED(bare) && WTERMSIG(bare) == SIGSEGV)
+    GTEST_SKIP() << "int 0x80 faults (SIGSEGV) without the filter on this machine: the "
+                    "i386 gate is closed before the kernel, so the filter's rule is not reached";
+  ASSERT_TRUE(WIFEXITED(bare) && WEXITSTATUS(bare) == 0) << "int 0x80 unfiltered: status " << bare;
+  const int s = ForeignGetpid(/*x32=*/false, /*with_policy=*/true);
   EXPECT_TRUE(WIFSIGNALED(s) && WTERMSIG(s) == SIGSYS) << "int 0x80: status " << s;
 }
 
