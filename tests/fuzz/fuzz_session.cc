@@ -507,7 +507,9 @@ bool Model::HeldLine(uint8_t op, uint8_t b) {
     held_cancel_ = id.dump();
   }
   held_line_ = true;
-  if (b & 128) return WriteCall(line + "\n"), true;
+  // With the call in one write while it is still unwritten; once an earlier step wrote it
+  // alone, this line follows alone (WriteCall would drop it: it writes only with a call).
+  if ((b & 128) && !call_line_.empty()) return WriteCall(line + "\n"), true;
   WriteCall("");
   if (!server_.Feed(line + "\n")) __builtin_trap();
   // Why: while a call waits for the run side, the session reads nothing after it.
