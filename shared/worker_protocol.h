@@ -179,7 +179,7 @@ enum class WorkerStep : int32_t {
   kUserNamespace = 212,  // with namespaces: unshare(CLONE_NEWUSER|CLONE_NEWNS), id maps
   kMountView = 213,      // with namespaces: private /tmp, roots covered, skill dir bound
   kPidNamespace = 214,   // with namespaces: unshare(CLONE_NEWPID|CLONE_NEWIPC)
-  kFork = 215,           // fork the run's first process (and, namespaced, node under init;
+  kFork = 215,           // fork the run's first process (and, namespaced, clone node under init;
                          // the worker stays outside as the broker's mirror, worker/cell.h)
   kMountProc = 216,      // with fresh_proc, in the namespace's init: its own /proc
   kDropAmbient = 217,    // clear the ambient capability set

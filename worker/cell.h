@@ -1,6 +1,7 @@
 // The run's process shape (docs/isolation.md, "The run's processes"). The worker the
 // broker started stays outside as the run's mirror: the broker's pidfd, process group,
-// timeout signal and receipt all keep pointing at it. It forks the run:
+// timeout signal and receipt all keep pointing at it. It forks the run (init clones
+// node's process, worker/launch.h):
 //   without namespaces:  worker (mirror) -> node
 //   with namespaces:     worker (mirror) -> init (pid 1 of a new pid and IPC namespace)
 //                                           -> node (pid 2)
@@ -48,7 +49,7 @@ StepResult ResetSignalMask();
 // if the broker dies, then exits with node's code or dies of node's signal.
 [[noreturn]] void MirrorRun(pid_t child, int status_fd, pid_t broker);
 
-// The namespace's init after forking node: reaps every orphan, and when node exits
+// The namespace's init after cloning node: reaps every orphan, and when node exits
 // writes its wait status to `status_fd` and exits (the kernel then kills the rest).
 [[noreturn]] void RunInit(pid_t node, int status_fd);
 

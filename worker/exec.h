@@ -27,7 +27,8 @@ std::vector<std::string> BuildArgv(const RunSpec& spec, BootstrapVia via);
 // sealed memfd at kWorkerBootstrapFd, inherited by node. False leaves 8 closed.
 bool SealBootstrap();
 
-// In the process about to exec node, after its view, Landlock and cwd are final: true
+// In node's process or the init that clones it (worker/launch.h), once the view and the
+// Landlock domain node has are final (the paths below are absolute, so the cwd is not): true
 // when node will read exactly the sealed bootstrap at kBootstrapPath and run it as
 // CommonJS. Otherwise closes kWorkerBootstrapFd (the caller then uses kEval).
 BootstrapVia ChooseBootstrapVia(bool sealed);

@@ -4,8 +4,9 @@
 // reports WorkerReport{step, errno} on fd 4 and exits with the step's code, so a
 // half-restricted process never runs anything (shared/worker_protocol.h).
 // A probe (RunSpec::probe) stops after the run-independent namespace steps and exits 0.
-// After the identity and namespace steps the worker forks the run and stays outside as
-// its mirror (worker/cell.h: the process shape, and why node is never pid 1).
+// After the identity and namespace steps the worker starts the run and stays outside as
+// its mirror (worker/cell.h: the process shape, and why node is never pid 1; with
+// namespaces init clones node's process, worker/launch.h).
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -24,6 +25,7 @@
 #include "worker/fds.h"
 #include "worker/identity.h"
 #include "worker/landlock.h"
+#include "worker/launch.h"
 #include "worker/limits.h"
 #include "worker/namespaces.h"
 #include "worker/report.h"
@@ -98,56 +100,70 @@ void DropPrivilegesForGood(const RunSpec& spec, bool will_be_root) {
   MirrorRun(child, status_fd, broker);
 }
 
-// The namespace's init (pid 1) forks node and reaps the namespace until node is gone.
-void StartNodeUnderInit(int status_w) {
-  const pid_t node = fork();
-  if (node < 0) FailAndExit({WorkerStep::kFork, errno});
-  if (node > 0) {
-    for (int fd : {0, 1, 2, kWorkerReportFd, kWorkerNodeFd, kWorkerScriptFd, kWorkerSkillDirFd,
-                   kWorkerBootstrapFd})
-      close(fd);
-    RunInit(node, status_w);
+// What node's steps need, built before them (in init, before the clone; worker/launch.h):
+// argv and envp, the bootstrap's way, and the filter in aligned instructions. The way is
+// chosen in the run's final view and Landlock domain, where node will look for it.
+struct NodeImage {
+  NodeImage(const RunSpec& spec, bool bootstrap_sealed)
+      : plan(spec, ChooseBootstrapVia(bootstrap_sealed)) {
+    if (spec.seccomp) {
+      if (int rc = seccomp::PreparePolicy(spec.seccomp_bpf, policy); rc < 0)
+        FailAndExit({WorkerStep::kSeccomp, -rc});
+    }
   }
-  close(status_w);
-  // node's parent is init, pid 1 of the namespace; if init is gone the namespace is too.
-  Check(DieWithParent(SIGKILL, 1));
-}
+  const seccomp::PreparedPolicy* filter(const RunSpec& spec) const {
+    return spec.seccomp ? &policy : nullptr;
+  }
+  ExecPlan plan;
+  seccomp::PreparedPolicy policy;
+};
 
-// 8c. The fork: the worker stays outside as the mirror; what follows runs in the child
-//     (namespaced: the pid namespace's init, which forks node).
-void ForkRun(const RunSpec& spec, pid_t broker, bool will_be_root) {
-  UniqueFd status_r, status_w, self;
-  if (spec.namespaces) {
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) != 0) FailAndExit({WorkerStep::kFork, errno});
-    status_r.reset(p[0]);
-    status_w.reset(p[1]);
-    // init's parent lives outside its pid namespace: it watches the mirror by pidfd.
-    self.reset(static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0)));
-    if (!self.valid()) FailAndExit({WorkerStep::kFork, errno});
+// 8d. The run's processes. The worker stays outside as the mirror; without namespaces
+//     it forks node, with them the namespace's init, which clones node (worker/launch.h).
+[[noreturn]] void StartRun(const RunSpec& spec, pid_t broker, bool will_be_root,
+                           bool bootstrap_sealed) {
+  if (!spec.namespaces) {
+    // why fork, not the clone: node's process drops privileges and enters the Landlock
+    // domain itself, so the mirror stays outside it, where the script's signals cannot
+    // reach it (Landlock's signal scope) and stop it before it can kill the run's group.
+    const pid_t mirror = getpid();
+    Check(BlockMirrorSignals());
+    const pid_t node = fork();
+    if (node < 0) FailAndExit({WorkerStep::kFork, errno});
+    if (node > 0) BecomeMirror(node, -1, broker);
+    DropPrivilegesForGood(spec, will_be_root);
+    const NodeImage image(spec, bootstrap_sealed);
+    BecomeNode({spec, image.plan, image.filter(spec), mirror, -1});
   }
-  const pid_t mirror = getpid();
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) != 0) FailAndExit({WorkerStep::kFork, errno});
+  UniqueFd status_r(p[0]), status_w(p[1]);
+  // init's parent lives outside its pid namespace: it watches the mirror by pidfd.
+  UniqueFd self(static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0)));
+  if (!self.valid()) FailAndExit({WorkerStep::kFork, errno});
   Check(BlockMirrorSignals());
-  const pid_t child = fork();
-  if (child < 0) FailAndExit({WorkerStep::kFork, errno});
-  if (child > 0) {
+  const pid_t init = fork();
+  if (init < 0) FailAndExit({WorkerStep::kFork, errno});
+  if (init > 0) {
     status_w.reset();
     self.reset();
-    BecomeMirror(child, status_r.get(), broker);
+    BecomeMirror(init, status_r.get(), broker);
   }
+  // The namespace's init (pid 1).
   Check(ResetSignalMask());
   status_r.reset();
-  if (spec.namespaces) {
-    if (spec.fresh_proc) Check(MountFreshProc());
-    DropPrivilegesForGood(spec, will_be_root);
-    // Set after the last credential change (a change of credentials clears it).
-    Check(DieWithParentPidfd(SIGKILL, self.get()));
-    self.reset();
-    StartNodeUnderInit(status_w.release());
-  } else {
-    DropPrivilegesForGood(spec, will_be_root);
-    Check(DieWithParent(SIGKILL, mirror));
-  }
+  if (spec.fresh_proc) Check(MountFreshProc());
+  DropPrivilegesForGood(spec, will_be_root);
+  // Set after the last credential change (a change of credentials clears it).
+  Check(DieWithParentPidfd(SIGKILL, self.get()));
+  self.reset();
+  const NodeImage image(spec, bootstrap_sealed);
+  // node's parent is init, pid 1 of the namespace; if init is gone the namespace is too.
+  const pid_t node = LaunchNode({spec, image.plan, image.filter(spec), 1, status_w.get()});
+  for (int fd : {0, 1, 2, kWorkerReportFd, kWorkerNodeFd, kWorkerScriptFd, kWorkerSkillDirFd,
+                 kWorkerBootstrapFd})
+    close(fd);
+  RunInit(node, status_w.release());
 }
 
 void Run() {
@@ -197,30 +213,10 @@ void Run() {
   }
   // 8c. With namespaces: the run's own pid and IPC namespace (worker/cell.h).
   if (spec.namespaces) Check(EnterPidIpcNamespace());
-  // 8d. The fork; then, in the run's processes, 9. ambient, effective, permitted and
-  //     inheritable capabilities cleared, 10. verified, 11. no_new_privs, and the
-  //     parent-death signal (worker/cell.h).
-  ForkRun(spec, broker, will_be_root);
-  // 12. The skill directory becomes the cwd; its descriptor does not reach the script.
-  //     In the run's view, by its bound path: fd 7 belongs to the host's mount
-  //     namespace, where ".." would lead back to the hidden skills.
-  if (spec.namespaces) {
-    Check(EnterBoundSkillDir(spec.skill_dir_path, kWorkerSkillDirFd));
-  } else if (fchdir(kWorkerSkillDirFd) != 0) {
-    FailAndExit({WorkerStep::kChdir, errno});
-  }
-  close(kWorkerSkillDirFd);
-  // argv/envp are built before the filter so that nothing but the exec follows it; the
-  // bootstrap's way is chosen in the run's final view, Landlock domain and cwd.
-  const ExecPlan plan(spec, ChooseBootstrapVia(bootstrap_sealed));
-  // 13. Seccomp last: every earlier step may use what the filter denies.
-  //     The program was compiled by the broker at boot; the kernel verifies it.
-  if (spec.seccomp) {
-    if (int rc = seccomp::LoadCompiledPolicy(spec.seccomp_bpf); rc < 0)
-      FailAndExit({WorkerStep::kSeccomp, -rc});
-  }
-  // 14. Exec the interpreter by descriptor. Returns only on failure.
-  FailAndExit(plan.Exec());
+  // 8d. The run's processes; in them 9. ambient, effective, permitted and inheritable
+  //     capabilities cleared, 10. verified, 11. no_new_privs, 11b. Landlock, then in
+  //     node's 11c-14 (worker/launch.h).
+  StartRun(spec, broker, will_be_root, bootstrap_sealed);
 }
 
 }  // namespace

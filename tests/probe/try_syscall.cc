@@ -329,6 +329,11 @@ int main(int argc, char** argv) {
     PrintStatus();
     return 0;
   }
+  if (mode == "sigparent") {  // may this process signal its parent (signal 0: no effect)?
+    const int err = kill(getppid(), 0) == 0 ? 0 : errno;
+    std::printf("kill parent %s\n", err ? strerrorname_np(err) : "ok");
+    return 0;
+  }
   if (mode == "open") {  // each path: "<path> ok" or "<path> <errno name>"
     for (int i = 2; i < argc; ++i) {
       const int fd = open(argv[i], O_RDONLY | O_CLOEXEC);

@@ -175,6 +175,10 @@ TEST(PolicyLoad, MalformedProgramsAreRefusedAndLoadNothing) {
     if (LoadCompiledPolicy(std::string(7, '\x06')) != -EINVAL) _exit(12);
     if (LoadCompiledPolicy(std::string(8 * 4097, '\x06')) != -EINVAL) _exit(13);
     if (LoadCompiledPolicy(std::string(16, '\xff')) != -EINVAL) _exit(14);  // kernel's check
+    if (LoadPreparedPolicy(PreparedPolicy{}) != -EINVAL) _exit(19);  // nothing prepared
+    PreparedPolicy too_long;
+    too_long.insns.resize(4097);
+    if (LoadPreparedPolicy(too_long) != -EINVAL) _exit(20);
     if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) != 0) _exit(15);                  // still no filter
     std::string bpf;
     if (CompileWorkerPolicy(&bpf) != 0) _exit(16);

@@ -567,6 +567,24 @@ TEST_F(WorkerTest, AMissingScratchDirectoryFailsTheLandlockStep) {
   ExpectStep(RunWorker(LaunchFor(spec)), WorkerStep::kLandlock, ENOENT);
 }
 
+// Without namespaces node's process enters the Landlock domain itself and the mirror
+// stays outside it: with signal scoping (ABI 6) the script cannot signal, so cannot stop,
+// the mirror, which must act to kill the run's group when the broker dies.
+TEST_F(WorkerTest, WithoutNamespacesTheScriptCannotSignalTheMirror) {
+  const int abi = landlock::ProbeAbi();
+  if (abi < 6) GTEST_SKIP() << "signal scoping needs Landlock ABI 6 (this kernel: " << abi << ")";
+  RunSpec spec = ProbeSpec({"sigparent"});
+  spec.landlock_abi = std::min<uint32_t>(static_cast<uint32_t>(abi), landlock::kKnownAbi);
+  const std::string probe = ProbePath();
+  spec.node_dir_path = probe.substr(0, probe.rfind('/'));  // the probe execs in node's place
+  spec.scratch_dir_path = dir_.Sub("scratch");
+  ASSERT_EQ(mkdir(spec.scratch_dir_path.c_str(), 0700), 0);
+  ASSERT_FALSE(spec.namespaces);
+  const LaunchResult r = Probe(spec);
+  ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
+  EXPECT_EQ(r.out, "kill parent EPERM\n");
+}
+
 TEST_F(WorkerTest, NonExecutableInterpreterFailsExec) {
   WriteFile(dir_.Sub("not-a-program"), "just text\n", 0644);
   Launch l = LaunchFor(ProbeSpec({"status"}));
