@@ -109,13 +109,14 @@ struct NodeImage {
     if (spec.seccomp) {
       if (int rc = seccomp::PreparePolicy(spec.seccomp_bpf, policy); rc < 0)
         FailAndExit({WorkerStep::kSeccomp, -rc});
+      filter = &policy;
     }
   }
-  const seccomp::PreparedPolicy* filter(const RunSpec& spec) const {
-    return spec.seccomp ? &policy : nullptr;
-  }
+  NodeImage(const NodeImage&) = delete;  // `filter` points into this object
+  NodeImage& operator=(const NodeImage&) = delete;
   ExecPlan plan;
   seccomp::PreparedPolicy policy;
+  const seccomp::PreparedPolicy* filter = nullptr;  // null: no filter (spec.seccomp false)
 };
 
 // 8d. The run's processes. The worker stays outside as the mirror; without namespaces
@@ -133,7 +134,7 @@ struct NodeImage {
     if (node > 0) BecomeMirror(node, -1, broker);
     DropPrivilegesForGood(spec, will_be_root);
     const NodeImage image(spec, bootstrap_sealed);
-    BecomeNode({spec, image.plan, image.filter(spec), mirror, -1});
+    BecomeNode({spec, image.plan, image.filter, mirror, -1});
   }
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) FailAndExit({WorkerStep::kFork, errno});
@@ -159,7 +160,7 @@ struct NodeImage {
   self.reset();
   const NodeImage image(spec, bootstrap_sealed);
   // node's parent is init, pid 1 of the namespace; if init is gone the namespace is too.
-  const pid_t node = LaunchNode({spec, image.plan, image.filter(spec), 1, status_w.get()});
+  const pid_t node = LaunchNode({spec, image.plan, image.filter, 1, status_w.get()});
   for (int fd : {0, 1, 2, kWorkerReportFd, kWorkerNodeFd, kWorkerScriptFd, kWorkerSkillDirFd,
                  kWorkerBootstrapFd})
     close(fd);
