@@ -1,7 +1,7 @@
 // Node's process: steps 11c-14. Under the namespace's init it is cloned with
-// CLONE_VM | CLONE_VFORK, which copies no address space for a process that is about to exec (a fork and the faults
-// that follow it cost about 2 ms on the slower machine of tests/bench/README.md,
-// "Issue 11, seventh pass"). The parent is suspended until node's exec gives the child
+// CLONE_VM | CLONE_VFORK, which copies no address space for a process that is about
+// to exec (a fork and the faults that follow it cost about 0.7 ms more on the slower
+// machine of tests/bench/README.md, "Issue 11, seventh pass"). The parent is suspended until node's exec gives the child
 // memory of its own, or the child exits; until then the child makes system calls only,
 // on data the parent built (the ExecPlan, the prepared seccomp program): it allocates
 // nothing, has no signal handler to run, and runs nothing of the script's.
