@@ -23,7 +23,8 @@ std::string DescribeMemoryKill(const MemoryKill& kill) {
   return "skill-mcp: the run used more than " + std::to_string(kill.limit_bytes >> 20) +
          " MiB in all (" + std::to_string(kill.processes) +
          (kill.processes == 1 ? " process" : " processes") + ", " +
-         std::to_string(kill.used_bytes >> 20) +
+         // Rounded up: a sample over the limit never reads as the limit itself.
+         std::to_string((kill.used_bytes + (1ull << 20) - 1) >> 20) +
          " MiB when sampled) and was killed; SKILL_MCP_LIMIT_RUN_MEMORY_MB sets the limit";
 }
 

@@ -27,6 +27,7 @@ std::string SignalName(int sig);
 
 // "skill-mcp: the run used more than N MiB in all (M processes, U MiB when sampled) and
 // was killed; ...": the line a run killed by the whole-run memory bound ends stderr with.
+// U is rounded up, so it is always more than N.
 std::string DescribeMemoryKill(const MemoryKill& kill);
 
 // {skill, script, interpreter, exitCode|null, signal|null, stdout, stderr,

@@ -92,6 +92,14 @@ TEST(BuildReceipt, AMemoryKillEndsStderrWithTheReason) {
             "child 3 started\nskill-mcp: the run used more than 256 MiB in all (7 processes, "
             "301 MiB when sampled) and was killed; SKILL_MCP_LIMIT_RUN_MEMORY_MB sets the "
             "limit\n");
+  // A sample a little over the limit reads as more than the limit, never as the limit
+  // itself (MiB rounded up).
+  o.memory_kill = MemoryKill{256ull << 20, (256ull << 20) + 4096, 9};
+  EXPECT_NE(BuildReceipt(c, o)["stderr"].get<std::string>().find("(9 processes, 257 MiB when sampled)"),
+            std::string::npos);
+  o.memory_kill = MemoryKill{256ull << 20, 257ull << 20, 9};
+  EXPECT_NE(BuildReceipt(c, o)["stderr"].get<std::string>().find("(9 processes, 257 MiB when sampled)"),
+            std::string::npos);
   o.memory_kill.reset();  // not killed for memory: stderr as the script wrote it
   EXPECT_EQ(BuildReceipt(c, o)["stderr"], "child 3 started");
   o.err = StreamCapture{};
