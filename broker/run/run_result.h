@@ -24,7 +24,7 @@ enum class StartProblem {
   kBusy,            // a run is in flight
   kUnavailable,     // runs are refused on this server: `detail` says why
   kBadDescription,  // an argument or variable holds a NUL, or the whole is over 1 MiB
-  kSystem,          // pipes, descriptors, fork or pidfd_open failed: `detail` names the call
+  kSystem,          // pipes, descriptors, clone or pidfd_open failed: `detail` names the call
 };
 
 struct StartRefusal {

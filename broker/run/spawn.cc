@@ -2,8 +2,11 @@
 
 #include <fcntl.h>
 #include <linux/close_range.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/capability.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -19,6 +22,8 @@ namespace skillmcp {
 namespace {
 
 constexpr int kChildFdFloor = 10;  // sources sit above the 0..7 layout while dup2 runs
+// The child's own stack while it shares the broker's memory (RunChild's frames are small).
+constexpr size_t kChildStackBytes = 64 * 1024;
 
 // A descriptor for the child's use, moved above the 0..7 layout so that no dup2 of the
 // sequence can overwrite a source still to be placed. Close-on-exec. -1 stays -1.
@@ -27,7 +32,7 @@ UniqueFd Lift(int fd) {
   return UniqueFd(fcntl(fd, F_DUPFD_CLOEXEC, kChildFdFloor));
 }
 
-// What the child needs, all prepared before fork.
+// What the child needs, all prepared before the clone.
 struct ChildPlan {
   int src[kWorkerFdCount];  // -1: that slot stays closed
   int worker_fd;
@@ -38,7 +43,9 @@ struct ChildPlan {
   void* context;
 };
 
-// The forked child: async-signal-safe calls only, then the exec. Never returns.
+// The child, in the broker's memory until its exec (CLONE_VM | CLONE_VFORK, the way
+// glibc's posix_spawn starts a program): system calls only on what the parent prepared,
+// nothing that allocates or writes the parent's data, then the exec. Never returns.
 [[noreturn]] void RunChild(const ChildPlan& p) {
   int report_fd = p.report_src;
   int err = 0;
@@ -56,13 +63,15 @@ struct ChildPlan {
     syscall(SYS_close_range, static_cast<unsigned>(kWorkerFdCount), ~0u, CLOSE_RANGE_CLOEXEC);
     // why: a blocked or ignored signal survives exec; SIGTERM on timeout must work and
     // the script must see default dispositions (SIGPIPE is ignored in the broker).
-    sigset_t empty;
-    sigemptyset(&empty);
-    sigprocmask(SIG_SETMASK, &empty, nullptr);
+    // Dispositions first, the mask second: the parent blocked every signal across the
+    // clone, so no handler of the broker's can run on its memory in this child.
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
     for (int sig = 1; sig < NSIG; ++sig)
       if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &dfl, nullptr);
+    sigset_t empty;
+    sigemptyset(&empty);
+    sigprocmask(SIG_SETMASK, &empty, nullptr);
     if (p.raise_ambient) {
       prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_SETUID, 0, 0);
       prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_SETGID, 0, 0);
@@ -84,6 +93,8 @@ struct ChildPlan {
     (void)!write(report_fd, frame, sizeof frame);
   _exit(static_cast<int>(WorkerStep::kSpawn));
 }
+
+int ChildEntry(void* plan) { RunChild(*static_cast<const ChildPlan*>(plan)); }
 
 SpawnOutcome Fail(const char* call, int err) {
   SpawnOutcome o;
@@ -128,9 +139,24 @@ SpawnOutcome SpawnWorker(const SpawnRequest& req) {
   plan.before_exec = req.before_exec;
   plan.context = req.before_exec_context;
 
-  const pid_t pid = fork();
-  if (pid < 0) return Fail("fork", errno);
-  if (pid == 0) RunChild(plan);
+  // Not fork: a copy of the broker's address space is dear (its page tables, then a
+  // copy-on-write fault on each page the broker writes next; tests/bench/README.md,
+  // eighth pass). The child borrows the broker's memory on a stack of its own and the
+  // broker sleeps until the exec, as posix_spawn does.
+  void* stack = mmap(nullptr, kChildStackBytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) return Fail("mmap", errno);
+  sigset_t all, old_mask;
+  sigfillset(&all);
+  // why: no signal handler of the broker's may run in the child, on the broker's memory,
+  // before the child has reset the dispositions (RunChild).
+  pthread_sigmask(SIG_BLOCK, &all, &old_mask);
+  const pid_t pid = clone(ChildEntry, static_cast<char*>(stack) + kChildStackBytes,
+                          CLONE_VM | CLONE_VFORK | SIGCHLD, &plan);
+  const int clone_err = errno;
+  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  munmap(stack, kChildStackBytes);  // the child has exec'd or exited: CLONE_VFORK
+  if (pid < 0) return Fail("clone", clone_err);
 
   Spawned s;
   s.pid = pid;

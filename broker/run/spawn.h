@@ -1,6 +1,7 @@
 // Starting a worker: the one place that knows the descriptor layout of
-// shared/worker_protocol.h. Creates the pipes, forks, places 0..7 and execs the worker
-// binary by descriptor; the child does only async-signal-safe work. Everything after
+// shared/worker_protocol.h. Creates the pipes, starts a child that borrows the broker's
+// memory until its exec (CLONE_VM | CLONE_VFORK), places 0..7 and execs the worker
+// binary by descriptor; the child makes system calls only. Everything after
 // the exec (feeding the spec, reading, the timeout, the reap) is the caller's:
 // broker/run/supervisor.h for runs, broker/run/namespace_probe.h for the boot probe.
 #pragma once
@@ -30,7 +31,9 @@ struct SpawnRequest {
   // The worker's environment; nullptr is none at all (the broker's case).
   char* const* worker_envp = nullptr;
   // Called in the child once the layout is placed, right before the exec; must be
-  // async-signal-safe. A non-zero return is an errno: the launch fails at kSpawn.
+  // async-signal-safe and, since the child shares the caller's memory, make system calls
+  // only (raw ones for ids: glibc's setuid family would signal the caller's threads).
+  // A non-zero return is an errno: the launch fails at kSpawn.
   // Tests use it to play an odd broker (another uid, leaked descriptors, ...).
   int (*before_exec)(void* context) = nullptr;
   void* before_exec_context = nullptr;
@@ -48,7 +51,7 @@ struct Spawned {
 };
 
 struct SpawnError {
-  std::string call;  // what failed: "pipe2", "fcntl", "fork", "pidfd_open"
+  std::string call;  // what failed: "pipe2", "fcntl", "mmap", "clone", "pidfd_open"
   int err = 0;
 };
 

@@ -1,4 +1,4 @@
-// One worker started ahead of the run that will use it, so the fork and exec of the
+// One worker started ahead of the run that will use it, so the spawn and exec of the
 // worker are off a run's critical path (README.md "Performance"). It is started with
 // run-independent descriptors only (0..5: /dev/null, its pipes, the spec socket, the
 // pinned node) and blocks reading its description, before its first step: everything

@@ -44,25 +44,14 @@ debian_mirror() {
   echo "${m:-http://deb.debian.org/debian}"
 }
 
-# Image builds are serialised, between the deploy tests of one run (meson runs some of
-# them side by side) and between runs; the lock is held for the build only, so a test
-# that finds its image built goes on beside one that is still building.
-with_lock() {
+with_lock() { # serialises image builds between concurrent test runs
   exec 9>"${DEPLOY_CACHE}/images.lock"
   flock 9
-}
-release_lock() {
-  flock -u 9
-  exec 9>&-
 }
 
 ensure_base_image() {
   with_lock
-  podman image exists "${BASE_IMAGE}" || build_base_image
-  release_lock
-}
-
-build_base_image() {
+  if podman image exists "${BASE_IMAGE}"; then return 0; fi
   local tarball="${DEPLOY_CACHE}/bookworm-minbase.tar"
   if [[ ! -s ${tarball} ]]; then
     log "debootstrap --variant=minbase bookworm from $(debian_mirror)"
@@ -82,12 +71,6 @@ build_base_image() {
 # and the runtime libraries, so the build or the .deb installs without a network.
 ensure_systemd_image() {
   ensure_base_image
-  with_lock
-  build_systemd_image
-  release_lock
-}
-
-build_systemd_image() {
   local recipe="${DEPLOY_CACHE}/systemd.Containerfile"
   cat >"${recipe}" <<CF
 FROM ${BASE_IMAGE}

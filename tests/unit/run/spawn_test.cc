@@ -71,6 +71,12 @@ TEST(Spawn, PlacesTheLayoutAndResetsSignalsBeforeTheExec) {
   req.node_fd = node.get();
   req.before_exec = CheckLayout;
   SpawnOutcome o = SpawnWorker(req);
+  // The caller's mask is its own again (spawn blocks every signal across the clone).
+  sigset_t after;
+  ASSERT_EQ(sigprocmask(SIG_BLOCK, nullptr, &after), 0);
+  EXPECT_TRUE(sigismember(&after, SIGTERM));
+  EXPECT_FALSE(sigismember(&after, SIGUSR1));
+  EXPECT_FALSE(sigismember(&after, SIGCHLD));
   sigprocmask(SIG_UNBLOCK, &block, nullptr);
   ASSERT_TRUE(o.spawned) << o.error.call;
   Ended e = Finish(*o.spawned);

@@ -33,7 +33,9 @@ double Now() {
 }
 
 // Spawn's before_exec hook: the odd broker a test asks for, in the child, after spawn
-// placed the layout. Async-signal-safe calls only; a failure is an errno (kSpawn).
+// placed the layout. The child shares this process's memory until its exec, so system
+// calls only, and raw ones for the ids (glibc's setuid family would signal this
+// process's threads); a failure is an errno (kSpawn).
 int PlayTheBroker(void* context) {
   const Launch& launch = *static_cast<const Launch*>(context);
   // A careless broker: descriptors leaked without close-on-exec above the layout, and
@@ -42,7 +44,7 @@ int PlayTheBroker(void* context) {
   if (launch.close_stdin) close(0);
   if (!launch.broker_uid && !launch.root_keeps_only_caps) {
     const gid_t groups[] = {4, 27, 100};
-    if (setgroups(3, groups) != 0) return errno;
+    if (syscall(SYS_setgroups, 3, groups) != 0) return errno;
   }
   // Like a broker with an event loop: SIGTERM blocked, SIGPIPE ignored. The worker must
   // hand the script a clean signal state.
@@ -55,7 +57,9 @@ int PlayTheBroker(void* context) {
     const uid_t id = *launch.broker_uid;
     if (!launch.broker_ambient_caps.empty() && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0)
       return errno;
-    if (setgroups(0, nullptr) || setresgid(id, id, id) || setresuid(id, id, id)) return errno;
+    if (syscall(SYS_setgroups, 0, nullptr) || syscall(SYS_setresgid, id, id, id) ||
+        syscall(SYS_setresuid, id, id, id))
+      return errno;
     if (!launch.broker_ambient_caps.empty()) {
       __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
       __user_cap_data_struct data[2] = {};
