@@ -1,10 +1,10 @@
 #include "broker/run/run_identity.h"
 
 #include <fcntl.h>
-#include <sys/fsuid.h>
 #include <unistd.h>
 
 #include "broker/harden/state_dir.h"
+#include "broker/run/run_fs_ids.h"
 #include "broker/run/uid_probe.h"
 #include "shared/log.h"
 #include "shared/small_file.h"
@@ -19,13 +19,8 @@ std::string RangeText(RunUidRange r) {
 // Whether a run's ids (its uid, the run-as group, no supplementary group) may write and
 // search `dir`, asked of the kernel with the filesystem ids set to them (ACLs included).
 bool WritableBy(const std::string& dir, uid_t uid, gid_t gid) {
-  const int old_gid = setfsgid(gid);
-  const int old_uid = setfsuid(uid);
-  const bool ok = static_cast<uid_t>(setfsuid(static_cast<uid_t>(-1))) == uid &&
-                  faccessat(AT_FDCWD, dir.c_str(), W_OK | X_OK, AT_EACCESS) == 0;
-  setfsuid(static_cast<uid_t>(old_uid));
-  setfsgid(static_cast<gid_t>(old_gid));
-  return ok;
+  const RunFsIds ids(true, uid, gid);
+  return ids.ok() && faccessat(AT_FDCWD, dir.c_str(), W_OK | X_OK, AT_EACCESS) == 0;
 }
 
 void Append(std::string& s, const std::string& more) {

@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
-#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,33 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "broker/run/run_fs_ids.h"
+
 namespace skillmcp {
 namespace {
-
-// Filesystem ids set to the run's for the life of this object (this thread only:
-// setfsuid/setfsgid are per thread), restored at the end.
-class AsRunIds {
- public:
-  AsRunIds(bool on, uid_t uid, gid_t gid) : on_(on) {
-    if (!on_) return;
-    old_gid_ = setfsgid(gid);
-    old_uid_ = setfsuid(uid);
-    // setfsuid reports no error: reading the ids back is the only check.
-    ok_ = static_cast<uid_t>(setfsuid(static_cast<uid_t>(-1))) == uid &&
-          static_cast<gid_t>(setfsgid(static_cast<gid_t>(-1))) == gid;
-  }
-  ~AsRunIds() {
-    if (!on_) return;
-    setfsuid(static_cast<uid_t>(old_uid_));
-    setfsgid(static_cast<gid_t>(old_gid_));
-  }
-  bool ok() const { return !on_ || ok_; }
-
- private:
-  bool on_;
-  bool ok_ = false;
-  int old_uid_ = 0, old_gid_ = 0;
-};
 
 struct Entry {
   std::string name;
@@ -131,7 +107,7 @@ std::unique_ptr<ScratchDir> ScratchDir::Create(const std::string& base, bool as_
   s->gid_ = gid;
   s->parent_.reset(open(base.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!s->parent_.valid()) return nullptr;
-  AsRunIds ids(as_run_ids, uid, gid);
+  RunFsIds ids(as_run_ids, uid, gid);
   if (!ids.ok()) {
     errno = EPERM;
     return nullptr;
@@ -158,7 +134,7 @@ ScratchDir::~ScratchDir() { Remove(); }
 
 bool ScratchDir::Remove() {
   if (removed_) return true;
-  AsRunIds ids(as_run_ids_, uid_, gid_);
+  RunFsIds ids(as_run_ids_, uid_, gid_);
   if (!ids.ok()) return false;
   // Beneath the descriptor opened when it was made: whatever the run renamed or linked
   // in its place since, only the directory the run was given is emptied.

@@ -142,20 +142,32 @@ SpawnOutcome SpawnWorker(const SpawnRequest& req) {
   // Not fork: a copy of the broker's address space is dear (its page tables, then a
   // copy-on-write fault on each page the broker writes next; tests/bench/README.md,
   // eighth pass). The child borrows the broker's memory on a stack of its own and the
-  // broker sleeps until the exec, as posix_spawn does.
-  void* stack = mmap(nullptr, kChildStackBytes, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-  if (stack == MAP_FAILED) return Fail("mmap", errno);
+  // broker sleeps until the exec, as posix_spawn does. Only a process that may signal
+  // the broker's uid could stop the child there, and it could stop the broker itself as
+  // well: a run's processes cannot (Landlock's signal scope, and none outlives its run).
+  const size_t guard = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* map = mmap(nullptr, guard + kChildStackBytes, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (map == MAP_FAILED) return Fail("mmap", errno);
+  char* const stack = static_cast<char*>(map) + guard;
+  // why: the lowest page stays PROT_NONE, so an overflow of the child's stack faults
+  // instead of writing the broker's memory beside it.
+  if (mprotect(stack, kChildStackBytes, PROT_READ | PROT_WRITE) != 0) {
+    const int e = errno;
+    munmap(map, guard + kChildStackBytes);
+    return Fail("mprotect", e);
+  }
   sigset_t all, old_mask;
   sigfillset(&all);
   // why: no signal handler of the broker's may run in the child, on the broker's memory,
-  // before the child has reset the dispositions (RunChild).
+  // before the child has reset the dispositions (RunChild). (glibc leaves out its two
+  // internal signals, which it sends to its own threads only, never to this child.)
   pthread_sigmask(SIG_BLOCK, &all, &old_mask);
-  const pid_t pid = clone(ChildEntry, static_cast<char*>(stack) + kChildStackBytes,
-                          CLONE_VM | CLONE_VFORK | SIGCHLD, &plan);
+  const pid_t pid =
+      clone(ChildEntry, stack + kChildStackBytes, CLONE_VM | CLONE_VFORK | SIGCHLD, &plan);
   const int clone_err = errno;
   pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
-  munmap(stack, kChildStackBytes);  // the child has exec'd or exited: CLONE_VFORK
+  munmap(map, guard + kChildStackBytes);  // the child has exec'd or exited: CLONE_VFORK
   if (pid < 0) return Fail("clone", clone_err);
 
   Spawned s;

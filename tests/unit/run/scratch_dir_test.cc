@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/fsuid.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -99,6 +100,41 @@ TEST_F(ScratchTest, ADirectorySwappedInUnderItsNameIsNotRemoved) {
   s->Remove();
   EXPECT_EQ(access((outside_ + "/keep/file").c_str(), F_OK), 0);
   EXPECT_EQ(access((base_ + "/moved").c_str(), F_OK), 0) << "emptied beneath its descriptor";
+}
+
+// The kernel resets a process's dumpable flag to fs.suid_dumpable whenever its filesystem
+// ids change: making and removing a run's directory must leave the broker not dumpable
+// even where that sysctl would make it dumpable (1 here; 2 behaves the same). The
+// sysctl is host-wide, so it is set only for the moment of the check, in a child.
+TEST_F(ScratchTest, SwitchingIdsLeavesTheBrokerNotDumpable) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_SETUID for setfsuid, and to set fs.suid_dumpable)";
+  const char* const knob = "/proc/sys/fs/suid_dumpable";
+  const auto set = [knob](const std::string& value) {
+    const int fd = open(knob, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    const bool ok = write(fd, value.data(), value.size()) == static_cast<ssize_t>(value.size());
+    close(fd);
+    return ok;
+  };
+  std::string before;
+  std::ifstream(knob) >> before;
+  if (before.empty() || !set("1\n"))
+    GTEST_SKIP() << "fs.suid_dumpable cannot be set here (a read-only /proc/sys)";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) _exit(2);
+    auto s = ScratchDir::Create(base_, true, 64000, 64001);
+    if (!s) _exit(3);
+    if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0) _exit(4);  // after the make
+    if (!s->Remove()) _exit(5);
+    if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0) _exit(6);  // after the removal
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(set(before + "\n")) << "fs.suid_dumpable could not be put back to " << before;
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "4 or 6: the broker became dumpable";
 }
 
 // As root with a uid switch: the directory belongs to the run's uid and gid, and the

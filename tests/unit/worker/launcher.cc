@@ -35,7 +35,8 @@ double Now() {
 // Spawn's before_exec hook: the odd broker a test asks for, in the child, after spawn
 // placed the layout. The child shares this process's memory until its exec, so system
 // calls only, and raw ones for the ids (glibc's setuid family would signal this
-// process's threads); a failure is an errno (kSpawn).
+// process's threads; the id change resets this test process's dumpable flag, which
+// nothing here needs); a failure is an errno (kSpawn).
 int PlayTheBroker(void* context) {
   const Launch& launch = *static_cast<const Launch*>(context);
   // A careless broker: descriptors leaked without close-on-exec above the layout, and
