@@ -1,23 +1,18 @@
 #include "worker/launch.h"
 
 #include <fcntl.h>
-#include <sched.h>
 #include <signal.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
 
+#include "shared/borrowed_clone.h"
 #include "worker/cell.h"
 #include "worker/namespaces.h"
 #include "worker/report.h"
 
 namespace skillmcp::worker {
 namespace {
-
-// The clone's own stack: with CLONE_VM it must not run on the parent's, which the parent
-// resumes on. Its frames are a few system-call wrappers deep.
-constexpr size_t kChildStackBytes = 64 * 1024;
 
 void Check(const StepResult& result) {
   if (result) FailAndExit(*result);
@@ -53,17 +48,13 @@ void BecomeNode(const NodeLaunch& launch) {
 }
 
 pid_t LaunchNode(const NodeLaunch& launch) {
-  void* stack = mmap(nullptr, kChildStackBytes, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-  if (stack == MAP_FAILED) FailAndExit({WorkerStep::kFork, errno});
   // why CLONE_VM | CLONE_VFORK is safe here: the parent sleeps until the exec, the child
-  // shares no descriptor table, filesystem context or signal handlers with it (no
-  // CLONE_FILES, CLONE_FS, CLONE_SIGHAND), and what it sets (cwd, filter, parent-death
-  // signal) is its own; nothing of the script runs before the exec replaces the memory.
-  const pid_t child = clone(NodeSide, static_cast<char*>(stack) + kChildStackBytes,
-                            CLONE_VM | CLONE_VFORK | SIGCHLD, const_cast<NodeLaunch*>(&launch));
+  // shares no descriptor table, filesystem context or signal handlers with it, and what
+  // it sets (cwd, filter, parent-death signal) is its own; nothing of the script runs
+  // before the exec replaces the memory. No signal to block around it: the worker installs
+  // no handler (step 3 set every disposition to default).
+  const pid_t child = CloneBorrowingMemory(NodeSide, const_cast<NodeLaunch*>(&launch));
   const int clone_errno = errno;
-  munmap(stack, kChildStackBytes);
   if (child < 0) FailAndExit({WorkerStep::kFork, clone_errno});
   return child;
 }

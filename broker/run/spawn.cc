@@ -3,10 +3,8 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/capability.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -16,14 +14,13 @@
 #include <cerrno>
 #include <utility>
 
+#include "shared/borrowed_clone.h"
 #include "shared/worker_protocol.h"
 
 namespace skillmcp {
 namespace {
 
 constexpr int kChildFdFloor = 10;  // sources sit above the 0..7 layout while dup2 runs
-// The child's own stack while it shares the broker's memory (RunChild's frames are small).
-constexpr size_t kChildStackBytes = 64 * 1024;
 
 // A descriptor for the child's use, moved above the 0..7 layout so that no dup2 of the
 // sequence can overwrite a source still to be placed. Close-on-exec. -1 stays -1.
@@ -145,29 +142,15 @@ SpawnOutcome SpawnWorker(const SpawnRequest& req) {
   // broker sleeps until the exec, as posix_spawn does. Only a process that may signal
   // the broker's uid could stop the child there, and it could stop the broker itself as
   // well: a run's processes cannot (Landlock's signal scope, and none outlives its run).
-  const size_t guard = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  void* map = mmap(nullptr, guard + kChildStackBytes, PROT_NONE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-  if (map == MAP_FAILED) return Fail("mmap", errno);
-  char* const stack = static_cast<char*>(map) + guard;
-  // why: the lowest page stays PROT_NONE, so an overflow of the child's stack faults
-  // instead of writing the broker's memory beside it.
-  if (mprotect(stack, kChildStackBytes, PROT_READ | PROT_WRITE) != 0) {
-    const int e = errno;
-    munmap(map, guard + kChildStackBytes);
-    return Fail("mprotect", e);
-  }
   sigset_t all, old_mask;
   sigfillset(&all);
   // why: no signal handler of the broker's may run in the child, on the broker's memory,
   // before the child has reset the dispositions (RunChild). (glibc leaves out its two
   // internal signals, which it sends to its own threads only, never to this child.)
   pthread_sigmask(SIG_BLOCK, &all, &old_mask);
-  const pid_t pid =
-      clone(ChildEntry, stack + kChildStackBytes, CLONE_VM | CLONE_VFORK | SIGCHLD, &plan);
+  const pid_t pid = CloneBorrowingMemory(ChildEntry, &plan);
   const int clone_err = errno;
   pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
-  munmap(map, guard + kChildStackBytes);  // the child has exec'd or exited: CLONE_VFORK
   if (pid < 0) return Fail("clone", clone_err);
 
   Spawned s;
