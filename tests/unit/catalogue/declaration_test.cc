@@ -4,19 +4,16 @@
 
 #include "broker/catalogue/frontmatter.h"
 #include "broker/catalogue/reasons.h"
+#include "tests/unit/catalogue/temp_tree.h"
 
 namespace skillmcp {
 namespace {
 
+using testing::Issues;
+
 // SKILL.md with the given mcp-host block (indented lines after `mcp-host:`).
 ParsedSkillMd WithBlock(const std::string& block) {
   return ParseSkillMd("---\nname: s\ndescription: d\nmcp-host:\n" + block + "---\nbody", false);
-}
-
-std::string Issues(const ParsedSkillMd& p) {
-  std::string s;
-  for (const auto& i : p.issues) s += std::string(i.reason) + ": " + i.detail + "\n";
-  return s;
 }
 
 bool HasDeclIssue(const ParsedSkillMd& p, const std::string& needle) {

@@ -12,12 +12,7 @@ namespace skillmcp {
 namespace {
 
 using testing::TempTree;
-
-ManifestResult Walk(const std::string& dir) {
-  UniqueFd fd(open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  EXPECT_TRUE(fd.valid()) << dir;
-  return WalkManifest(fd.get(), dir);
-}
+using testing::Walk;
 
 std::vector<std::string> Paths(const ManifestResult& m) {
   std::vector<std::string> out;

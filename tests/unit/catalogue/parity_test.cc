@@ -20,17 +20,13 @@ namespace {
 using testing::DumpProblems;
 using testing::FindSkill;
 using testing::HasProblem;
+using testing::Issues;
 using testing::ProblemsWith;
 using testing::SkillNames;
 using testing::TempTree;
+using testing::Walk;
 
 Catalogue Scan(const std::vector<std::string>& roots) { return ScanCatalogue(roots, "SKILLS_DIR"); }
-
-std::string Issues(const ParsedSkillMd& p) {
-  std::string s;
-  for (const auto& i : p.issues) s += std::string(i.reason) + ": " + i.detail + "\n";
-  return s;
-}
 
 // Rule 1: `source` is the root the skill was found under, as configured.
 TEST(Parity, SourceIsTheConfiguredRoot) {
@@ -220,12 +216,6 @@ TEST(Parity, UnknownTopLevelKeysReportedByName) {
     EXPECT_EQ(decl[0].detail.find(std::string(known) + " (line"), std::string::npos) << known;
   }
   EXPECT_EQ(cat.problems.size(), 1u) << DumpProblems(cat);
-}
-
-ManifestResult Walk(const std::string& dir) {
-  UniqueFd fd(open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  EXPECT_TRUE(fd.valid()) << dir;
-  return WalkManifest(fd.get(), dir);
 }
 
 // Rule 7: any '%' makes a name unusable: a file is left out, a directory with everything

@@ -17,10 +17,9 @@ using testing::DumpProblems;
 using testing::FindSkill;
 using testing::HasProblem;
 using testing::ProblemsWith;
+using testing::Scan;
 using testing::SkillNames;
 using testing::TempTree;
-
-Catalogue Scan(const std::string& root) { return ScanCatalogue({root}, "SKILLS_DIR"); }
 
 TEST(Scan, RootItselfIsTheSkill) {
   TempTree t;

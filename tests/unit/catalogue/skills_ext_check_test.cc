@@ -18,9 +18,8 @@ using testing::DumpProblems;
 using testing::FindSkill;
 using testing::HasProblem;
 using testing::ProblemsWith;
+using testing::Scan;
 using testing::TempTree;
-
-Catalogue Scan(const std::string& root) { return ScanCatalogue({root}, "SKILLS_DIR"); }
 
 TEST(AgentSkillsName, FollowsTheRule) {
   for (const char* ok : {"a", "pdf-processing", "x1-2y", "0"}) {

@@ -1,11 +1,16 @@
 #include "tests/unit/catalogue/temp_tree.h"
 
+#include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+
+#include "broker/catalogue/scan.h"
+#include "shared/unique_fd.h"
 
 namespace skillmcp::testing {
 
@@ -90,6 +95,20 @@ std::string DumpProblems(const Catalogue& cat) {
   std::string out;
   for (const auto& p : cat.problems) out += p.reason + " " + p.path + ": " + p.detail + "\n";
   return out;
+}
+
+Catalogue Scan(const std::string& root) { return ScanCatalogue({root}, "SKILLS_DIR"); }
+
+std::string Issues(const ParsedSkillMd& p) {
+  std::string s;
+  for (const auto& i : p.issues) s += std::string(i.reason) + ": " + i.detail + "\n";
+  return s;
+}
+
+ManifestResult Walk(const std::string& dir) {
+  UniqueFd fd(open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  EXPECT_TRUE(fd.valid()) << dir;
+  return WalkManifest(fd.get(), dir);
 }
 
 }  // namespace skillmcp::testing

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "broker/catalogue/frontmatter.h"
+#include "broker/catalogue/manifest.h"
 #include "broker/catalogue/skill.h"
 
 namespace skillmcp::testing {
@@ -37,5 +39,12 @@ bool HasProblem(const Catalogue& cat, const std::string& reason, const std::stri
 const Skill* FindSkill(const Catalogue& cat, const std::string& name);
 std::vector<std::string> SkillNames(const Catalogue& cat);
 std::string DumpProblems(const Catalogue& cat);
+
+// The scan of one root, named SKILLS_DIR.
+Catalogue Scan(const std::string& root);
+// A parsed SKILL.md's issues, one "reason: detail" line each.
+std::string Issues(const ParsedSkillMd& p);
+// The manifest walk of `dir`, opened here with O_PATH (a failed open fails the test).
+ManifestResult Walk(const std::string& dir);
 
 }  // namespace skillmcp::testing

@@ -13,8 +13,8 @@ namespace {
 
 using testing::SampleWillRun;
 
-constexpr int64_t kNow = 1'800'000'000;
-constexpr int64_t kTtl = 600;
+using testing::kNow;
+using testing::kTtl;
 
 TEST(RoundState, IsRefusedAsAConfirmToken) {
   auto tokens = ConfirmTokens::CreateRandom();

@@ -21,8 +21,8 @@ namespace {
 using testing::SampleWillRun;
 namespace fs = std::filesystem;
 
-constexpr int64_t kNow = 1'800'000'000;
-constexpr int64_t kTtl = 600;
+using testing::kNow;
+using testing::kTtl;
 // Why not kMaxSharedSpent itself: 65536 files twice took longer than the test's timeout on
 // CI's disk; the rule is the same at any cap.
 constexpr size_t kSmallCap = 64;

@@ -14,8 +14,8 @@ namespace {
 
 using testing::SampleWillRun;
 
-constexpr int64_t kNow = 1'800'000'000;  // injected clock
-constexpr int64_t kTtl = 600;
+using testing::kNow;
+using testing::kTtl;
 
 class Tokens : public ::testing::Test {
  protected:

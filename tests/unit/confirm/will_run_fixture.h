@@ -1,9 +1,15 @@
-// A typical willRun for the confirm tests.
+// A typical willRun and the injected clock for the confirm tests.
 #pragma once
+
+#include <cstdint>
 
 #include "broker/confirm/will_run.h"
 
 namespace skillmcp::testing {
+
+// The clock the tests inject (seconds) and the tokens' lifetime.
+inline constexpr int64_t kNow = 1'800'000'000;
+inline constexpr int64_t kTtl = 600;
 
 inline WillRun SampleWillRun() {
   WillRun run;

@@ -7,17 +7,13 @@
 
 #include "broker/harden/layers.h"
 #include "tests/unit/harden/child.h"
+#include "tests/unit/harden/find_layer.h"
 
 namespace skillmcp {
 namespace {
 
+using testing::Find;
 using testing::InChild;
-
-const Layer* Find(const std::vector<Layer>& layers, const std::string& name) {
-  for (const Layer& l : layers)
-    if (l.name == name) return &l;
-  return nullptr;
-}
 
 IsolationFacts Facts() {
   IsolationFacts f;

@@ -23,8 +23,6 @@ namespace {
 
 using worker::BootstrapVia;
 
-constexpr const char* kNode = "/usr/bin/node";
-
 // Prints what tells the two ways apart and what must not: node's real argv (from
 // /proc/self/cmdline, up to the script), whether fd 8 is still the sealed copy, whether the
 // bootstrap is in require.cache, require.main, process.argv, execArgv and the globals.

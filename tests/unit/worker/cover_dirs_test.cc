@@ -20,13 +20,13 @@
 namespace skillmcp::worker {
 namespace {
 
-struct Tree {
+struct CoverTree {
   std::string root;
-  Tree() {
+  CoverTree() {
     char tmpl[] = "/tmp/cover-dirs-test.XXXXXX";
     root = mkdtemp(tmpl);
   }
-  ~Tree() {
+  ~CoverTree() {
     chmod((root + "/locked").c_str(), 0755);
     (void)!std::system(("rm -rf '" + root + "'").c_str());
   }
@@ -49,7 +49,7 @@ int CoverInChild(const std::vector<std::string>& dirs, const std::string& secret
 }
 
 TEST(CoverDirs, AnUnreachablePathIsSkippedAndARealDirectoryCovered) {
-  Tree t;
+  CoverTree t;
   const std::string real = t.root + "/real";
   ASSERT_EQ(mkdir(real.c_str(), 0755), 0);
   const std::string secret = real + "/skill-mcp.env";

@@ -15,8 +15,6 @@
 namespace skillmcp::testing {
 namespace {
 
-constexpr const char* kNode = "/usr/bin/node";
-
 class NodeWorkerTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -9,6 +9,9 @@
 
 namespace skillmcp::testing {
 
+// The node the worker tests run.
+inline constexpr const char* kNode = "/usr/bin/node";
+
 // A fresh mkdtemp directory (mode 0755, so a switched uid can enter it), removed
 // recursively on destruction.
 class TempDir {
