@@ -7,6 +7,7 @@
 #include "broker/catalogue/fsutil.h"
 #include "broker/catalogue/manifest.h"
 #include "broker/catalogue/reasons.h"
+#include "broker/catalogue/skill.h"
 #include "broker/catalogue/skills_ext_check.h"
 #include "broker/catalogue/yaml_json.h"
 #include "shared/open_beneath.h"
@@ -14,7 +15,6 @@
 namespace skillmcp {
 namespace {
 
-constexpr char kSkillMd[] = "SKILL.md";
 
 std::optional<std::string> ReadSkillMd(const Candidate& c, bool* truncated,
                                        std::vector<Problem>* problems) {

@@ -11,12 +11,12 @@
 #include "broker/catalogue/fsutil.h"
 #include "broker/catalogue/manifest.h"
 #include "broker/catalogue/reasons.h"
+#include "broker/catalogue/skill.h"
 #include "shared/relpath.h"
 
 namespace skillmcp {
 namespace {
 
-constexpr char kSkillMd[] = "SKILL.md";
 
 bool HasEntry(int dirfd, const char* name) {
   struct stat st {};

@@ -11,6 +11,9 @@
 
 namespace skillmcp {
 
+// The file that makes a directory a skill.
+inline constexpr char kSkillMd[] = "SKILL.md";
+
 // One entry of skill_list's `problems`: `reason` is the stable value clients switch on,
 // `detail` is prose for a person.
 struct Problem {

@@ -20,41 +20,6 @@ void EnsureSodium() {
   });
 }
 
-// One value in guarded memory: sodium_malloc places it against a guard page with a
-// canary, and the page is PROT_NONE except while WithValue or a copy reads it.
-class GuardedValue {
- public:
-  explicit GuardedValue(std::string_view value) : size_(value.size()) {
-    EnsureSodium();
-    // why: size 0 still gets its own guarded block, so every value is handled alike.
-    data_ = static_cast<char*>(sodium_malloc(size_ == 0 ? 1 : size_));
-    if (data_ == nullptr) std::abort();  // why: out of locked memory; never fall back
-    if (size_ > 0) std::memcpy(data_, value.data(), size_);
-    sodium_mprotect_noaccess(data_);  // why: no read of the value outside an accessor
-  }
-  ~GuardedValue() {
-    // sodium_free wipes the block (it needs write access to do so) and unmaps it.
-    sodium_free(data_);
-  }
-  GuardedValue(const GuardedValue&) = delete;
-  GuardedValue& operator=(const GuardedValue&) = delete;
-
-  template <typename Fn>
-  void Read(Fn&& fn) const {
-    sodium_mprotect_readonly(data_);
-    // why: the page goes back to no-access even when fn throws.
-    struct Relock {
-      char* p;
-      ~Relock() { sodium_mprotect_noaccess(p); }
-    } relock{data_};
-    fn(std::string_view(data_, size_));
-  }
-
- private:
-  char* data_ = nullptr;
-  size_t size_ = 0;
-};
-
 bool IsBlankChar(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
 }
@@ -62,6 +27,42 @@ bool IsBlankChar(char c) {
 }  // namespace
 
 struct EnvStore::Impl {
+  // One value in guarded memory: sodium_malloc places it against a guard page with a
+  // canary, and the page is PROT_NONE except while WithValue or a copy reads it. (Declared
+  // in Impl, whose linkage is external, rather than in an anonymous namespace.)
+  class GuardedValue {
+   public:
+    explicit GuardedValue(std::string_view value) : size_(value.size()) {
+      EnsureSodium();
+      // why: size 0 still gets its own guarded block, so every value is handled alike.
+      data_ = static_cast<char*>(sodium_malloc(size_ == 0 ? 1 : size_));
+      if (data_ == nullptr) std::abort();  // why: out of locked memory; never fall back
+      if (size_ > 0) std::memcpy(data_, value.data(), size_);
+      sodium_mprotect_noaccess(data_);  // why: no read of the value outside an accessor
+    }
+    ~GuardedValue() {
+      // sodium_free wipes the block (it needs write access to do so) and unmaps it.
+      sodium_free(data_);
+    }
+    GuardedValue(const GuardedValue&) = delete;
+    GuardedValue& operator=(const GuardedValue&) = delete;
+
+    template <typename Fn>
+    void Read(Fn&& fn) const {
+      sodium_mprotect_readonly(data_);
+      // why: the page goes back to no-access even when fn throws.
+      struct Relock {
+        char* p;
+        ~Relock() { sodium_mprotect_noaccess(p); }
+      } relock{data_};
+      fn(std::string_view(data_, size_));
+    }
+
+   private:
+    char* data_ = nullptr;
+    size_t size_ = 0;
+  };
+
   // std::less<> lets string_view look-ups avoid a copy of the name.
   std::map<std::string, std::unique_ptr<GuardedValue>, std::less<>> values;
   // Whether the value is usable, computed once at Set time, so IsSet never has to
@@ -103,7 +104,7 @@ EnvStore EnvStore::Capture(char** envp) {
 
 void EnvStore::Set(std::string_view name, std::string_view value) {
   if (!impl_) impl_ = std::make_unique<Impl>();
-  auto guarded = std::make_unique<GuardedValue>(value);
+  auto guarded = std::make_unique<Impl::GuardedValue>(value);
   bool usable = IsUsableValue(value);
   auto it = impl_->values.find(name);
   if (it != impl_->values.end()) {

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "broker/harden/detail_text.h"
 #include "broker/harden/process_harden.h"
 #include "config.h"
 
@@ -132,11 +133,6 @@ bool CapsWithinKept(std::string* why, bool check_bounding = true) {
   return ok;
 }
 
-void Append(std::string& s, const std::string& more) {
-  if (!s.empty()) s += "; ";
-  s += more;
-}
-
 // The switch itself, in this order: keep-caps across setuid, bounding set (needs
 // CAP_SETPCAP, gone after the switch), supplementary groups, gid, uid, the kept caps,
 // keep-caps off, the dumpable flag again. Returns false with `why` at the first failure.
@@ -247,9 +243,9 @@ PrivilegeState DropPrivileges(const PrivilegeOptions& options) {
     st.gid = getgid();
     std::string why;
     st.caps_reduced = CapsWithinKept(&why, false);
-    if (!st.caps_reduced) Append(st.detail, why);
+    if (!st.caps_reduced) AppendDetail(st.detail, why);
     st.caps_text = CurrentCapsText();
-    Append(st.detail,
+    AppendDetail(st.detail,
            "started as uid " + std::to_string(st.uid) +
                " without CAP_SETUID/CAP_SETGID: scripts run under the broker's own uid "
                "(start it as root, or with AmbientCapabilities=CAP_SETUID CAP_SETGID CAP_KILL)");
@@ -257,19 +253,19 @@ PrivilegeState DropPrivileges(const PrivilegeOptions& options) {
   }
 
   st.run_as = ResolveIdentity(options.run_as, kFallbackRunAsId);
-  if (!st.run_as.ok) Append(st.detail, "run-as identity: " + st.run_as.error);
+  if (!st.run_as.ok) AppendDetail(st.detail, "run-as identity: " + st.run_as.error);
 
   if (st.started_as_root) {
     st.service = ResolveIdentity(options.service_user, kFallbackServiceId);
     std::string why;
     if (!st.service.ok) {
-      Append(st.detail, "service identity: " + st.service.error);
+      AppendDetail(st.detail, "service identity: " + st.service.error);
     } else if (st.run_as.ok && st.run_as.uid == st.service.uid) {
       // why: a script under the broker's own uid could signal or trace the broker.
-      Append(st.detail, "the run-as uid " + std::to_string(st.run_as.uid) +
+      AppendDetail(st.detail, "the run-as uid " + std::to_string(st.run_as.uid) +
                             " equals the broker's service uid; name two different users");
     } else if (!SwitchTo(st.service, &why)) {
-      Append(st.detail, "could not switch the broker to " + st.service.how + ": " + why);
+      AppendDetail(st.detail, "could not switch the broker to " + st.service.how + ": " + why);
     } else {
       st.broker_switched = true;
     }
@@ -279,7 +275,7 @@ PrivilegeState DropPrivileges(const PrivilegeOptions& options) {
     // where CAP_SETPCAP allows.
     std::string why;
     ReduceBounding(&why);
-    if (!ReduceCaps(&why)) Append(st.detail, "could not reduce the capabilities: " + why);
+    if (!ReduceCaps(&why)) AppendDetail(st.detail, "could not reduce the capabilities: " + why);
   }
 
   st.uid = geteuid();
@@ -288,10 +284,10 @@ PrivilegeState DropPrivileges(const PrivilegeOptions& options) {
   // Started unprivileged, the bounding set shrinks only with CAP_SETPCAP; it matters
   // little there: the broker never execs, and workers set no_new_privs.
   st.caps_reduced = st.uid != 0 && CapsWithinKept(&why, st.started_as_root);
-  if (!st.caps_reduced && st.uid != 0) Append(st.detail, why);
+  if (!st.caps_reduced && st.uid != 0) AppendDetail(st.detail, why);
   std::string bwhy;
   if (st.caps_reduced && !st.started_as_root && !CapsWithinKept(&bwhy))
-    Append(st.detail, "the bounding set keeps more than the four (no CAP_SETPCAP to shrink it)");
+    AppendDetail(st.detail, "the bounding set keeps more than the four (no CAP_SETPCAP to shrink it)");
   st.caps_text = CurrentCapsText();
   caps = cap_get_proc();
   bool setid = st.uid == 0 ||
@@ -299,11 +295,11 @@ PrivilegeState DropPrivileges(const PrivilegeOptions& options) {
   st.can_signal_other_uid = st.uid == 0 || CapHas(caps, CAP_KILL, CAP_EFFECTIVE);
   cap_free(caps);
   if (st.run_as.ok && st.run_as.uid == st.uid) {
-    Append(st.detail, "the run-as uid is the broker's own uid; workers would not be separated");
+    AppendDetail(st.detail, "the run-as uid is the broker's own uid; workers would not be separated");
   } else if (st.run_as.ok && setid && !st.can_signal_other_uid) {
     // why: a worker under another uid that the broker cannot signal could outlive its
     // timeout and its client; without CAP_KILL no worker changes uid.
-    Append(st.detail, "the broker lacks CAP_KILL, so it could not stop a worker under another uid");
+    AppendDetail(st.detail, "the broker lacks CAP_KILL, so it could not stop a worker under another uid");
   } else {
     st.worker_switch = st.run_as.ok && setid;
   }

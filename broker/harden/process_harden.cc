@@ -9,15 +9,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "broker/harden/detail_text.h"
+
 namespace skillmcp {
-namespace {
-
-void Append(std::string& detail, const std::string& what) {
-  if (!detail.empty()) detail += "; ";
-  detail += what;
-}
-
-}  // namespace
 
 bool EnsureStdFds(int* opened) {
   int count = 0;
@@ -55,20 +49,20 @@ ProcessHardening HardenProcess() {
   ProcessHardening h;
   h.std_fds_ok = EnsureStdFds(&h.std_fds_opened);
   if (!h.std_fds_ok)
-    Append(h.detail,
+    AppendDetail(h.detail,
            std::string("could not open /dev/null onto a missing fd 0-2: ") + std::strerror(errno));
 
   h.dumpable_off = MakeNonDumpable();
-  if (!h.dumpable_off) Append(h.detail, "PR_SET_DUMPABLE 0 did not hold");
+  if (!h.dumpable_off) AppendDetail(h.detail, "PR_SET_DUMPABLE 0 did not hold");
 
   // why: a core file would hold every secret the broker keeps in memory.
   rlimit zero{0, 0};
   h.core_off = setrlimit(RLIMIT_CORE, &zero) == 0;
-  if (!h.core_off) Append(h.detail, std::string("RLIMIT_CORE 0: ") + std::strerror(errno));
+  if (!h.core_off) AppendDetail(h.detail, std::string("RLIMIT_CORE 0: ") + std::strerror(errno));
 
   // why: a client or worker that closes its pipe must give EPIPE, not kill the broker.
   h.sigpipe_ignored = signal(SIGPIPE, SIG_IGN) != SIG_ERR;
-  if (!h.sigpipe_ignored) Append(h.detail, "could not ignore SIGPIPE");
+  if (!h.sigpipe_ignored) AppendDetail(h.detail, "could not ignore SIGPIPE");
   return h;
 }
 

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <vector>
 
+#include "broker/catalogue/skill.h"
 #include "broker/catalogue/skills_ext_check.h"
 #include "broker/mcp/jsonrpc.h"
 #include "broker/tools/file_reader.h"
@@ -19,17 +20,8 @@ using rpc::kInvalidParams;
 // larger files with the same number, so every digest covers what resources/read returns.
 static_assert(kExtMaxFileBytes == kFileEntryCap);
 
-constexpr char kSkillMd[] = "SKILL.md";
 constexpr char kListCursor[] = "skills-page:";
 constexpr char kDirCursor[] = "dir-page:";
-
-SurfaceAnswer Fail(int code, std::string message, std::optional<std::string> uri = {}) {
-  SurfaceAnswer a;
-  a.error_code = code;
-  a.error_message = std::move(message);
-  if (uri) a.error_data = Json{{"uri", *uri}};
-  return a;
-}
 
 std::string SkillUri(const Skill& s) { return kResourceScheme + s.name + "/" + kSkillMd; }
 
@@ -113,7 +105,7 @@ const SkillsExtension::Cached& SkillsExtension::EntryFor(const Skill& s) {
 SurfaceAnswer SkillsExtension::List(const Json& params) {
   const auto& skills = view_.catalogue->skills;
   std::optional<size_t> start = ParseCursor(params, kListCursor, skills.size());
-  if (!start) return Fail(kInvalidParams, "skills/list: unknown cursor; start without one");
+  if (!start) return SurfaceError(kInvalidParams, "skills/list: unknown cursor; start without one");
   OrderedJson page = OrderedJson::array();
   size_t held = 0;
   size_t i = *start;
@@ -136,18 +128,18 @@ SurfaceAnswer SkillsExtension::List(const Json& params) {
 SurfaceAnswer SkillsExtension::Get(const Json& params) {
   auto uri_it = params.find("uri");
   if (uri_it == params.end() || !uri_it->is_string()) {
-    return Fail(kInvalidParams, "skills/get needs \"uri\", a string");
+    return SurfaceError(kInvalidParams, "skills/get needs \"uri\", a string");
   }
   const std::string& uri = uri_it->get_ref<const std::string&>();
   for (const Skill& s : view_.catalogue->skills) {
     if (!s.skills_ext_listed || SkillUri(s) != uri) continue;
     const Cached& c = EntryFor(s);
-    if (!c.entry) return Fail(kInternalError, c.error, uri);
+    if (!c.entry) return SurfaceError(kInternalError, c.error, uri);
     SurfaceAnswer a;
     a.result = Cacheable(OrderedJson{{"resultType", "complete"}, {"skill", *c.entry}});
     return a;
   }
-  return Fail(kInvalidParams,
+  return SurfaceError(kInvalidParams,
               "No skill is served at " + uri +
                   "; skills/list shows the skills served here, "
                   "and skill_list's problems say why a skill is left out",
@@ -157,28 +149,28 @@ SurfaceAnswer SkillsExtension::Get(const Json& params) {
 SurfaceAnswer SkillsExtension::ReadDirectory(const Json& params) const {
   auto uri_it = params.find("uri");
   if (uri_it == params.end() || !uri_it->is_string()) {
-    return Fail(kInvalidParams, "resources/directory/read needs \"uri\", a string");
+    return SurfaceError(kInvalidParams, "resources/directory/read needs \"uri\", a string");
   }
   const std::string& uri = uri_it->get_ref<const std::string&>();
   const std::string scheme = kResourceScheme;
   const std::string missing = uri + " is not a directory resource served here";
-  if (uri.rfind(scheme, 0) != 0 || uri.back() == '/') return Fail(kInvalidParams, missing, uri);
+  if (uri.rfind(scheme, 0) != 0 || uri.back() == '/') return SurfaceError(kInvalidParams, missing, uri);
   std::string rest = uri.substr(scheme.size());
   size_t slash = rest.find('/');
   const Skill* s = view_.FindSkill(rest.substr(0, slash));
-  if (s == nullptr) return Fail(kInvalidParams, missing, uri);
+  if (s == nullptr) return SurfaceError(kInvalidParams, missing, uri);
   const std::string dir = slash == std::string::npos ? "" : rest.substr(slash + 1);
   bool is_file = false;
   std::optional<std::vector<Child>> children = ChildrenOf(*s, dir, &is_file);
   if (!children) {
-    return Fail(
+    return SurfaceError(
         kInvalidParams,
         is_file ? uri + " is a file, not a directory resource; resources/read reads it" : missing,
         uri);
   }
   std::optional<size_t> start = ParseCursor(params, kDirCursor, children->size());
   if (!start) {
-    return Fail(kInvalidParams, "resources/directory/read: unknown cursor; start without one");
+    return SurfaceError(kInvalidParams, "resources/directory/read: unknown cursor; start without one");
   }
   OrderedJson resources = OrderedJson::array();
   size_t end = std::min(children->size(), *start + kDirectoryPageSize);

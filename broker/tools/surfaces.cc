@@ -21,22 +21,20 @@ std::string PromptDescription(const Skill& s) {
   return d;
 }
 
-SurfaceAnswer Fail(int code, std::string message) {
-  SurfaceAnswer a;
-  a.error_code = code;
-  a.error_message = std::move(message);
-  return a;
-}
-
-// A refused or missing resource: the error names the URI in `data` too, so a client can
-// match it without parsing the message (README, "Wire decisions").
+// A refused or missing resource.
 SurfaceAnswer FailUri(const std::string& uri, std::string message) {
-  SurfaceAnswer a = Fail(kResourceNotFound, std::move(message));
-  a.error_data = Json{{"uri", uri}};
-  return a;
+  return SurfaceError(kResourceNotFound, std::move(message), uri);
 }
 
 }  // namespace
+
+SurfaceAnswer SurfaceError(int code, std::string message, std::optional<std::string> uri) {
+  SurfaceAnswer a;
+  a.error_code = code;
+  a.error_message = std::move(message);
+  if (uri) a.error_data = Json{{"uri", *uri}};
+  return a;
+}
 
 OrderedJson SurfaceResult(const SurfaceAnswer& answer) {
   return answer.result_json.empty() ? answer.result : OrderedJson::parse(answer.result_json);
@@ -54,11 +52,11 @@ OrderedJson PromptsList(const CatalogueView& view) {
 SurfaceAnswer PromptsGet(const CatalogueView& view, const Json& params) {
   auto name = params.find("name");
   if (name == params.end() || !name->is_string()) {
-    return Fail(kInvalidParams, "prompts/get needs \"name\", a string");
+    return SurfaceError(kInvalidParams, "prompts/get needs \"name\", a string");
   }
   const Skill* s = view.FindSkill(name->get<std::string>());
   if (s == nullptr) {
-    return Fail(kInvalidParams, "no prompt named \"" + name->get<std::string>() +
+    return SurfaceError(kInvalidParams, "no prompt named \"" + name->get<std::string>() +
                                     "\"; prompts/list shows one per served skill");
   }
   OrderedJson message{{"role", "user"}, {"content", {{"type", "text"}, {"text", s->body}}}};
@@ -86,7 +84,7 @@ OrderedJson ResourcesList(const CatalogueView& view) {
 SurfaceAnswer ResourcesRead(const CatalogueView& view, const Json& params) {
   auto uri_it = params.find("uri");
   if (uri_it == params.end() || !uri_it->is_string()) {
-    return Fail(kInvalidParams, "resources/read needs \"uri\", a string");
+    return SurfaceError(kInvalidParams, "resources/read needs \"uri\", a string");
   }
   const std::string uri = uri_it->get<std::string>();
   const std::string scheme = kResourceScheme;

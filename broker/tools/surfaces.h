@@ -23,6 +23,10 @@ struct SurfaceAnswer {
   std::optional<Json> error_data;  // resources: {uri}
 };
 
+// An error answer; with `uri`, the error names it in `data` too, so a client can match it
+// without parsing the message (README, "Wire decisions").
+SurfaceAnswer SurfaceError(int code, std::string message, std::optional<std::string> uri = {});
+
 // The result of an answer as JSON, whichever form it was built in.
 OrderedJson SurfaceResult(const SurfaceAnswer& answer);
 
