@@ -30,13 +30,10 @@ require_podman
 command -v node >/dev/null || skip "node is not installed on the host (it drives the MCP client)"
 ensure_base_image
 
-image=localhost/skill-mcp:deploy-test
+image=${PRODUCT_IMAGE}
 log "podman build ${image} (packaging/container/Containerfile)"
 # --network=host for the build only: apt-get inside fetches from the host's mirror.
-if ! podman build --pull=never --network=host --build-arg BASE="${BASE_IMAGE}" \
-  -f "${SOURCE_ROOT}/packaging/container/Containerfile" \
-  --ignorefile "${SOURCE_ROOT}/packaging/container/containerignore" \
-  -t "${image}" "${SOURCE_ROOT}" >"${DEPLOY_CACHE}/container-build.log" 2>&1; then
+if ! build_product_image "${DEPLOY_CACHE}/container-build.log"; then
   tail -n 30 "${DEPLOY_CACHE}/container-build.log"
   fail "podman build failed; the whole log is ${DEPLOY_CACHE}/container-build.log"
 fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The Debian package: builds it from packaging/debian with `dpkg-buildpackage -us -uc
-# -b` in a temporary copy of the tree, requires lintian to be clean at --fail-on
+# -b` in a temporary copy of the tree (or takes the one .ci/run's head start built from a
+# copy of the same content, lib.sh: DEB_AHEAD), requires lintian to be clean at --fail-on
 # warning, then in a container running real systemd: installs it, checks the users
 # and group exist, the socket is enabled and listening as root:skill-mcp-users 0660,
 # a member of the group gets answers (list, load, file, confirmed run as
@@ -23,24 +24,28 @@ mkdir -p "${DEPLOY_CACHE}"
 stage=$(mktemp -d)
 trap 'rm -rf "${stage}"' EXIT
 
-# dpkg-buildpackage writes next to the tree, so the copy sits in its own directory.
-# Build directories, git data and the tests stay out (the package builds with
-# -Dtests=false).
-log "copying the tree and packaging/debian -> debian/"
-mkdir "${stage}/skill-mcp"
-tar -C "${SOURCE_ROOT}" --exclude='./build' --exclude='./build-*' --exclude=./.git \
-  --exclude=./tests --exclude=node_modules -c . | tar -C "${stage}/skill-mcp" -x
-cp -r "${SOURCE_ROOT}/packaging/debian" "${stage}/skill-mcp/debian"
-(cd "${stage}/skill-mcp" && dpkg-checkbuilddeps) >"${stage}/deps.log" 2>&1 ||
-  skip "build dependencies missing: $(cat "${stage}/deps.log") (run tests/deploy/prepare-host.sh)"
-
-log "dpkg-buildpackage -us -uc -b"
-# parallel: dpkg-buildpackage compiles with one job unless told otherwise.
-if ! (cd "${stage}/skill-mcp" && DEB_BUILD_OPTIONS="parallel=$(nproc) ${DEB_BUILD_OPTIONS:-}" \
-      dpkg-buildpackage -us -uc -b) >"${DEPLOY_CACHE}/deb-build.log" 2>&1; then
-  tail -n 30 "${DEPLOY_CACHE}/deb-build.log"
-  fail "dpkg-buildpackage failed; the whole log is ${DEPLOY_CACHE}/deb-build.log"
+# dpkg-buildpackage writes next to the tree, so the copy sits in its own directory
+# (lib.sh: copy_deb_tree, build_deb_tree).
+lock_deb_ahead
+key=$(deb_tree_key)
+if [[ -e ${DEB_AHEAD}/${key}/complete ]]; then
+  # Built in this CI run's head start from a tree of the same content (lib.sh).
+  log "taking the package built ahead from this tree (${key}; ${DEPLOY_CACHE}/deb-build-ahead.log)"
+  rm "${DEB_AHEAD}/${key}/complete"
+  mv "${DEB_AHEAD}/${key}"/* "${stage}/"
+  rm -rf "${DEB_AHEAD}"
+else
+  log "copying the tree and packaging/debian -> debian/"
+  copy_deb_tree "${stage}"
+  (cd "${stage}/skill-mcp" && dpkg-checkbuilddeps) >"${stage}/deps.log" 2>&1 ||
+    skip "build dependencies missing: $(cat "${stage}/deps.log") (run tests/deploy/prepare-host.sh)"
+  log "dpkg-buildpackage -us -uc -b"
+  if ! build_deb_tree "${stage}" "${DEPLOY_CACHE}/deb-build.log"; then
+    tail -n 30 "${DEPLOY_CACHE}/deb-build.log"
+    fail "dpkg-buildpackage failed; the whole log is ${DEPLOY_CACHE}/deb-build.log"
+  fi
 fi
+unlock_deb_ahead
 deb=$(ls "${stage}"/skill-mcp_*_*.deb)
 log "built $(basename "${deb}") in $(($(date +%s) - started)) s"
 # libstdc++ and yaml-cpp are linked in (broker/meson.build): the package names their sources.

@@ -85,6 +85,51 @@ CF
     fail "building the systemd image failed; see ${DEPLOY_CACHE}/systemd-image.log"
 }
 
+# The product's own image, built from packaging/container/Containerfile (its build stage
+# compiles the project). Under a lock of its own: .ci/run's head start
+# (prepare-images.sh) builds it in the background while the tests before the deploy tests
+# leave the CPU idle, and the container test's build then finds every layer cached
+# (podman's layer cache, keyed on the build context and the instructions).
+PRODUCT_IMAGE=localhost/skill-mcp:deploy-test
+build_product_image() { # $1: the build's log
+  exec 8>"${DEPLOY_CACHE}/product-image.lock"
+  flock 8
+  local rc=0
+  podman build --pull=never --network=host --build-arg BASE="${BASE_IMAGE}" \
+    -f "${SOURCE_ROOT}/packaging/container/Containerfile" \
+    --ignorefile "${SOURCE_ROOT}/packaging/container/containerignore" \
+    -t "${PRODUCT_IMAGE}" "${SOURCE_ROOT}" >"$1" 2>&1 || rc=$?
+  exec 8>&-
+  return "${rc}"
+}
+
+# The Debian package's build (deb.sh): `dpkg-buildpackage -us -uc -b` in a copy of the
+# tree with packaging/debian as debian/. Build directories, git data, the tests (the
+# package builds with -Dtests=false) and CI's logs stay out of the copy.
+DEB_TREE_EXCLUDES=(--exclude='./build' --exclude='./build-*' --exclude=./.git --exclude=./tests
+  --exclude=node_modules --exclude='./*.log')
+copy_deb_tree() { # $1: a directory; the tree becomes $1/skill-mcp
+  mkdir "$1/skill-mcp"
+  tar -C "${SOURCE_ROOT}" "${DEB_TREE_EXCLUDES[@]}" -c . | tar -C "$1/skill-mcp" -x
+  cp -r "${SOURCE_ROOT}/packaging/debian" "$1/skill-mcp/debian"
+}
+# What that copy holds, as a short hash (names, modes and contents; not times or owners).
+deb_tree_key() {
+  tar -C "${SOURCE_ROOT}" "${DEB_TREE_EXCLUDES[@]}" --sort=name --mtime=@0 --owner=0 --group=0 \
+    --numeric-owner -c . | sha256sum | cut -c1-16
+}
+build_deb_tree() { # $1: the directory of copy_deb_tree; $2: the build's log
+  # parallel: dpkg-buildpackage compiles with one job unless told otherwise.
+  (cd "$1/skill-mcp" && DEB_BUILD_OPTIONS="parallel=$(nproc) ${DEB_BUILD_OPTIONS:-}" \
+    dpkg-buildpackage -us -uc -b) >"$2" 2>&1
+}
+# .ci/run's head start builds the package in the background too (prepare-images.sh), into
+# DEB_AHEAD/<deb_tree_key>; deb.sh takes it, once, when its tree has the same key, and
+# builds it itself otherwise. The lock makes deb.sh wait for a build ahead still running.
+DEB_AHEAD=${DEPLOY_CACHE}/deb-ahead
+lock_deb_ahead() { exec 7>"${DEPLOY_CACHE}/deb-ahead.lock" && flock 7; }
+unlock_deb_ahead() { exec 7>&-; }
+
 # Boots real systemd as PID 1 in a fresh container; sets CTR. Removed on exit.
 start_systemd_container() {
   CTR="skill-mcp-deploy-$$-${RANDOM}"

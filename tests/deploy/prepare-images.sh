@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the images the deploy tests share (the debootstrapped base and the systemd
-# image, tests/deploy/lib.sh) ahead of the tests, into BUILD_DIR/deploy-cache. .ci/run
+# image, tests/deploy/lib.sh) ahead of the tests, into BUILD_DIR/deploy-cache, then the
+# product's own image (the container test's, whose build stage compiles the project). .ci/run
 # starts it in the background while the project compiles: debootstrap and apt mostly wait
 # on the mirror. The tests take the same lock, so one that starts first waits for this
 # build and then finds its image there; run by hand it is only a head start. Exits 77 where
@@ -15,3 +16,30 @@ started=$(date +%s)
 require_podman
 ensure_systemd_image
 log "images ready in $(($(date +%s) - started)) s: ${BASE_IMAGE}, ${SYSTEMD_IMAGE}"
+exec 9>&- # the shared images are there: the tests that need only them may start
+# Then the product's image, whose build stage compiles the project (lib.sh): the
+# container test's own build finds its layers cached. Its build stage is kept for that
+# test, which removes it once it has built.
+if build_product_image "${DEPLOY_CACHE}/container-build-ahead.log"; then
+  log "${PRODUCT_IMAGE} built ahead in $(($(date +%s) - started)) s"
+else
+  log "building ${PRODUCT_IMAGE} ahead failed (${DEPLOY_CACHE}/container-build-ahead.log); the container test builds and reports it"
+fi
+# And the Debian package, for deb.sh (lib.sh: DEB_AHEAD), where it can be built here.
+if command -v dpkg-buildpackage >/dev/null; then
+  lock_deb_ahead
+  key=$(deb_tree_key)
+  rm -rf "${DEB_AHEAD}"
+  mkdir -p "${DEB_AHEAD}/${key}"
+  copy_deb_tree "${DEB_AHEAD}/${key}"
+  if (cd "${DEB_AHEAD}/${key}/skill-mcp" && dpkg-checkbuilddeps) >/dev/null 2>&1 &&
+    build_deb_tree "${DEB_AHEAD}/${key}" "${DEPLOY_CACHE}/deb-build-ahead.log"; then
+    rm -rf "${DEB_AHEAD:?}/${key}/skill-mcp"
+    touch "${DEB_AHEAD}/${key}/complete"
+    log "the Debian package built ahead in $(($(date +%s) - started)) s ($(ls "${DEB_AHEAD}/${key}" | tr '\n' ' '))"
+  else
+    rm -rf "${DEB_AHEAD}"
+    log "building the Debian package ahead failed (${DEPLOY_CACHE}/deb-build-ahead.log); deb.sh builds and reports it"
+  fi
+  unlock_deb_ahead
+fi
