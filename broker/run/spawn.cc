@@ -148,10 +148,11 @@ SpawnOutcome SpawnWorker(const SpawnRequest& req) {
   // before the child has reset the dispositions (RunChild). (glibc leaves out its two
   // internal signals, which it sends to its own threads only, never to this child.)
   pthread_sigmask(SIG_BLOCK, &all, &old_mask);
-  const pid_t pid = CloneBorrowingMemory(ChildEntry, &plan);
+  const char* failed_call = "clone";
+  const pid_t pid = CloneBorrowingMemory(ChildEntry, &plan, &failed_call);
   const int clone_err = errno;
   pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
-  if (pid < 0) return Fail("clone", clone_err);
+  if (pid < 0) return Fail(failed_call, clone_err);
 
   Spawned s;
   s.pid = pid;

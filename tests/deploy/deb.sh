@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Debian package: builds it from packaging/debian with `dpkg-buildpackage -us -uc
-# -b` in a temporary copy of the tree (or takes the one .ci/run's head start built from a
-# copy of the same content, lib.sh: DEB_AHEAD), requires lintian to be clean at --fail-on
+# -b` in a temporary copy of the tree (in CI it takes the one .ci/run's head start built
+# from a copy of the same content, lib.sh: DEB_AHEAD), requires lintian to be clean at --fail-on
 # warning, then in a container running real systemd: installs it, checks the users
 # and group exist, the socket is enabled and listening as root:skill-mcp-users 0660,
 # a member of the group gets answers (list, load, file, confirmed run as
@@ -28,7 +28,7 @@ trap 'rm -rf "${stage}"' EXIT
 # (lib.sh: copy_deb_tree, build_deb_tree).
 lock_deb_ahead
 key=$(deb_tree_key)
-if [[ -e ${DEB_AHEAD}/${key}/complete ]]; then
+if [[ ${SKILL_MCP_DEPLOY_AHEAD:-} == 1 && -e ${DEB_AHEAD}/${key}/complete ]]; then
   # Built in this CI run's head start from a tree of the same content (lib.sh).
   log "taking the package built ahead from this tree (${key}; ${DEPLOY_CACHE}/deb-build-ahead.log)"
   rm "${DEB_AHEAD}/${key}/complete"

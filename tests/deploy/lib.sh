@@ -107,16 +107,17 @@ build_product_image() { # $1: the build's log
 # tree with packaging/debian as debian/. Build directories, git data, the tests (the
 # package builds with -Dtests=false) and CI's logs stay out of the copy.
 DEB_TREE_EXCLUDES=(--exclude='./build' --exclude='./build-*' --exclude=./.git --exclude=./tests
-  --exclude=node_modules --exclude='./*.log')
+  --exclude=node_modules --no-wildcards-match-slash --exclude='./*.log')
 copy_deb_tree() { # $1: a directory; the tree becomes $1/skill-mcp
   mkdir "$1/skill-mcp"
   tar -C "${SOURCE_ROOT}" "${DEB_TREE_EXCLUDES[@]}" -c . | tar -C "$1/skill-mcp" -x
   cp -r "${SOURCE_ROOT}/packaging/debian" "$1/skill-mcp/debian"
 }
-# What that copy holds, as a short hash (names, modes and contents; not times or owners).
+# What that copy holds (names, modes and contents; not times or owners) and the build's
+# options, as a short hash.
 deb_tree_key() {
-  tar -C "${SOURCE_ROOT}" "${DEB_TREE_EXCLUDES[@]}" --sort=name --mtime=@0 --owner=0 --group=0 \
-    --numeric-owner -c . | sha256sum | cut -c1-16
+  { tar -C "${SOURCE_ROOT}" "${DEB_TREE_EXCLUDES[@]}" --sort=name --mtime=@0 --owner=0 --group=0 \
+      --numeric-owner -c .; echo "DEB_BUILD_OPTIONS=${DEB_BUILD_OPTIONS:-}"; } | sha256sum | cut -c1-16
 }
 build_deb_tree() { # $1: the directory of copy_deb_tree; $2: the build's log
   # parallel: dpkg-buildpackage compiles with one job unless told otherwise.
@@ -124,8 +125,10 @@ build_deb_tree() { # $1: the directory of copy_deb_tree; $2: the build's log
     dpkg-buildpackage -us -uc -b) >"$2" 2>&1
 }
 # .ci/run's head start builds the package in the background too (prepare-images.sh), into
-# DEB_AHEAD/<deb_tree_key>; deb.sh takes it, once, when its tree has the same key, and
-# builds it itself otherwise. The lock makes deb.sh wait for a build ahead still running.
+# DEB_AHEAD/<deb_tree_key>, and says so with SKILL_MCP_DEPLOY_AHEAD=1 (CI's tree does not
+# change meanwhile). Then deb.sh takes it, once, when its own tree has the same key, and
+# builds it itself otherwise; run by hand (no such variable) it always builds it itself.
+# The lock makes deb.sh wait for a build ahead still running.
 DEB_AHEAD=${DEPLOY_CACHE}/deb-ahead
 lock_deb_ahead() { exec 7>"${DEPLOY_CACHE}/deb-ahead.lock" && flock 7; }
 unlock_deb_ahead() { exec 7>&-; }

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Builds the images the deploy tests share (the debootstrapped base and the systemd
-# image, tests/deploy/lib.sh) ahead of the tests, into BUILD_DIR/deploy-cache, then the
-# product's own image (the container test's, whose build stage compiles the project). .ci/run
-# starts it in the background while the project compiles: debootstrap and apt mostly wait
-# on the mirror. The tests take the same lock, so one that starts first waits for this
-# build and then finds its image there; run by hand it is only a head start. Exits 77 where
-# the container tests cannot run, as they do.
+# Builds what the deploy tests need ahead of them, into BUILD_DIR/deploy-cache: the
+# images they share (the debootstrapped base and the systemd image, tests/deploy/lib.sh),
+# then the product's own image (the container test's; its build stage compiles the
+# project), then, with SKILL_MCP_DEPLOY_AHEAD=1, the Debian package (deb.sh's). .ci/run
+# starts it in the background from the start: debootstrap and apt mostly wait on the
+# mirror, and the compiles take the CPU the unit and integration tests leave idle. Each
+# build holds a lock the tests take too (lib.sh: fds 9, 8 and 7), so a test that starts
+# first waits for it and then finds what it built; run by hand it is only a head start.
+# Exits 77 where the container tests cannot run, as they do.
 # Usage: prepare-images.sh BUILD_DIR SOURCE_ROOT
 set -euo pipefail
 build=$(realpath "$1") SOURCE_ROOT=$(realpath "$2")
@@ -26,7 +28,7 @@ else
   log "building ${PRODUCT_IMAGE} ahead failed (${DEPLOY_CACHE}/container-build-ahead.log); the container test builds and reports it"
 fi
 # And the Debian package, for deb.sh (lib.sh: DEB_AHEAD), where it can be built here.
-if command -v dpkg-buildpackage >/dev/null; then
+if [[ ${SKILL_MCP_DEPLOY_AHEAD:-} == 1 ]] && command -v dpkg-buildpackage >/dev/null; then
   lock_deb_ahead
   key=$(deb_tree_key)
   rm -rf "${DEB_AHEAD}"
