@@ -39,8 +39,7 @@ pid_t CloneBorrowingMemory(int (*entry)(void*), void* arg, const char** failed_c
   // With CLONE_VM the child must not run on the caller's stack, which the caller
   // resumes on; it gets no CLONE_FILES, CLONE_FS or CLONE_SIGHAND, so what it changes
   // there (descriptors, cwd, dispositions) is its own.
-  const pid_t pid =
-      clone(entry, stack + kChildStackBytes, CLONE_VM | CLONE_VFORK | SIGCHLD, arg);
+  const pid_t pid = clone(entry, stack + kChildStackBytes, CLONE_VM | CLONE_VFORK | SIGCHLD, arg);
   const int err = errno;
   munmap(map, total);  // the child has exec'd or exited: CLONE_VFORK
   if (pid < 0) failed = "clone";

@@ -15,7 +15,6 @@
 namespace skillmcp {
 namespace {
 
-
 std::optional<std::string> ReadSkillMd(const Candidate& c, bool* truncated,
                                        std::vector<Problem>* problems) {
   const std::string at = DisplaySafe(c.path);

@@ -17,7 +17,6 @@
 namespace skillmcp {
 namespace {
 
-
 bool HasEntry(int dirfd, const char* name) {
   struct stat st {};
   return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;

@@ -245,10 +245,11 @@ PrivilegeState DropPrivileges(const PrivilegeOptions& options) {
     st.caps_reduced = CapsWithinKept(&why, false);
     if (!st.caps_reduced) AppendDetail(st.detail, why);
     st.caps_text = CurrentCapsText();
-    AppendDetail(st.detail,
-           "started as uid " + std::to_string(st.uid) +
-               " without CAP_SETUID/CAP_SETGID: scripts run under the broker's own uid "
-               "(start it as root, or with AmbientCapabilities=CAP_SETUID CAP_SETGID CAP_KILL)");
+    AppendDetail(
+        st.detail,
+        "started as uid " + std::to_string(st.uid) +
+            " without CAP_SETUID/CAP_SETGID: scripts run under the broker's own uid "
+            "(start it as root, or with AmbientCapabilities=CAP_SETUID CAP_SETGID CAP_KILL)");
     return st;
   }
 
@@ -263,7 +264,7 @@ PrivilegeState DropPrivileges(const PrivilegeOptions& options) {
     } else if (st.run_as.ok && st.run_as.uid == st.service.uid) {
       // why: a script under the broker's own uid could signal or trace the broker.
       AppendDetail(st.detail, "the run-as uid " + std::to_string(st.run_as.uid) +
-                            " equals the broker's service uid; name two different users");
+                                  " equals the broker's service uid; name two different users");
     } else if (!SwitchTo(st.service, &why)) {
       AppendDetail(st.detail, "could not switch the broker to " + st.service.how + ": " + why);
     } else {
@@ -287,7 +288,8 @@ PrivilegeState DropPrivileges(const PrivilegeOptions& options) {
   if (!st.caps_reduced && st.uid != 0) AppendDetail(st.detail, why);
   std::string bwhy;
   if (st.caps_reduced && !st.started_as_root && !CapsWithinKept(&bwhy))
-    AppendDetail(st.detail, "the bounding set keeps more than the four (no CAP_SETPCAP to shrink it)");
+    AppendDetail(st.detail,
+                 "the bounding set keeps more than the four (no CAP_SETPCAP to shrink it)");
   st.caps_text = CurrentCapsText();
   caps = cap_get_proc();
   bool setid = st.uid == 0 ||
@@ -295,11 +297,13 @@ PrivilegeState DropPrivileges(const PrivilegeOptions& options) {
   st.can_signal_other_uid = st.uid == 0 || CapHas(caps, CAP_KILL, CAP_EFFECTIVE);
   cap_free(caps);
   if (st.run_as.ok && st.run_as.uid == st.uid) {
-    AppendDetail(st.detail, "the run-as uid is the broker's own uid; workers would not be separated");
+    AppendDetail(st.detail,
+                 "the run-as uid is the broker's own uid; workers would not be separated");
   } else if (st.run_as.ok && setid && !st.can_signal_other_uid) {
     // why: a worker under another uid that the broker cannot signal could outlive its
     // timeout and its client; without CAP_KILL no worker changes uid.
-    AppendDetail(st.detail, "the broker lacks CAP_KILL, so it could not stop a worker under another uid");
+    AppendDetail(st.detail,
+                 "the broker lacks CAP_KILL, so it could not stop a worker under another uid");
   } else {
     st.worker_switch = st.run_as.ok && setid;
   }

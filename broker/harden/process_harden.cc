@@ -49,8 +49,8 @@ ProcessHardening HardenProcess() {
   ProcessHardening h;
   h.std_fds_ok = EnsureStdFds(&h.std_fds_opened);
   if (!h.std_fds_ok)
-    AppendDetail(h.detail,
-           std::string("could not open /dev/null onto a missing fd 0-2: ") + std::strerror(errno));
+    AppendDetail(h.detail, std::string("could not open /dev/null onto a missing fd 0-2: ") +
+                               std::strerror(errno));
 
   h.dumpable_off = MakeNonDumpable();
   if (!h.dumpable_off) AppendDetail(h.detail, "PR_SET_DUMPABLE 0 did not hold");

@@ -140,10 +140,10 @@ SurfaceAnswer SkillsExtension::Get(const Json& params) {
     return a;
   }
   return SurfaceError(kInvalidParams,
-              "No skill is served at " + uri +
-                  "; skills/list shows the skills served here, "
-                  "and skill_list's problems say why a skill is left out",
-              uri);
+                      "No skill is served at " + uri +
+                          "; skills/list shows the skills served here, "
+                          "and skill_list's problems say why a skill is left out",
+                      uri);
 }
 
 SurfaceAnswer SkillsExtension::ReadDirectory(const Json& params) const {
@@ -154,7 +154,8 @@ SurfaceAnswer SkillsExtension::ReadDirectory(const Json& params) const {
   const std::string& uri = uri_it->get_ref<const std::string&>();
   const std::string scheme = kResourceScheme;
   const std::string missing = uri + " is not a directory resource served here";
-  if (uri.rfind(scheme, 0) != 0 || uri.back() == '/') return SurfaceError(kInvalidParams, missing, uri);
+  if (uri.rfind(scheme, 0) != 0 || uri.back() == '/')
+    return SurfaceError(kInvalidParams, missing, uri);
   std::string rest = uri.substr(scheme.size());
   size_t slash = rest.find('/');
   const Skill* s = view_.FindSkill(rest.substr(0, slash));
@@ -170,7 +171,8 @@ SurfaceAnswer SkillsExtension::ReadDirectory(const Json& params) const {
   }
   std::optional<size_t> start = ParseCursor(params, kDirCursor, children->size());
   if (!start) {
-    return SurfaceError(kInvalidParams, "resources/directory/read: unknown cursor; start without one");
+    return SurfaceError(kInvalidParams,
+                        "resources/directory/read: unknown cursor; start without one");
   }
   OrderedJson resources = OrderedJson::array();
   size_t end = std::min(children->size(), *start + kDirectoryPageSize);

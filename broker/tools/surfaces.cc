@@ -57,7 +57,7 @@ SurfaceAnswer PromptsGet(const CatalogueView& view, const Json& params) {
   const Skill* s = view.FindSkill(name->get<std::string>());
   if (s == nullptr) {
     return SurfaceError(kInvalidParams, "no prompt named \"" + name->get<std::string>() +
-                                    "\"; prompts/list shows one per served skill");
+                                            "\"; prompts/list shows one per served skill");
   }
   OrderedJson message{{"role", "user"}, {"content", {{"type", "text"}, {"text", s->body}}}};
   SurfaceAnswer a;

@@ -37,8 +37,8 @@ if [[ ${SKILL_MCP_DEPLOY_AHEAD:-} == 1 ]] && command -v dpkg-buildpackage >/dev/
   if (cd "${DEB_AHEAD}/${key}/skill-mcp" && dpkg-checkbuilddeps) >/dev/null 2>&1 &&
     build_deb_tree "${DEB_AHEAD}/${key}" "${DEPLOY_CACHE}/deb-build-ahead.log"; then
     rm -rf "${DEB_AHEAD:?}/${key}/skill-mcp"
-    touch "${DEB_AHEAD}/${key}/complete"
     log "the Debian package built ahead in $(($(date +%s) - started)) s ($(ls "${DEB_AHEAD}/${key}" | tr '\n' ' '))"
+    touch "${DEB_AHEAD}/${key}/complete"
   else
     rm -rf "${DEB_AHEAD}"
     log "building the Debian package ahead failed (${DEPLOY_CACHE}/deb-build-ahead.log); deb.sh builds and reports it"

@@ -33,8 +33,8 @@ int ReadMapsAndExit(void* arg) {
   if (fd >= 0) {
     long n;
     while (probe->maps_len < static_cast<long>(sizeof probe->maps) - 1 &&
-           (n = read(fd, probe->maps + probe->maps_len,
-                     sizeof probe->maps - 1 - probe->maps_len)) > 0)
+           (n = read(fd, probe->maps + probe->maps_len, sizeof probe->maps - 1 - probe->maps_len)) >
+               0)
       probe->maps_len += n;
     close(fd);
   }
