@@ -69,9 +69,20 @@ function pgrp(pid) {
   }
 }
 
+// Whether `child` has exec'd its own program: until then it shares the broker's memory
+// (broker/run/spawn.cc, CLONE_VM | CLONE_VFORK) and the broker, asleep in the spawn, still
+// holds the spawn's own descriptors, which a sample must not count as grown.
+function execd(child, pid) {
+  try {
+    return fs.readlinkSync(`/proc/${child}/exe`) !== fs.readlinkSync(`/proc/${pid}/exe`);
+  } catch {
+    return false;
+  }
+}
+
 // `children` leaves out the worker started ahead for the next run (broker/run/
 // worker_pool.h): the one child still in the broker's process group (a run's worker
-// makes its own session first); `waiting` says whether it is there.
+// makes its own session first); `waiting` says whether it is there and has exec'd.
 function sample(pid) {
   const fds = fs.readdirSync(`/proc/${pid}/fd`).length;
   const rss = Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
@@ -80,7 +91,7 @@ function sample(pid) {
   for (const task of fs.readdirSync(`/proc/${pid}/task`)) {
     const list = fs.readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim();
     for (const child of list ? list.split(/\s+/) : []) {
-      if (waiting === 0 && pgrp(child) === pgrp(pid)) waiting = 1;
+      if (waiting === 0 && pgrp(child) === pgrp(pid)) waiting = execd(child, pid) ? 1 : 0;
       else children += 1;
     }
   }
@@ -110,14 +121,18 @@ async function pings(b, count) {
 }
 
 // Children are reaped just after a result is sent: give the broker a moment to settle.
-// Both samples are taken in the same steady state: the next run's worker started ahead.
+// Both samples are taken in the same steady state: the next run's worker started ahead
+// and exec'd, and the broker back from the spawn (one more sample 20 ms later, since it
+// closes the spawn's descriptors just after the exec wakes it).
 async function settled(pid) {
+  const pause = () => new Promise((r) => setTimeout(r, 20));
   let s = sample(pid);
   for (let i = 0; i < 50 && (s.children > 0 || s.waiting === 0); i++) {
-    await new Promise((r) => setTimeout(r, 20));
+    await pause();
     s = sample(pid);
   }
-  return s;
+  await pause();
+  return sample(pid);
 }
 
 const root = makeTree();
