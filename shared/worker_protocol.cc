@@ -17,6 +17,7 @@ static_assert(kRunSpecMaxLandlockAbi == landlock::kKnownAbi,
 
 constexpr char kMagic[4] = {'S', 'M', 'R', 'S'};
 constexpr char kReportMagic[4] = {'S', 'M', 'W', 'R'};
+constexpr char kCellMagic[4] = {'S', 'M', 'C', 'S'};
 constexpr int32_t kMaxErrno = 4095;  // the kernel's own ceiling (MAX_ERRNO)
 
 void PutU8(std::string& out, uint8_t v) { out.push_back(static_cast<char>(v)); }
@@ -281,6 +282,57 @@ std::optional<RunSpec> DecodeRunSpec(std::string_view bytes) {
   if (!r.AtEnd()) return std::nullopt;  // trailing bytes: not what the broker meant
   if (!IsValidRunSpec(spec)) return std::nullopt;
   return spec;
+}
+
+CellSpec CellOf(const RunSpec& spec) {
+  CellSpec cell;
+  cell.switch_ids = spec.switch_ids;
+  cell.ids_ahead = spec.switch_ids;
+  if (spec.switch_ids) {
+    cell.uid = spec.uid;
+    cell.gid = spec.gid;
+  }
+  return cell;
+}
+
+bool CellMatches(const CellSpec& cell, const RunSpec& spec) {
+  // why: a probe is its own whole description (fd 3 a pipe), never a run after a cell.
+  if (spec.probe || cell.switch_ids != spec.switch_ids) return false;
+  return !cell.ids_ahead || (cell.uid == spec.uid && cell.gid == spec.gid);
+}
+
+bool IsValidCellSpec(const CellSpec& cell) {
+  // why: a switch ahead for a broker that does not switch, or ids that would not be
+  // used, is a broker that meant something else.
+  if (cell.ids_ahead) return cell.switch_ids;
+  return cell.uid == 0 && cell.gid == 0;
+}
+
+std::optional<std::string> EncodeCellSpec(const CellSpec& cell) {
+  if (!IsValidCellSpec(cell)) return std::nullopt;
+  std::string payload(kCellMagic, sizeof(kCellMagic));
+  PutU32(payload, kWorkerProtocolVersion);
+  PutU8(payload, cell.switch_ids ? 1 : 0);
+  PutU8(payload, cell.ids_ahead ? 1 : 0);
+  PutU32(payload, cell.uid);
+  PutU32(payload, cell.gid);
+  std::string out;
+  PutU32(out, static_cast<uint32_t>(payload.size()));
+  return out + payload;
+}
+
+std::optional<CellSpec> DecodeCellSpec(std::string_view payload) {
+  if (payload.size() > kCellSpecMaxBytes) return std::nullopt;
+  Reader r(payload);
+  CellSpec cell;
+  uint32_t version = 0;
+  if (!r.Magic(kCellMagic) || !r.U32(version) || version != kWorkerProtocolVersion)
+    return std::nullopt;
+  if (!r.Bool(cell.switch_ids) || !r.Bool(cell.ids_ahead) || !r.U32(cell.uid) || !r.U32(cell.gid))
+    return std::nullopt;
+  if (!r.AtEnd()) return std::nullopt;  // trailing bytes: not what the broker meant
+  if (!IsValidCellSpec(cell)) return std::nullopt;
+  return cell;
 }
 
 const char* DescribeWorkerStep(WorkerStep step) {

@@ -39,7 +39,7 @@ inline constexpr int kWorkerFdCount = 8;  // 0..7
 
 // One version for every message of the protocol (run description and report): a broker
 // and a worker from different builds refuse each other instead of misreading.
-inline constexpr uint32_t kWorkerProtocolVersion = 7;
+inline constexpr uint32_t kWorkerProtocolVersion = 8;
 
 // Why: the worker reads its spec before any limit is applied; a bounded read cannot be
 // made to exhaust its memory, whatever arrives on fd 3.
@@ -57,6 +57,7 @@ struct RunLimits {
   uint64_t fsize = 0;          // RLIMIT_FSIZE in bytes
   uint64_t nofile = 0;         // RLIMIT_NOFILE
   // RLIMIT_CORE is always 0.
+  bool operator==(const RunLimits&) const = default;
 };
 
 // A node_modules directory a run may read, with the identity (device and inode) of the
@@ -156,6 +157,52 @@ bool IsEnvName(std::string_view name);
 // nullopt on any malformed, oversized or trailing input.
 std::optional<RunSpec> DecodeRunSpec(std::string_view bytes);
 
+// ---- the cell, for a worker started ahead --------------------------------------------
+// What a worker started ahead of its run (broker/run/worker_pool.h) is told when it
+// starts, before the run is known: whether it will switch ids and, where the run's uid is
+// already its own, that identity. It takes its steps 3, 4, 6, 7 (own session,
+// descriptors, the sealed bootstrap, securebits, bounding set) and, with ids_ahead, 8 (the
+// identity switch) while it waits. The run description that follows must ask for the
+// same (CellMatches), or the worker refuses it (kReadSpec, EINVAL): what was set up ahead
+// is what the run asked for.
+struct CellSpec {
+  bool switch_ids = false;
+  // The identity switch ahead: only to a uid of the run's own that the broker took for
+  // this worker (a per-run uid from a range of at least kUidsAheadMinRange,
+  // broker/run/run_uids.h), which no other process has. why not the shared run-as uid:
+  // a worker waiting under it could be stopped or signalled by any run of any connection.
+  // Without ids_ahead, uid and gid are 0 and the worker switches once its description
+  // names them.
+  bool ids_ahead = false;
+  uint32_t uid = 0;  // with ids_ahead
+  uint32_t gid = 0;  // with ids_ahead
+  bool operator==(const CellSpec&) const = default;
+};
+
+// The cell a whole description implies (fd 3 a pipe: everything arrives at once, and the
+// switch, if any, comes in its place in the sequence).
+CellSpec CellOf(const RunSpec& spec);
+
+// Whether `spec` asks for exactly what `cell` set up: the same switch_ids and, with
+// ids_ahead, the same uid and gid; a probe never follows a cell.
+bool CellMatches(const CellSpec& cell, const RunSpec& spec);
+
+// On the stream socket the cell comes first, framed: u32 length N (little-endian), then N
+// bytes "SMCS" u32 version | u8 switch_ids u8 ids_ahead | u32 uid u32 gid; the run
+// description (EncodeRunSpec) follows to EOF. Valid (IsValidCellSpec): ids_ahead only with
+// switch_ids; without it uid and gid 0.
+inline constexpr size_t kCellSpecPrefixBytes = 4;
+inline constexpr size_t kCellSpecMaxBytes = 4096;  // the framed payload's bound
+
+bool IsValidCellSpec(const CellSpec& cell);
+
+// The frame, length prefix included; nullopt for a cell IsValidCellSpec refuses.
+std::optional<std::string> EncodeCellSpec(const CellSpec& cell);
+
+// The payload (without its length prefix); nullopt on anything malformed or invalid,
+// another version or trailing bytes.
+std::optional<CellSpec> DecodeCellSpec(std::string_view payload);
+
 // ---- setup steps -------------------------------------------------------------------
 // In the order they happen. One exit-code convention for every launch: a step that fails
 // writes one WorkerReport{step, errno} on fd 4 and the process exits with the step's
@@ -165,11 +212,12 @@ std::optional<RunSpec> DecodeRunSpec(std::string_view bytes);
 // trusted first and the exit code second (a script could itself exit 205).
 enum class WorkerStep : int32_t {
   kSpawn = 200,          // broker's child: dup2 into 0..7, exec of the worker
-  kReadSpec = 201,       // read fd 3 to EOF (bounded) and DecodeRunSpec
-  kCheckFds = 202,       // fds 4..7 present and of the right kinds (4 only for a probe)
+  kReadSpec = 201,       // read the cell, or fd 3 to EOF (bounded), and decode; again for
+                         // the run of a worker started ahead (after its cell's steps)
+  kCheckFds = 202,       // fds 0..2, 4 and 5 (a probe: 0..2 and 4); with the run, 6 and 7
   kSetsid = 203,         // setsid() (own session and group); signals back to default
-  kCloseFds = 204,       // close everything except 0,1,2 and 4..7
-  kSetLimits = 205,      // prlimits from the spec, RLIMIT_CORE = 0
+  kCloseFds = 204,       // close everything above 7; with the run, 3 (the spec)
+  kSetLimits = 205,      // prlimits from the spec, RLIMIT_CORE = 0 (once the run is read)
   kSecurebits = 206,     // lock the securebits (only where CAP_SETPCAP allows)
   kDropBounding = 207,   // drop every capability from the bounding set
   kRefuseRootIds = 208,  // target uid/gid 0, or equal to the broker's: refused

@@ -76,7 +76,15 @@ bool SealBootstrap() {
       fcntl(mem.get(), F_ADD_SEALS, kSeals) != 0) {
     return false;
   }
-  // dup2 clears close-on-exec: node inherits 8, which the bootstrap closes first thing.
+  // node inherits 8 without close-on-exec; the bootstrap closes it first thing. With 3..7
+  // all open (a description on a pipe) the memfd may itself be 8, which dup2 would leave
+  // close-on-exec and the UniqueFd would then close.
+  if (mem.get() == kWorkerBootstrapFd) {
+    if (fcntl(kWorkerBootstrapFd, F_SETFD, 0) != 0) return false;
+    mem.release();
+    return true;
+  }
+  // dup2 clears close-on-exec.
   return dup2(mem.get(), kWorkerBootstrapFd) == kWorkerBootstrapFd;
 }
 

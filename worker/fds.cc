@@ -49,22 +49,24 @@ StepResult CloseFromLoop(int first) {
 
 }  // namespace
 
-StepResult CheckInheritedFds(bool probe) {
+StepResult CheckStartFds(bool probe) {
   for (int fd : {0, 1, 2, kWorkerReportFd}) {
     // Missing stdio would let the next open() land on 0..2 and node write output into
     // it; a missing report fd leaves the broker blind. Both refuse the run.
     if (fcntl(fd, F_GETFD) < 0) return Fail(EBADF);
   }
   if (probe) return StepOk();  // a probe execs nothing: no interpreter, script or dir
-  if (auto e = ExpectKind(kWorkerNodeFd, S_IFREG)) return e;
+  return ExpectKind(kWorkerNodeFd, S_IFREG);
+}
+
+StepResult CheckRunFds() {
   if (auto e = ExpectKind(kWorkerScriptFd, S_IFREG)) return e;
   return ExpectKind(kWorkerSkillDirFd, S_IFDIR);
 }
 
 StepResult CloseInheritedFds() {
-  // The spec fd is done with; everything the broker leaked above 7 goes too, so the
-  // script cannot reach a broker descriptor it was never meant to have.
-  close(kWorkerSpecFd);
+  // Everything the broker leaked above 7 goes, so the script cannot reach a broker
+  // descriptor it was never meant to have; 3 is still to be read.
   if (syscall(SYS_close_range, kFirstUnused, ~0U, 0) != 0) {
     if (errno != ENOSYS && errno != EINVAL) return StepFailed(WorkerStep::kCloseFds, errno);
     if (auto e = CloseFromLoop(kFirstUnused)) return e;
@@ -73,9 +75,15 @@ StepResult CloseInheritedFds() {
   // exec happened, and node has no use for its own binary.
   for (int fd : {kWorkerReportFd, kWorkerNodeFd})
     if (auto e = SetCloexec(fd, true)) return e;
-  // stdio and the open script are what node inherits (the bootstrap reads fd 6).
-  for (int fd : {0, 1, 2, kWorkerScriptFd})
+  // stdio and the open script (CloseSpecFd) are what node inherits (the bootstrap reads fd 6).
+  for (int fd : {0, 1, 2})
     if (auto e = SetCloexec(fd, false)) return e;
+  return StepOk();
+}
+
+StepResult CloseSpecFd() {
+  close(kWorkerSpecFd);  // the description is read: the broker has nothing more to say
+  if (auto e = SetCloexec(kWorkerScriptFd, false)) return e;
   // fd 7 must not leak into node either: it is closed after fchdir (step kChdir), and
   // close-on-exec until then in case a later step's failure path is ever changed.
   return SetCloexec(kWorkerSkillDirFd, true);

@@ -6,11 +6,19 @@
 
 namespace skillmcp::worker {
 
-// kCheckFds: 0..2 and 4 open, 5 and 6 regular files, 7 a directory.
-StepResult CheckInheritedFds(bool probe);
+// kCheckFds, at the start: 0..2 and 4 open, 5 a regular file (a probe: 0..2 and 4).
+StepResult CheckStartFds(bool probe);
 
-// kCloseFds: closes 3 (the spec, fully read) and every descriptor above 7; marks 4 and 5
-// close-on-exec and clears it on 0..2 and 6 (the only ones node may inherit).
+// kCheckFds, once the run description is read (a worker started ahead receives 6 and 7
+// with it): 6 a regular file, 7 a directory.
+StepResult CheckRunFds();
+
+// kCloseFds, at the start: closes every descriptor above 7 (3, the spec, stays until the
+// description is read); marks 4 and 5 close-on-exec and clears it on 0..2.
 StepResult CloseInheritedFds();
+
+// kCloseFds, once the description is read: closes 3; clears close-on-exec on 6 (with 0..2
+// the only ones node may inherit) and sets it on 7.
+StepResult CloseSpecFd();
 
 }  // namespace skillmcp::worker

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <optional>
 
 #include "seccomp/load.h"
 #include "shared/unique_fd.h"
@@ -61,6 +62,15 @@ void Check(const StepResult& result) {
     if (errno != EINTR) FailAndExit({WorkerStep::kFork, errno});
   }
   _exit(WIFEXITED(status) ? WEXITSTATUS(status) : static_cast<int>(WorkerStep::kFork));
+}
+
+// 8. Refuse root and the broker's ids, switch every id, and stay non-dumpable.
+void SwitchIdentity(uint32_t uid, uint32_t gid) {
+  Check(CheckTargetIds(uid, gid));
+  Check(SwitchIds(uid, gid));
+  // why: the switch reset the dumpable flag to fs.suid_dumpable, which a host may set to
+  // 1; a worker waiting under the run's uid stays closed to that uid's processes.
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) Check(StepFailed(WorkerStep::kSetUid, errno));
 }
 
 // 9-11. What every process of the run does before node: no capability left (verified),
@@ -174,32 +184,48 @@ void Run() {
   // run (or of the same uid) can open its /proc/<pid>/mem or environ meanwhile. Exec
   // gives node the kernel's usual dumpable state back.
   if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) Check(StepFailed(WorkerStep::kReadSpec, errno));
-  // 1. The run description, bounded, strictly decoded.
-  RunSpec spec;
-  Check(ReadRunSpec(kWorkerSpecFd, spec));
-  // 2. The descriptor layout is what the contract says.
-  Check(CheckInheritedFds(spec.probe));
-  if (spec.probe) Probe(spec);
+  // 1. The cell: what steps 3, 4, 6, 7 and 8 need, bounded, strictly decoded. A worker started
+  //    ahead (fd 3 a socket) takes those steps while it waits for its run; on a pipe the
+  //    whole description comes at once (shared/worker_protocol.h, CellSpec).
+  CellSpec cell;
+  std::optional<RunSpec> whole;
+  Check(ReadCellSpec(kWorkerSpecFd, cell, whole));
+  // 2. The descriptor layout is what the contract says (6 and 7 with the description).
+  Check(CheckStartFds(whole && whole->probe));
+  if (whole && whole->probe) Probe(*whole);
   // 3. Own session and process group (the broker's timeout signals the group).
   Check(StartOwnSession());
-  // 4. Nothing inherited beyond 0..2 and 4..7.
+  // 4. Nothing inherited beyond 0..2 and 3..7.
   Check(CloseInheritedFds());
   // 4b. The bootstrap sealed at fd 8, before the limits (worker/exec.h); best effort:
   //     without it node gets the same bootstrap with -e.
   const bool bootstrap_sealed = SealBootstrap();
-  // 5. Resource limits while we may still lower anything; RLIMIT_CORE = 0 always.
-  Check(ApplyLimits(spec.limits));
   // Whether any uid is still 0 at exec decides how strict the capability steps are.
-  const bool will_be_root = spec.switch_ids ? false : AnyRootUid();
+  const bool will_be_root = cell.switch_ids ? false : AnyRootUid();
   // 6. Securebits and 7. the bounding set: both need CAP_SETPCAP, which the uid switch
   //    may take away, so they come first.
   Check(LockSecurebits());
   Check(DropBoundingSet(will_be_root));
-  // 8. The identity switch, when the broker may switch (root or CAP_SETUID/CAP_SETGID).
-  if (spec.switch_ids) {
-    Check(CheckTargetIds(spec.uid, spec.gid));
-    Check(SwitchIds(spec.uid, spec.gid));
+  // 8. The identity switch, when the broker may switch (root or CAP_SETUID/CAP_SETGID),
+  //    here where the cell names the run's own uid; else after the description.
+  if (cell.ids_ahead) SwitchIdentity(cell.uid, cell.gid);
+  // 1 and 2 again: the run itself, which must ask for this very cell, with the script
+  // and skill directory descriptors (a worker started ahead receives them now).
+  RunSpec spec;
+  if (whole) {
+    spec = std::move(*whole);
+  } else {
+    Check(ReadRunSpecAfterCell(kWorkerSpecFd, cell, spec));
   }
+  Check(CheckRunFds());
+  // 4 again: the description is read; 3 goes, 6 is node's, 7 is not.
+  Check(CloseSpecFd());
+  // 5. Resource limits, lowered only (no privilege needed); RLIMIT_CORE = 0 always.
+  //    why after the read: a tight RLIMIT_NOFILE or RLIMIT_DATA must not fail the receipt
+  //    of 6 and 7 or the description itself, only the run.
+  Check(ApplyLimits(spec.limits));
+  // 8, where the cell named no ids: the run-as uid, or a run's own from a small range.
+  if (spec.switch_ids && !cell.ids_ahead) SwitchIdentity(spec.uid, spec.gid);
   // 8b. With namespaces: the run's own user and mount namespace and filesystem view
   //     (worker/namespaces.h). The worker holds CAP_SETPCAP over the new namespace, so
   //     the bounding set is emptied now even where step 7 lacked the capability.

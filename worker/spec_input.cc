@@ -84,7 +84,77 @@ ssize_t ReceiveSome(int fd, char* buf, size_t len, int (&got)[2], bool& have, in
   return n;
 }
 
+// Exactly `len` bytes, no descriptor with them (the cell part is bytes only).
+StepResult ReceiveExactly(int fd, char* buf, size_t len) {
+  size_t have = 0;
+  while (have < len) {
+    alignas(cmsghdr) char control[CMSG_SPACE(8 * sizeof(int))];
+    iovec iov{buf + have, len - have};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    const ssize_t n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Fail(errno);
+    bool fds = (msg.msg_flags & MSG_CTRUNC) != 0;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+      fds = true;
+      const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (size_t i = 0; i < count; ++i) {
+        int got = -1;
+        std::memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof got);
+        close(got);
+      }
+    }
+    // why: the script and skill directory belong to the run, never to its cell.
+    if (fds) return Fail(EBADMSG);
+    if (n == 0) return Fail(EPIPE);  // the broker went away before the cell was whole
+    have += static_cast<size_t>(n);
+  }
+  return StepOk();
+}
+
 }  // namespace
+
+StepResult ReadCellSpec(int fd, CellSpec& cell, std::optional<RunSpec>& whole) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return Fail(errno);
+  if (!S_ISSOCK(st.st_mode)) {
+    RunSpec spec;
+    if (StepResult r = ReadRunSpec(fd, spec)) return r;
+    cell = CellOf(spec);
+    whole = std::move(spec);
+    return StepOk();
+  }
+  // why: a descriptor both inherited and sent would leave two candidates for the run;
+  // checked now, before anything of the worker's own can land on 6 or 7.
+  if (RunSlotsInherited()) return Fail(EEXIST);
+  unsigned char prefix[kCellSpecPrefixBytes];
+  if (StepResult r = ReceiveExactly(fd, reinterpret_cast<char*>(prefix), sizeof prefix)) return r;
+  uint32_t len = 0;
+  for (size_t i = 0; i < sizeof prefix; ++i) len |= uint32_t{prefix[i]} << (8 * i);
+  // Bounded before anything is allocated.
+  if (len > kCellSpecMaxBytes) return Fail(EMSGSIZE);
+  std::string payload(len, '\0');
+  if (StepResult r = ReceiveExactly(fd, payload.data(), payload.size())) return r;
+  std::optional<CellSpec> decoded = DecodeCellSpec(payload);
+  if (!decoded) return Fail(EINVAL);
+  cell = *decoded;
+  return StepOk();
+}
+
+StepResult ReadRunSpecAfterCell(int fd, const CellSpec& cell, RunSpec& out) {
+  RunSpec spec;
+  if (StepResult r = ReadRunSpec(fd, spec)) return r;
+  // why: steps 3 to 8 were taken for `cell`; a description asking for another uid or
+  // other limits would run with what it did not ask for.
+  if (!CellMatches(cell, spec)) return Fail(EINVAL);
+  out = std::move(spec);
+  return StepOk();
+}
 
 StepResult ReadRunSpec(int fd, RunSpec& out) {
   struct stat st;

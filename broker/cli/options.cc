@@ -39,7 +39,8 @@ Running scripts (skill_run):
   SKILL_MCP_RUN_UIDS         A-B | off: each run under a uid of its own from this range
                              (default 1879048192-1879113727 where the broker can switch
                              uids and has a state dir; a named range is required; ids
-                             of 0-60000, /etc/passwd, group, subuid, subgid are refused)
+                             of 0-60000, /etc/passwd, group, subuid, subgid are refused;
+                             from 4096 uids up, each connection's waiting worker holds one)
   SKILL_MCP_WORKER           the worker binary (default: beside the build or in libexecdir)
   SKILL_MCP_SECCOMP          on (default) | off: the worker's syscall filter
   SKILL_MCP_NAMESPACES       auto (default) | on | off: each run in its own user, mount,

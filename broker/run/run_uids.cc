@@ -139,7 +139,7 @@ RunUidPool::Acquired RunUidPool::Acquire() {
   }
   out.error = "every uid of the run range " + std::to_string(range_.first) + "-" +
               std::to_string(range_.last) + " is taken (" + std::to_string(held) +
-              " by running scripts, " + std::to_string(busy) +
+              " by running scripts or workers waiting for one, " + std::to_string(busy) +
               " by processes left from earlier runs";
   if (last_err != 0) out.error += std::string(", last error: ") + std::strerror(last_err);
   out.error += "); wait for a run to end, or widen SKILL_MCP_RUN_UIDS";

@@ -34,6 +34,13 @@ struct RunUidRange {
 // useradd hands out subordinate ids from 100000 to 600100000 only. 65536 uids.
 inline constexpr RunUidRange kDefaultRunUidRange{1879048192u, 1879113727u};
 
+// Why: the worker started ahead for the next run takes its uid when it starts, so the
+// uid's probe (two forks; about 2.5 ms a run on a slower 2-core guest) is off the run's
+// path, and then each connection holds a uid while it waits. A range this large is not
+// used up that way; a smaller one keeps its uids for running scripts (the uid is taken
+// when the run starts).
+inline constexpr uint64_t kUidsAheadMinRange = 4096;
+
 // Pure: "A-B" with decimal A <= B, both in 1..2147483647 and the range holding none of
 // 65534 (nobody) and 65535 (16-bit -1). nullopt with `why` otherwise.
 std::optional<RunUidRange> ParseRunUidRange(std::string_view text, std::string* why);

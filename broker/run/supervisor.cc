@@ -183,46 +183,50 @@ std::optional<StartRefusal> RunSupervisor::StartCommitted(PreparedRun prepared, 
   // nothing runs (there is no path to fall back to).
   if (!prepared.script_fd.valid()) return SystemRefusal("the checked script descriptor", EBADF);
 
-  // why: each run under its own uid where the pool exists; never a silent fallback to
-  // the shared run-as uid when the range is exhausted.
-  std::optional<RunUidLease> lease;
-  uint32_t uid = config_.uid;
-  if (config_.run_uids) {
-    RunUidPool::Acquired got = config_.run_uids->Acquire();
-    if (!got.lease) return StartRefusal{StartProblem::kUnavailable, got.error};
-    lease = std::move(got.lease);
-    uid = lease->uid();
+  // A worker started ahead (broker/run/worker_pool.h) or now, told its cell and holding
+  // run-independent descriptors only; the script and skill directory go with its
+  // description. From a large range it took its own uid already.
+  TakeOutcome taken = pool_.Take();
+  if (!taken.worker) {
+    // why: each run under its own uid where the pool exists; never a silent fallback to
+    // the shared run-as uid when the range is exhausted.
+    if (!taken.no_uid.empty()) return StartRefusal{StartProblem::kUnavailable, taken.no_uid};
+    return SystemRefusal("could not start the worker (" + taken.error.call + ")", taken.error.err);
   }
+  Spawned& s = taken.worker->spawned;
+  // why: the worker has not been told what to run (the description goes down fd 3 only
+  // below), so killing it now runs nothing; the scratch directory and then the lease go
+  // back as the locals drop (a uid whose worker is not reaped yet is not handed out
+  // again: RunUidPool::Acquire finds its process), the reaper collects the worker.
+  auto unfed = [&](StartRefusal why) {
+    PidfdSendSignal(s.pidfd.get(), SIGKILL);
+    reaper_.Sweep();
+    return why;
+  };
+  std::optional<RunUidLease>& lease = taken.worker->uid_lease;
+  // why: each run under its own uid where the pool exists, from a small range taken now
+  // (kUidsAheadMinRange); never a silent fallback to the shared run-as uid.
+  if (config_.run_uids && !lease) {
+    RunUidPool::Acquired got = config_.run_uids->Acquire();
+    if (!got.lease) return unfed(StartRefusal{StartProblem::kUnavailable, got.error});
+    lease = std::move(got.lease);
+  }
+  const uint32_t uid = lease ? lease->uid() : config_.uid;
   // why: each run gets its own TMPDIR, owned by its uid, that no other run shares.
   std::unique_ptr<ScratchDir> scratch =
       ScratchDir::Create(config_.scratch_base, config_.switch_ids, uid, config_.gid);
   if (!scratch)
-    return SystemRefusal("could not make the run's scratch directory in " + config_.scratch_base +
-                             (config_.switch_ids ? " as uid " + std::to_string(uid) : ""),
-                         errno);
+    return unfed(SystemRefusal("could not make the run's scratch directory in " +
+                                   config_.scratch_base +
+                                   (config_.switch_ids ? " as uid " + std::to_string(uid) : ""),
+                               errno));
   RunSpec spec = BuildSpec(prepared, config_, env_, scratch->path(), uid);
   std::optional<std::string> encoded = EncodeRunSpec(spec);
   for (std::string& e : spec.envp) Wipe(e);  // why: values leave plain memory at once
-  if (!encoded) return StartRefusal{StartProblem::kBadDescription};
-
-  // A worker started ahead (broker/run/worker_pool.h) or now, holding run-independent
-  // descriptors only; the script and skill directory go with its description.
-  SpawnOutcome spawned = pool_.Take();
-  if (!spawned.spawned) {
-    Wipe(*encoded);
-    return SystemRefusal("could not start the worker (" + spawned.error.call + ")",
-                         spawned.error.err);
-  }
-  Spawned& s = *spawned.spawned;
+  if (!encoded) return unfed(StartRefusal{StartProblem::kBadDescription});
   if (commit && !commit()) {
-    // why: the worker has not been told what to run (the spec goes down fd 3 only below),
-    // so killing it now runs nothing; the lease and the scratch directory go back as the
-    // locals drop, the reaper collects the worker.
     Wipe(*encoded);
-    PidfdSendSignal(s.pidfd.get(), SIGKILL);
-    spawned.spawned.reset();
-    reaper_.Sweep();
-    return StartRefusal{StartProblem::kUnavailable, "withdrawn before it started"};
+    return unfed(StartRefusal{StartProblem::kUnavailable, "withdrawn before it started"});
   }
   auto run = std::make_unique<Run>();
   run->start_ms = EventLoop::NowMs();
@@ -267,7 +271,8 @@ void RunSupervisor::OnSpecWritable() {
   Run& r = *run_;
   while (r.spec_off < r.spec_bytes.size()) {
     // why: the descriptors that were checked (the sealed script, the opened skill
-    // directory) travel with the first bytes, so the worker has them before any step.
+    // directory) travel with the first bytes, so the worker has them before any step
+    // of its run (its cell's steps came before, worker/main.cc).
     ssize_t n = r.fds_sent ? write(r.spec_w.get(), r.spec_bytes.data() + r.spec_off,
                                    r.spec_bytes.size() - r.spec_off)
                            : SendRunDescription(r.spec_w.get(), r.spec_bytes,

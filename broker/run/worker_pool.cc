@@ -9,11 +9,51 @@
 #include <cerrno>
 #include <cstring>
 
+#include "shared/worker_protocol.h"
+
 namespace skillmcp {
+
+namespace {
+
+// why: nothing the broker started outlives it or lingers unused; ECHILD when the runs'
+// reaper got to it first.
+void KillAndReap(const Spawned& worker) {
+  syscall(SYS_pidfd_send_signal, worker.pidfd.get(), SIGKILL, nullptr, 0);
+  siginfo_t info{};
+  while (waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(worker.pidfd.get()), &info,
+                WEXITED) != 0 &&
+         errno == EINTR) {
+  }
+}
+
+}  // namespace
 
 WorkerPool::~WorkerPool() { Discard(); }
 
-SpawnOutcome WorkerPool::Start() const {
+TakeOutcome WorkerPool::Start() const {
+  TakeOutcome out;
+  CellSpec cell;
+  cell.switch_ids = config_.switch_ids;
+  std::optional<RunUidLease> lease;
+  if (config_.run_uids) {
+    // why only from a large range: a waiting worker holds its uid, which a small range
+    // keeps for running scripts (kUidsAheadMinRange); never a silent fallback to the
+    // shared run-as uid when the range is exhausted.
+    if (config_.run_uids->range().size() >= kUidsAheadMinRange) {
+      RunUidPool::Acquired got = config_.run_uids->Acquire();
+      if (!got.lease) {
+        out.no_uid = got.error;
+        return out;
+      }
+      lease = std::move(got.lease);
+      // why only a uid of its own: no other process has it (RunUidPool::Acquire), so
+      // nothing can signal or trace the worker while it waits under it; under the shared
+      // run-as uid any connection's run could (CellSpec::ids_ahead).
+      cell.ids_ahead = true;
+      cell.uid = lease->uid();
+      cell.gid = config_.gid;
+    }
+  }
   SpawnRequest req;
   req.worker_fd = config_.worker.get();
   req.node_fd = config_.node.get();
@@ -21,29 +61,41 @@ SpawnOutcome WorkerPool::Start() const {
   // why: as for every run: an unprivileged broker holding CAP_SETUID/CAP_SETGID passes
   // them on as ambient caps; the worker clears them itself.
   req.raise_ambient_setid = config_.switch_ids && geteuid() != 0;
-  return SpawnWorker(req);
+  SpawnOutcome spawned = SpawnWorker(req);
+  if (!spawned.spawned) {
+    out.error = spawned.error;
+    return out;
+  }
+  const std::optional<std::string> frame = EncodeCellSpec(cell);
+  // why MSG_DONTWAIT: the loop never blocks; a new socket's buffer holds the small frame
+  // whole, and a worker that cannot be told its cell is not used.
+  const ssize_t n = frame ? send(spawned.spawned->spec.get(), frame->data(), frame->size(),
+                                 MSG_DONTWAIT | MSG_NOSIGNAL)
+                          : -1;
+  if (!frame || n != static_cast<ssize_t>(frame->size())) {
+    out.error = SpawnError{"send", !frame ? EINVAL : n < 0 ? errno : EMSGSIZE};
+    KillAndReap(*spawned.spawned);
+    return out;  // the lease goes back now that its worker is reaped
+  }
+  out.worker = PooledWorker{std::move(*spawned.spawned), std::move(lease)};
+  return out;
 }
 
 void WorkerPool::Discard() {
   if (!idle_) return;
-  // why: nothing the broker started outlives it or lingers unused; ECHILD when the
-  // runs' reaper got to it first.
-  syscall(SYS_pidfd_send_signal, idle_->pidfd.get(), SIGKILL, nullptr, 0);
-  siginfo_t info{};
-  while (waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(idle_->pidfd.get()), &info,
-                WEXITED) != 0 && errno == EINTR) {
-  }
-  idle_.reset();
+  KillAndReap(idle_->spawned);
+  idle_.reset();  // the lease goes back once its worker is reaped
 }
 
-SpawnOutcome WorkerPool::Take() {
+TakeOutcome WorkerPool::Take() {
   if (idle_) {
     siginfo_t info{};
-    const int rc = waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(idle_->pidfd.get()),
-                          &info, WEXITED | WNOHANG | WNOWAIT);
+    const int rc =
+        waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(idle_->spawned.pidfd.get()), &info,
+               WEXITED | WNOHANG | WNOWAIT);
     if (rc == 0 && info.si_pid == 0) {  // alive and waiting for its description
-      SpawnOutcome o;
-      o.spawned = std::move(idle_);
+      TakeOutcome o;
+      o.worker = std::move(idle_);
       idle_.reset();
       return o;
     }
@@ -56,8 +108,8 @@ void WorkerPool::Refill() {
   if (idle_ || !config_.ready() || config_.namespaces_pending || config_.hidden_roots_pending ||
       config_.seccomp_pending)
     return;
-  SpawnOutcome o = Start();
-  if (o.spawned) idle_ = std::move(o.spawned);  // else the next run starts its own
+  TakeOutcome o = Start();
+  if (o.worker) idle_ = std::move(o.worker);  // else the next run starts its own
 }
 
 ssize_t SendRunDescription(int spec_fd, const std::string& bytes, int script_fd,

@@ -1,20 +1,40 @@
 // One worker started ahead of the run that will use it, so the spawn and exec of the
-// worker are off a run's critical path (README.md "Performance"). It is started with
-// run-independent descriptors only (0..5: /dev/null, its pipes, the spec socket, the
-// pinned node) and blocks reading its description, before its first step: everything
-// the run decides (the identity, limits, view, the script and skill directory
-// descriptors, sent with the description by SCM_RIGHTS) reaches it at the run, and its
+// worker and the run-independent part of its sequence are off a run's critical path
+// (README.md "Performance"). It is started with run-independent descriptors only (0..5:
+// /dev/null, its pipes, the spec socket, the pinned node) and told its cell at once
+// (shared/worker_protocol.h, CellSpec: whether it switches ids and, with a uid of its
+// own taken now from a range of at least kUidsAheadMinRange, that identity), takes its
+// steps 3 to 8 with it (own session, descriptors, the sealed bootstrap, securebits,
+// bounding set, and the switch to its own uid) and blocks reading its description:
+// everything else the run decides (the script and skill directory descriptors, sent with
+// the description by SCM_RIGHTS, the arguments, variables, limits and view; the shared
+// run-as uid, or one from a smaller range) reaches it at the run, and the rest of its
 // ordered, all-fatal sequence starts only then (worker/main.cc).
 #pragma once
 
 #include <sys/types.h>
 
 #include <optional>
+#include <string>
 
 #include "broker/run/launch_config.h"
+#include "broker/run/run_uids.h"
 #include "broker/run/spawn.h"
 
 namespace skillmcp {
+
+// A worker told its cell, with the lease of the uid it switched to when that uid is its
+// own (none: the run-as uid, or a uid its run takes, CellSpec::ids_ahead false).
+struct PooledWorker {
+  Spawned spawned;
+  std::optional<RunUidLease> uid_lease;
+};
+
+struct TakeOutcome {
+  std::optional<PooledWorker> worker;
+  std::string no_uid;  // when !worker: why no uid was free (runs are unavailable) ...
+  SpawnError error;    // ... or else the call that failed
+};
 
 class WorkerPool {
  public:
@@ -23,22 +43,23 @@ class WorkerPool {
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
 
-  // A worker for a run: the waiting one while it is alive, else one started now. The
-  // caller sends the description with the script and skill directory descriptors
-  // (SendRunDescription) and owns the worker from then on.
-  SpawnOutcome Take();
+  // A worker for a run, told its cell: the waiting one while it is alive, else one
+  // started now. The caller sends the description, which must ask for the same cell,
+  // with the script and skill directory descriptors (SendRunDescription) and owns the
+  // worker from then on.
+  TakeOutcome Take();
   // Starts the next waiting worker, unless one waits already or runs are off.
   void Refill();
   // The waiting worker's pid, or -1 (the reaper spares it; tests).
-  pid_t waiting_pid() const { return idle_ ? idle_->pid : -1; }
+  pid_t waiting_pid() const { return idle_ ? idle_->spawned.pid : -1; }
   // Kills and reaps the waiting worker, if any (shutdown).
   void Discard();
 
  private:
-  SpawnOutcome Start() const;
+  TakeOutcome Start() const;
 
   const LaunchConfig& config_;
-  std::optional<Spawned> idle_;
+  std::optional<PooledWorker> idle_;
 };
 
 // Sends the first bytes of a description on a started-ahead worker's spec socket with

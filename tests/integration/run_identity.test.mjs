@@ -311,6 +311,15 @@ async function waitUntil(pred, what, ms = 20000) {
   assert.fail(`timed out waiting for ${what}`);
 }
 
+// The broker's children: {pid, uid} (real uid), in pid order.
+function childrenOf(ppid) {
+  const r = spawnSync('ps', ['-o', 'pid=,ruid=', '--ppid', String(ppid)], { encoding: 'utf8' });
+  return r.stdout.trim().split('\n').filter(Boolean).map((l) => {
+    const [pid, uid] = l.trim().split(/\s+/).map(Number);
+    return { pid, uid };
+  }).sort((x, y) => x.pid - y.pid);
+}
+
 // The host pid of the process whose command line names `path` (a namespaced run's node).
 function hostPidOf(path) {
   const r = spawnSync('pgrep', ['-f', '--', path], { encoding: 'utf8' });
@@ -335,6 +344,39 @@ describe('own identity per run: allocation', () => {
       assert.match(text, /RUN_NOT_STARTED/, text);
       assert.match(text, /every uid of the run range 1879100100-1879100100 is taken \(1 by running scripts/, text);
     });
+  });
+
+  // The worker waiting for the next run takes its uid when it starts, from a range of at
+  // least 4096 uids (kUidsAheadMinRange, broker/run/run_uids.h), so the uid's probe is
+  // off the run's path, and switches to it while it waits; its run gets that uid. From a
+  // smaller range a waiting worker holds no uid: the run takes one when it starts.
+  test('from a range of 4096 uids the waiting worker already runs as its run\'s uid; from 4095 it holds none', async (t) => {
+    if (!isRoot) return t.skip('needs root: an unprivileged broker cannot switch uids');
+    for (const [range, ahead] of [['1879100200-1879104295', true], ['1879100200-1879104294', false]]) {
+      const lo = 1879100200, hi = ahead ? 1879104295 : 1879104294;
+      const b = startBroker(ROOT_MODE, { SKILL_MCP_RUN_UIDS: range, SKILL_MCP_NAMESPACES: 'off' });
+      try {
+        await b.init();
+        let waiting;
+        await waitUntil(() => {
+          waiting = childrenOf(b.child.pid)[0];
+          return waiting !== undefined && (!ahead || inRange(waiting.uid, [lo, hi]));
+        }, `a worker waiting ${ahead ? 'as a uid of the range' : ''} (${range})`);
+        if (!ahead) {
+          await sleep(300);
+          assert.deepEqual(childrenOf(b.child.pid), [waiting], 'the waiting worker switched ids');
+          assert.equal(waiting.uid, SERVICE_UID, 'the waiting worker is not the broker\'s uid');
+        }
+        const r = await b.run('whoami.js');
+        assert.equal(r.exitCode, 0, JSON.stringify(r));
+        const who = JSON.parse(r.stdout);
+        assert.ok(inRange(who.uid, [lo, hi]), JSON.stringify(who));
+        if (ahead) assert.equal(who.uid, waiting.uid, 'the run did not get the waiting worker\'s uid');
+        assert.equal(who.tmpOwner, who.uid);
+      } finally {
+        await b.close();
+      }
+    }
   });
 
   test('a uid whose processes outlived a SIGKILLed broker is not handed out again', async (t) => {

@@ -4,6 +4,7 @@
 // first step and before doing anything else; the reaper spares the waiting worker.
 #include "broker/run/worker_pool.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <gtest/gtest.h>
@@ -15,8 +16,16 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <optional>
+#include <set>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "broker/loop/event_loop.h"
 #include "broker/run/reaper.h"
@@ -31,19 +40,8 @@ struct Outcome {
   int status = 0;
 };
 
-// Starts the real worker with a spec socket (and, when `inherited`, its own fd 6),
-// sends `bytes` with `fds` attached (none: a plain write), closes, and collects.
-Outcome Launch(const std::string& bytes, std::vector<int> fds, int inherited = -1) {
-  UniqueFd worker(open(SKILL_MCP_TEST_WORKER, O_RDONLY | O_CLOEXEC));
-  EXPECT_TRUE(worker.valid());
-  SpawnRequest req;
-  req.worker_fd = worker.get();
-  req.spec_socket = true;
-  req.script_fd = inherited;
-  SpawnOutcome s = SpawnWorker(req);
-  EXPECT_TRUE(s.spawned.has_value());
-  Outcome o;
-  if (!s.spawned) return o;
+// Sends `bytes` on the spec socket with `fds` attached (none: a plain send).
+void SendWith(int spec, const std::string& bytes, const std::vector<int>& fds) {
   alignas(cmsghdr) char control[CMSG_SPACE(8 * sizeof(int))] = {};
   iovec iov{const_cast<char*>(bytes.data()), bytes.size()};
   msghdr msg{};
@@ -58,16 +56,49 @@ Outcome Launch(const std::string& bytes, std::vector<int> fds, int inherited = -
     c->cmsg_len = CMSG_LEN(fds.size() * sizeof(int));
     std::memcpy(CMSG_DATA(c), fds.data(), fds.size() * sizeof(int));
   }
-  EXPECT_EQ(sendmsg(s.spawned->spec.get(), &msg, MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
-  s.spawned->spec.reset();
+  EXPECT_EQ(sendmsg(spec, &msg, MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+}
+
+Outcome Collect(Spawned& s) {
+  s.spec.reset();
+  Outcome o;
   std::string report;
   char buf[64];
   ssize_t n;
-  while ((n = read(s.spawned->report.get(), buf, sizeof buf)) > 0)
+  while ((n = read(s.report.get(), buf, sizeof buf)) > 0)
     report.append(buf, static_cast<size_t>(n));
-  waitpid(s.spawned->pid, &o.status, 0);
+  waitpid(s.pid, &o.status, 0);
   o.report = DecodeWorkerReport(report);
   return o;
+}
+
+// A run description the worker decodes: no seccomp, no namespaces, no Landlock.
+RunSpec PlainSpec() {
+  RunSpec spec;
+  spec.script_path = "/nonexistent/script.js";
+  spec.seccomp = false;
+  return spec;
+}
+
+// Starts the real worker with a spec socket (and, when `inherited`, its own fd 6) and a
+// regular file as its "node" (fd 5), sends `cell` (nullopt: none; by default the cell of
+// a plain description), then `bytes` with `fds` attached, closes, and collects.
+Outcome Launch(const std::string& bytes, std::vector<int> fds, int inherited = -1,
+               std::optional<std::string> cell = EncodeCellSpec(CellOf(PlainSpec())).value()) {
+  UniqueFd worker(open(SKILL_MCP_TEST_WORKER, O_RDONLY | O_CLOEXEC));
+  UniqueFd node(open("/etc/hostname", O_RDONLY | O_CLOEXEC));
+  EXPECT_TRUE(worker.valid() && node.valid());
+  SpawnRequest req;
+  req.worker_fd = worker.get();
+  req.node_fd = node.get();
+  req.spec_socket = true;
+  req.script_fd = inherited;
+  SpawnOutcome s = SpawnWorker(req);
+  EXPECT_TRUE(s.spawned.has_value());
+  if (!s.spawned) return {};
+  if (cell) SendWith(s.spawned->spec.get(), *cell, {});
+  SendWith(s.spawned->spec.get(), bytes, fds);
+  return Collect(*s.spawned);
 }
 
 class SentDescriptors : public ::testing::Test {
@@ -109,6 +140,274 @@ TEST_F(SentDescriptors, SentAsWellAsInheritedIsRefused) {
   ASSERT_TRUE(o.report.has_value());
   EXPECT_EQ(o.report->step, WorkerStep::kReadSpec);
   EXPECT_EQ(o.report->err, EEXIST);
+}
+
+// The cell comes first and is bytes only: descriptors with it, a frame longer than the
+// bound, one that is not a cell, or the socket closed inside it fail the read step.
+TEST_F(SentDescriptors, DescriptorsWithTheCellAreRefused) {
+  Outcome o = Launch(EncodeCellSpec(CellOf(PlainSpec())).value(), {file_.get(), dir_.get()}, -1,
+                     std::nullopt);
+  ASSERT_TRUE(o.report.has_value());
+  EXPECT_EQ(o.report->step, WorkerStep::kReadSpec);
+  EXPECT_EQ(o.report->err, EBADMSG);
+}
+
+TEST(CellFrame, TooLongIsRefusedBeforeItIsRead) {
+  static_assert(kCellSpecMaxBytes + 1 == 0x1001, "the prefix below says kCellSpecMaxBytes + 1");
+  Outcome o = Launch(std::string("\x01\x10\x00\x00", 4), {}, -1, std::nullopt);
+  ASSERT_TRUE(o.report.has_value());
+  EXPECT_EQ(o.report->step, WorkerStep::kReadSpec);
+  EXPECT_EQ(o.report->err, EMSGSIZE);
+}
+
+TEST(CellFrame, NotACellIsRefused) {
+  Outcome o = Launch(std::string{'\x03', '\0', '\0', '\0'} + "abc", {}, -1, std::nullopt);
+  ASSERT_TRUE(o.report.has_value());
+  EXPECT_EQ(o.report->step, WorkerStep::kReadSpec);
+  EXPECT_EQ(o.report->err, EINVAL);
+}
+
+TEST(CellFrame, ClosedInsideTheCellIsRefused) {
+  Outcome o = Launch(std::string{'\x10', '\0', '\0', '\0'} + "ab", {}, -1, std::nullopt);
+  ASSERT_TRUE(o.report.has_value());
+  EXPECT_EQ(o.report->step, WorkerStep::kReadSpec);
+  EXPECT_EQ(o.report->err, EPIPE);
+}
+
+// What the worker set up ahead is what the run asked for: a description with another
+// identity switch, or a probe, after a cell is refused at the read step; the same
+// description for its own cell passes that step (and fails later: "node" here is
+// /etc/hostname).
+TEST_F(SentDescriptors, ADescriptionForAnotherCellIsRefused) {
+  const RunSpec plain = PlainSpec();
+  Outcome same = Launch(EncodeRunSpec(plain).value(), {file_.get(), dir_.get()});
+  ASSERT_TRUE(same.report.has_value());
+  EXPECT_NE(same.report->step, WorkerStep::kReadSpec) << "the control run did not pass reading";
+  RunSpec switched = plain;
+  switched.switch_ids = true;
+  switched.uid = switched.gid = 4242;
+  RunSpec probe;
+  probe.probe = true;
+  probe.seccomp = false;
+  for (const RunSpec& other : {switched, probe}) {
+    Outcome o = Launch(EncodeRunSpec(other).value(), {file_.get(), dir_.get()});
+    ASSERT_TRUE(o.report.has_value());
+    EXPECT_EQ(o.report->step, WorkerStep::kReadSpec);
+    EXPECT_EQ(o.report->err, EINVAL);
+  }
+}
+
+// The cell is read byte for byte: with the cell and all but the last byte of the
+// description queued at once, the description still decodes (an over-read of the cell
+// would take its first bytes); the descriptors come with the last byte.
+TEST_F(SentDescriptors, TheCellReadTakesNoByteOfTheDescription) {
+  UniqueFd worker(open(SKILL_MCP_TEST_WORKER, O_RDONLY | O_CLOEXEC));
+  UniqueFd node(open("/etc/hostname", O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(worker.valid() && node.valid());
+  SpawnRequest req;
+  req.worker_fd = worker.get();
+  req.node_fd = node.get();
+  req.spec_socket = true;
+  SpawnOutcome s = SpawnWorker(req);
+  ASSERT_TRUE(s.spawned.has_value());
+  const std::string description = EncodeRunSpec(PlainSpec()).value();
+  SendWith(s.spawned->spec.get(),
+           EncodeCellSpec(CellOf(PlainSpec())).value() +
+               description.substr(0, description.size() - 1),
+           {});
+  SendWith(s.spawned->spec.get(), description.substr(description.size() - 1),
+           {file_.get(), dir_.get()});
+  Outcome o = Collect(*s.spawned);
+  ASSERT_TRUE(o.report.has_value());
+  EXPECT_NE(o.report->step, WorkerStep::kReadSpec) << "errno " << o.report->err;
+}
+
+// Limits are the run's, applied once its description is read: one that leaves no room
+// to receive 6 and 7 above the layout fails the run later, never the read step.
+TEST_F(SentDescriptors, ATightDescriptorLimitDoesNotFailTheRead) {
+  RunSpec tight = PlainSpec();
+  tight.limits.nofile = 8;
+  Outcome o = Launch(EncodeRunSpec(tight).value(), {file_.get(), dir_.get()});
+  ASSERT_TRUE(o.report.has_value());
+  EXPECT_NE(o.report->step, WorkerStep::kReadSpec) << "errno " << o.report->err;
+}
+
+// A started worker told its cell and not yet its run, as root switching to 65534.
+class CellAhead : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "the worker's switch to 65534 needs root";
+    CellSpec cell;
+    cell.switch_ids = true;
+    cell.ids_ahead = true;
+    cell.uid = 65534;
+    cell.gid = 65534;
+    Start(cell);
+  }
+  void Start(const CellSpec& cell) {
+    worker_.reset(open(SKILL_MCP_TEST_WORKER, O_RDONLY | O_CLOEXEC));
+    node_.reset(open("/etc/hostname", O_RDONLY | O_CLOEXEC));
+    ASSERT_TRUE(worker_.valid() && node_.valid());
+    SpawnRequest req;
+    req.worker_fd = worker_.get();
+    req.node_fd = node_.get();
+    req.spec_socket = true;
+    SpawnOutcome s = SpawnWorker(req);
+    ASSERT_TRUE(s.spawned.has_value());
+    spawned_ = std::move(s.spawned);
+    SendWith(spawned_->spec.get(), EncodeCellSpec(cell).value(), {});
+  }
+  void Stop() {
+    kill(spawned_->pid, SIGKILL);
+    waitpid(spawned_->pid, nullptr, 0);
+    spawned_.reset();
+  }
+  // Sends a description with a regular file and a directory as 6 and 7 and collects.
+  Outcome Feed(const RunSpec& spec) {
+    UniqueFd file(open("/etc/hostname", O_RDONLY | O_CLOEXEC));
+    UniqueFd dir(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    SendWith(spawned_->spec.get(), EncodeRunSpec(spec).value(), {file.get(), dir.get()});
+    Outcome o = Collect(*spawned_);
+    spawned_.reset();
+    return o;
+  }
+  // Session and process group its own, nothing open but 0..5 and the sealed bootstrap.
+  bool SetUpAhead() const {
+    for (int i = 0; i < 500; ++i) {
+      const std::string stat = Proc("stat");
+      std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+      std::string state;
+      long ppid = 0, pgrp = 0, session = 0;
+      rest >> state >> ppid >> pgrp >> session;
+      if (session == spawned_->pid && pgrp == spawned_->pid &&
+          Fds() == std::set<int>{0, 1, 2, 3, 4, 5, 8})
+        return true;
+      usleep(10000);
+    }
+    return false;
+  }
+  std::set<int> Fds() const {
+    std::set<int> fds;
+    const std::string dir = "/proc/" + std::to_string(spawned_->pid) + "/fd";
+    DIR* d = opendir(dir.c_str());
+    if (d == nullptr) return fds;
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') fds.insert(std::atoi(e->d_name));
+    closedir(d);
+    return fds;
+  }
+  void TearDown() override {
+    if (spawned_) Stop();
+  }
+  std::string Proc(const std::string& file) const {
+    std::ifstream in("/proc/" + std::to_string(spawned_->pid) + "/" + file);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+  // Waits (at most 5 s) until the worker runs as 65534.
+  bool Switched() const {
+    for (int i = 0; i < 500; ++i) {
+      if (Proc("status").find("\nUid:\t65534\t65534\t65534\t65534\n") != std::string::npos)
+        return true;
+      usleep(10000);
+    }
+    return false;
+  }
+  UniqueFd worker_, node_;
+  std::optional<Spawned> spawned_;
+};
+
+// Steps 3 to 8 come before the run: its own session, nothing open but 0..5 and the sealed
+// bootstrap at 8, and the run's uid, while it still waits for its description.
+TEST_F(CellAhead, TakesItsSessionDescriptorsAndIdentityWhileItWaits) {
+  ASSERT_TRUE(Switched()) << Proc("status");
+  EXPECT_TRUE(SetUpAhead()) << Proc("stat");
+  EXPECT_EQ(Fds(), (std::set<int>{0, 1, 2, 3, 4, 5, 8}));
+  // Its run: the same uid passes the read step (and fails at the exec of /etc/hostname).
+  RunSpec spec = PlainSpec();
+  spec.switch_ids = true;
+  spec.uid = spec.gid = 65534;
+  Outcome o = Feed(spec);
+  ASSERT_TRUE(o.report.has_value());
+  EXPECT_EQ(o.report->step, WorkerStep::kExec);
+}
+
+TEST_F(CellAhead, ADescriptionForAnotherUidIsRefused) {
+  ASSERT_TRUE(Switched()) << Proc("status");
+  RunSpec spec = PlainSpec();
+  spec.switch_ids = true;
+  spec.uid = 65533;
+  spec.gid = 65534;
+  Outcome o = Feed(spec);
+  ASSERT_TRUE(o.report.has_value());
+  EXPECT_EQ(o.report->step, WorkerStep::kReadSpec);
+  EXPECT_EQ(o.report->err, EINVAL);
+}
+
+// Where each run gets a uid of its own, the waiting worker holds none: it takes the rest
+// of its steps ahead as the broker's uid and switches once its description names the uid.
+TEST_F(CellAhead, WithoutIdsAheadItSwitchesToTheUidItsRunNames) {
+  Stop();
+  CellSpec cell;
+  cell.switch_ids = true;
+  Start(cell);
+  ASSERT_TRUE(spawned_.has_value());
+  ASSERT_TRUE(SetUpAhead()) << Proc("stat");
+  usleep(50000);
+  EXPECT_NE(Proc("status").find("\nUid:\t0\t0\t0\t0\n"), std::string::npos) << Proc("status");
+  RunSpec spec = PlainSpec();
+  spec.switch_ids = true;
+  spec.uid = spec.gid = 65534;
+  Outcome o = Feed(spec);
+  ASSERT_TRUE(o.report.has_value());
+  EXPECT_EQ(o.report->step, WorkerStep::kExec);
+  // The same cell with a description naming root is refused at the switch, as ever.
+  Start(cell);
+  ASSERT_TRUE(spawned_.has_value());
+  spec.uid = spec.gid = 0;
+  o = Feed(spec);
+  ASSERT_TRUE(o.report.has_value());
+  EXPECT_EQ(o.report->step, WorkerStep::kRefuseRootIds);
+}
+
+// The kernel resets the dumpable flag to fs.suid_dumpable at the switch; set to 1 (the
+// host-wide sysctl only for the moment of the check), a worker that did not clear it
+// again would wait with its /proc files owned by, and open to, the run's uid.
+TEST_F(CellAhead, StaysClosedToItsUidWhereSuidDumpableIsOne) {
+  Stop();  // this test starts its own, under the sysctl
+  const char* const knob = "/proc/sys/fs/suid_dumpable";
+  const auto set_knob = [knob](const std::string& value) {
+    const int fd = open(knob, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    const bool ok = write(fd, value.data(), value.size()) == static_cast<ssize_t>(value.size());
+    close(fd);
+    return ok;
+  };
+  std::string before;
+  std::ifstream(knob) >> before;
+  if (before.empty() || !set_knob("1\n"))
+    GTEST_SKIP() << "fs.suid_dumpable cannot be set here (a read-only /proc/sys)";
+  struct PutBack {  // whatever an assertion does, the host-wide sysctl goes back
+    std::function<bool(const std::string&)> set;
+    std::string value;
+    bool done = false;
+    ~PutBack() {
+      if (!done) set(value + "\n");
+    }
+  } put_back{set_knob, before};
+  SetUp();
+  ASSERT_TRUE(spawned_.has_value());
+  const bool switched = Switched();
+  const std::string mem = "/proc/" + std::to_string(spawned_->pid) + "/mem";
+  bool root_owned = false;
+  for (int i = 0; switched && i < 200 && !root_owned; ++i) {
+    struct stat st {};
+    root_owned = stat(mem.c_str(), &st) == 0 && st.st_uid == 0;
+    if (!root_owned) usleep(10000);
+  }
+  put_back.done = true;
+  EXPECT_TRUE(set_knob(before + "\n")) << "fs.suid_dumpable could not be put back to " << before;
+  ASSERT_TRUE(switched);
+  EXPECT_TRUE(root_owned) << "the waiting worker is dumpable under the run's uid";
 }
 
 // A worker waiting for its description is not dumpable: its /proc files belong to root,

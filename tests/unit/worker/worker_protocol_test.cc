@@ -460,6 +460,98 @@ TEST(RunSpec, AScriptNeedsAnAbsolutePath) {
   EXPECT_FALSE(Roundtrip(empty).has_value());
 }
 
+// The cell a worker started ahead is told first: framed with its length, exact.
+TEST(CellSpecCodec, RoundTripsFramedWithItsLength) {
+  CellSpec cell;
+  cell.switch_ids = true;
+  cell.ids_ahead = true;
+  cell.uid = 64000;
+  cell.gid = 64001;
+  const std::string frame = EncodeCellSpec(cell).value();
+  ASSERT_GT(frame.size(), kCellSpecPrefixBytes);
+  uint32_t len = 0;
+  for (size_t i = 0; i < kCellSpecPrefixBytes; ++i)
+    len |= uint32_t{static_cast<uint8_t>(frame[i])} << (8 * i);
+  EXPECT_EQ(len, frame.size() - kCellSpecPrefixBytes);
+  const auto back = DecodeCellSpec(frame.substr(kCellSpecPrefixBytes));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(*back, cell);
+}
+
+TEST(CellSpecCodec, RefusesWhatIsNotExactlyACell) {
+  const std::string payload = EncodeCellSpec(CellSpec{}).value().substr(kCellSpecPrefixBytes);
+  ASSERT_TRUE(DecodeCellSpec(payload).has_value());
+  EXPECT_FALSE(DecodeCellSpec(payload + "x").has_value());                          // trailing
+  EXPECT_FALSE(DecodeCellSpec(payload.substr(0, payload.size() - 1)).has_value());  // short
+  std::string version = payload;
+  version[4] = static_cast<char>(version[4] + 1);
+  EXPECT_FALSE(DecodeCellSpec(version).has_value());  // another protocol version
+  std::string flag = payload;
+  flag[8] = 2;  // switch_ids is 0 or 1
+  EXPECT_FALSE(DecodeCellSpec(flag).has_value());
+  std::string magic = payload;
+  magic[2] = 'R';  // "SMRS": a run description is not a cell
+  EXPECT_FALSE(DecodeCellSpec(magic).has_value());
+}
+
+// Ids ahead only for a broker that switches; without them no ids at all.
+TEST(CellSpecCodec, IdsOnlyWhereTheyAreSwitchedAhead) {
+  CellSpec ahead_without_switch;
+  ahead_without_switch.ids_ahead = true;
+  EXPECT_FALSE(IsValidCellSpec(ahead_without_switch));
+  EXPECT_FALSE(EncodeCellSpec(ahead_without_switch).has_value());
+  CellSpec unused_ids;
+  unused_ids.switch_ids = true;
+  unused_ids.uid = 64000;
+  EXPECT_FALSE(IsValidCellSpec(unused_ids));
+  EXPECT_FALSE(EncodeCellSpec(unused_ids).has_value());
+  // The decoder refuses them too: the same bytes with the flag and ids set by hand.
+  std::string payload = EncodeCellSpec(CellSpec{}).value().substr(kCellSpecPrefixBytes);
+  payload[9] = 1;  // ids_ahead without switch_ids
+  EXPECT_FALSE(DecodeCellSpec(payload).has_value());
+  payload[9] = 0;
+  payload[8] = 1;   // switch_ids
+  payload[10] = 1;  // uid 1, not ahead
+  EXPECT_FALSE(DecodeCellSpec(payload).has_value());
+}
+
+TEST(CellSpecCodec, ADescriptionMatchesTheCellItWasTakenFrom) {
+  RunSpec spec;
+  spec.switch_ids = true;
+  spec.uid = 1234;
+  spec.gid = 5678;
+  spec.limits.nofile = 64;
+  const CellSpec cell = CellOf(spec);
+  EXPECT_TRUE(cell.switch_ids && cell.ids_ahead);
+  EXPECT_EQ(cell.uid, 1234u);
+  EXPECT_EQ(cell.gid, 5678u);
+  EXPECT_TRUE(CellMatches(cell, spec));
+  RunSpec other = spec;
+  other.limits.nproc = 1;  // limits are the run's, applied after it is read
+  EXPECT_TRUE(CellMatches(cell, other));
+  other = spec;
+  other.uid = 1235;
+  EXPECT_FALSE(CellMatches(cell, other));
+  other = spec;
+  other.gid = 5679;
+  EXPECT_FALSE(CellMatches(cell, other));
+  other = spec;
+  other.switch_ids = false;
+  EXPECT_FALSE(CellMatches(cell, other));
+  other = spec;
+  other.probe = true;  // a probe is a whole description of its own, never after a cell
+  EXPECT_FALSE(CellMatches(cell, other));
+  // The run-as uid, or a run's own from a small range, comes with the description: a
+  // cell without ids ahead matches any, for a broker that switches.
+  CellSpec later;
+  later.switch_ids = true;
+  other = spec;
+  other.uid = 1879048200;
+  EXPECT_TRUE(CellMatches(later, other));
+  other.switch_ids = false;
+  EXPECT_FALSE(CellMatches(later, other));
+}
+
 }  // namespace
 }  // namespace skillmcp
 
@@ -496,6 +588,26 @@ TEST(RunSpecCorpus, ReplaysWithTheFuzzInvariants) {
   closedir(d);
   EXPECT_GE(files, 10);
   EXPECT_EQ(accepted, (std::set<std::string>{"landlock", "minimal", "node-script", "probe"}));
+}
+
+// The same corpus through the cell decoder: only the one cell file is a cell, and it
+// re-encodes to its frame's payload.
+TEST(RunSpecCorpus, OnlyTheCellFileDecodesAsACell) {
+  const std::string dir = std::string(SKILL_MCP_SOURCE_ROOT) + "/tests/fuzz/corpus/run_spec";
+  DIR* d = opendir(dir.c_str());
+  ASSERT_NE(d, nullptr) << dir;
+  std::set<std::string> accepted;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream in(dir + "/" + e->d_name, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto cell = DecodeCellSpec(bytes);
+    if (!cell) continue;
+    accepted.insert(e->d_name);
+    EXPECT_EQ(EncodeCellSpec(*cell).value_or("").substr(kCellSpecPrefixBytes), bytes) << e->d_name;
+  }
+  closedir(d);
+  EXPECT_EQ(accepted, (std::set<std::string>{"cell"}));
 }
 
 }  // namespace
