@@ -29,7 +29,11 @@ constexpr int kFailed = 2;
   if (setrlimit(RLIMIT_NPROC, &two) != 0) _exit(kFailed);
   // Raw system calls: only this thread changes (glibc's wrappers would signal the
   // broker's other threads, which do not exist in this child).
-  if (syscall(SYS_setresuid, uid, uid, uid) != 0) _exit(kFailed);
+  // why only the real uid: the kernel counts RLIMIT_NPROC per real uid, and with its
+  // effective and saved uids still the broker's a process of `uid` can stop the probe but
+  // never trace it or open its memory, a copy of the broker's (ptrace needs all three to
+  // match), whatever fs.suid_dumpable says (the flag is not reset: no effective id changes).
+  if (syscall(SYS_setresuid, uid, -1, -1) != 0) _exit(kFailed);
   // why: CAP_SYS_RESOURCE or CAP_SYS_ADMIN would lift the limit; none may be left (a
   // switch between two non-root uids keeps the capabilities).
   __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};

@@ -14,9 +14,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <sstream>
 #include <string>
 
 #include "broker/run/run_uids.h"
@@ -89,6 +91,53 @@ TEST(ProbeUidProcesses, AStoppingProcessOfTheUidCannotFreezeTheProbe) {
   Stop(stopper);
   ASSERT_NE(verdict, 124) << "a probe never returned: the broker would be frozen";
   EXPECT_EQ(verdict, 0) << "a probe said the uid is free while a process of it runs";
+}
+
+// The probe takes the uid as its real uid only: the kernel counts processes per real uid,
+// and with its effective and saved uids still the caller's, a process of the uid can stop
+// the probe but never trace it or open its memory (a copy of the broker's). Each probe the
+// stopper catches is looked at while it is stopped.
+TEST(ProbeUidProcesses, AProbeCaughtByTheUidKeepsTheCallersEffectiveUid) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_SETUID) to switch a probe's uid";
+  constexpr uint32_t kUid = 1879113031;
+  const pid_t stopper = StartStopper(kUid);
+  ASSERT_GT(stopper, 0);
+  const pid_t prober = fork();
+  ASSERT_GE(prober, 0);
+  if (prober == 0) {
+    for (int i = 0; i < 20; ++i) ProbeUidProcesses(kUid);
+    _exit(0);
+  }
+  int seen = 0;
+  std::string wrong;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (waitpid(prober, nullptr, WNOHANG) == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+      const std::string name = entry.path().filename();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      if (std::stoi(name) == stopper) continue;
+      std::ifstream status(entry.path() / "status");
+      std::string line;
+      while (std::getline(status, line)) {
+        if (line.rfind("Uid:", 0) != 0) continue;
+        std::istringstream ids(line.substr(4));
+        uint64_t real = 0, effective = 0;
+        ids >> real >> effective;
+        if (real == kUid) {
+          ++seen;
+          if (effective == kUid) wrong = name + " " + line;
+        }
+        break;
+      }
+    }
+    usleep(2000);
+  }
+  kill(prober, SIGKILL);
+  waitpid(prober, nullptr, 0);
+  Stop(stopper);
+  EXPECT_GT(seen, 0) << "no probe was seen under the uid";
+  EXPECT_EQ(wrong, "") << "a probe ran with the uid as its effective uid";
 }
 
 // The pool over the real probe: the stopper's uid is skipped, its neighbour handed out.
