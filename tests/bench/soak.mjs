@@ -59,30 +59,22 @@ function startBroker(root) {
   return { child, send, stderr: () => stderr };
 }
 
-// The process group of `pid` (/proc/<pid>/stat, the field after state and ppid).
-function pgrp(pid) {
+// Whether `child` is the worker started ahead for the next run (broker/run/worker_pool.h)
+// and has exec'd it: until then it shares the broker's memory (broker/run/spawn.cc,
+// CLONE_VM | CLONE_VFORK) and the broker, asleep in the spawn, still holds the spawn's own
+// descriptors, which a sample must not count as grown. Between runs no other child of the
+// broker runs the worker binary (a run's worker is reaped before its answer); the one
+// started ahead has its own session already (it takes it while it waits).
+function waitingWorker(child) {
   try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
-  } catch {
-    return -1;
-  }
-}
-
-// Whether `child` has exec'd its own program: until then it shares the broker's memory
-// (broker/run/spawn.cc, CLONE_VM | CLONE_VFORK) and the broker, asleep in the spawn, still
-// holds the spawn's own descriptors, which a sample must not count as grown.
-function execd(child, pid) {
-  try {
-    return fs.readlinkSync(`/proc/${child}/exe`) !== fs.readlinkSync(`/proc/${pid}/exe`);
+    return path.basename(fs.readlinkSync(`/proc/${child}/exe`)) === 'skill-mcp-worker';
   } catch {
     return false;
   }
 }
 
-// `children` leaves out the worker started ahead for the next run (broker/run/
-// worker_pool.h): the one child still in the broker's process group (a run's worker
-// makes its own session first); `waiting` says whether it is there and has exec'd.
+// `children` leaves out the worker started ahead; `waiting` says whether it is there and
+// has exec'd.
 function sample(pid) {
   const fds = fs.readdirSync(`/proc/${pid}/fd`).length;
   const rss = Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
@@ -91,7 +83,7 @@ function sample(pid) {
   for (const task of fs.readdirSync(`/proc/${pid}/task`)) {
     const list = fs.readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim();
     for (const child of list ? list.split(/\s+/) : []) {
-      if (waiting === 0 && pgrp(child) === pgrp(pid)) waiting = execd(child, pid) ? 1 : 0;
+      if (waiting === 0 && waitingWorker(child)) waiting = 1;
       else children += 1;
     }
   }
