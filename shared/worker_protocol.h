@@ -6,7 +6,7 @@
 // closes everything else; the worker closes anything above 7 again, marks 4 and 5
 // close-on-exec itself, and closes 3 and 7 before exec'ing node.
 //   0 stdin  /dev/null            1 stdout pipe (write end)     2 stderr pipe (write end)
-//   3 spec   (read end; the encoded RunSpec, then EOF)
+//   3 spec   (read end; the encoded RunSpec, then EOF; on a socket the CellSpec first)
 //   4 report (write end; close-on-exec once in the worker, so it closes silently on a
 //             successful exec of node; a failed setup step writes one framed
 //             WorkerReport and exits with the step code)
@@ -18,8 +18,9 @@
 //             run-as uid needs search permission on it, else step kChdir fails)
 // The probe mode (RunSpec::probe) needs only 0..4.
 // A worker started ahead of its run (broker/run/worker_pool.h) gets 0..5 only, and fd 3
-// is a unix stream socket: the description's bytes carry 6 and 7 as SCM_RIGHTS, which
-// the worker places before its fd check (worker/spec_input.h).
+// is a unix stream socket: its cell comes first, then the description, whose bytes carry
+// 6 and 7 as SCM_RIGHTS; the worker places them while reading and checks them at
+// kCheckFds again (worker/spec_input.h).
 #pragma once
 
 #include <cstdint>
@@ -37,8 +38,9 @@ inline constexpr int kWorkerScriptFd = 6;
 inline constexpr int kWorkerSkillDirFd = 7;
 inline constexpr int kWorkerFdCount = 8;  // 0..7
 
-// One version for every message of the protocol (run description and report): a broker
-// and a worker from different builds refuse each other instead of misreading.
+// One version for every message of the protocol (the cell, the run description and the
+// report): a broker and a worker from different builds refuse each other instead of
+// misreading.
 inline constexpr uint32_t kWorkerProtocolVersion = 8;
 
 // Why: the worker reads its spec before any limit is applied; a bounded read cannot be
@@ -140,14 +142,15 @@ std::optional<std::string> EncodeRunSpec(const RunSpec& spec);
 // The rules Decode enforces on the decoded value: no NUL in any string; argv + envp at
 // most kRunSpecMaxStrings entries; every envp entry NAME=value with NAME matching
 // [A-Za-z_][A-Za-z0-9_]* and no NAME twice; kNodeScript needs an absolute
-// script_path (a probe: no script_path, args or envp, no seccomp); with seccomp, seccomp_bpf is 1 to
-// kRunSpecMaxBpfBytes / 8 whole 8-byte instructions, without it empty; with namespaces
-// an absolute skill_dir_path and at most kRunSpecMaxHiddenRoots absolute hidden_roots
-// other than "/", without them both empty; landlock_abi at most kRunSpecMaxLandlockAbi,
-// network_off only with ABI 4+, every Landlock path normalised and absolute, or empty, at most
-// kRunSpecMaxReadDirs read_dirs, each absolute with a non-zero inode, and without
-// Landlock no data or node dirs and read dirs only with namespaces; a probe carries
-// neither Landlock nor a scratch directory. Brokers can check a spec before forking.
+// script_path (a probe: no script_path, args or envp, no seccomp); with seccomp,
+// seccomp_bpf is 1 to kRunSpecMaxBpfBytes / 8 whole 8-byte instructions, without it
+// empty; with namespaces an absolute skill_dir_path and at most kRunSpecMaxHiddenRoots
+// absolute hidden_roots other than "/", without them both empty; landlock_abi at most
+// kRunSpecMaxLandlockAbi, network_off only with ABI 4+, every Landlock path normalised
+// and absolute, or empty, at most kRunSpecMaxReadDirs read_dirs, each absolute with a
+// non-zero inode, and without Landlock no data or node dirs and read dirs only with
+// namespaces; a probe carries neither Landlock nor a scratch directory. Brokers can
+// check a spec before forking.
 bool IsValidRunSpec(const RunSpec& spec);
 
 // A portable variable name, [A-Za-z_][A-Za-z0-9_]*: the one rule for the run spec,
@@ -179,8 +182,8 @@ struct CellSpec {
   bool operator==(const CellSpec&) const = default;
 };
 
-// The cell a whole description implies (fd 3 a pipe: everything arrives at once, and the
-// switch, if any, comes in its place in the sequence).
+// The cell a whole description implies (fd 3 a pipe: everything arrives at once and
+// nothing waits, so ids_ahead is set for any switch, the shared run-as uid's too).
 CellSpec CellOf(const RunSpec& spec);
 
 // Whether `spec` asks for exactly what `cell` set up: the same switch_ids and, with

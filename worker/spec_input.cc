@@ -149,8 +149,8 @@ StepResult ReadCellSpec(int fd, CellSpec& cell, std::optional<RunSpec>& whole) {
 StepResult ReadRunSpecAfterCell(int fd, const CellSpec& cell, RunSpec& out) {
   RunSpec spec;
   if (StepResult r = ReadRunSpec(fd, spec)) return r;
-  // why: steps 3 to 8 were taken for `cell`; a description asking for another uid or
-  // other limits would run with what it did not ask for.
+  // why: the cell's steps were taken for `cell`; a description asking for another uid
+  // (or none), or a probe, would run with what it did not ask for.
   if (!CellMatches(cell, spec)) return Fail(EINVAL);
   out = std::move(spec);
   return StepOk();

@@ -35,7 +35,7 @@ struct RunUidRange {
 inline constexpr RunUidRange kDefaultRunUidRange{1879048192u, 1879113727u};
 
 // Why: the worker started ahead for the next run takes its uid when it starts, so the
-// uid's probe (two forks; about 2.5 ms a run on a slower 2-core guest) is off the run's
+// uid's probe (two forks; about 3.4 ms a run on a slower 2-core guest) is off the run's
 // path, and then each connection holds a uid while it waits. A range this large is not
 // used up that way; a smaller one keeps its uids for running scripts (the uid is taken
 // when the run starts).

@@ -35,7 +35,7 @@ constexpr int kFailed = 2;
   // match), whatever fs.suid_dumpable says (the flag is not reset: no effective id changes).
   if (syscall(SYS_setresuid, uid, -1, -1) != 0) _exit(kFailed);
   // why: CAP_SYS_RESOURCE or CAP_SYS_ADMIN would lift the limit; none may be left (a
-  // switch between two non-root uids keeps the capabilities).
+  // switch of the real uid alone keeps every capability, a root broker's included).
   __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct none[2] = {};
   if (syscall(SYS_capset, &header, none) != 0) _exit(kFailed);

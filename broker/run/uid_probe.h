@@ -3,10 +3,11 @@
 // success whenever any process exists at all). The kernel counts the processes of each
 // real uid for RLIMIT_NPROC, per user namespace, adding a namespace's count to the uid
 // that created it: a probe child takes the uid as its real uid (its effective and saved
-// uids stay the caller's) with RLIMIT_NPROC = 2 and no capability, and tries to fork once. The fork succeeds only when the probe itself is the
-// uid's one process in the host user namespace and in the namespaces the uid created;
-// processes of the uid in a namespace another uid created are not seen, which is why the
-// range is checked at boot (docs/isolation.md, "Own identity per run").
+// uids stay the caller's) with RLIMIT_NPROC = 2 and no capability, and tries to fork
+// once. The fork succeeds only when the probe itself is the uid's one process in the host
+// user namespace and in the namespaces the uid created; processes of the uid in a
+// namespace another uid created are not seen, which is why the range is checked at boot
+// (docs/isolation.md, "Own identity per run").
 #pragma once
 
 #include <cstdint>

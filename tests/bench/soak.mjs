@@ -64,10 +64,15 @@ function startBroker(root) {
 // CLONE_VM | CLONE_VFORK) and the broker, asleep in the spawn, still holds the spawn's own
 // descriptors, which a sample must not count as grown. Between runs no other child of the
 // broker runs the worker binary (a run's worker is reaped before its answer); the one
-// started ahead has its own session already (it takes it while it waits).
+// started ahead leads a session of its own (it takes it while it waits). Read from `comm`
+// and `stat`, which anyone may read: the worker is not dumpable, so its `exe` link is
+// closed to a soak that is not root.
 function waitingWorker(child) {
   try {
-    return path.basename(fs.readlinkSync(`/proc/${child}/exe`)) === 'skill-mcp-worker';
+    const comm = fs.readFileSync(`/proc/${child}/comm`, 'utf8').trim();
+    const stat = fs.readFileSync(`/proc/${child}/stat`, 'utf8');
+    const session = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[3]);
+    return comm === 'skill-mcp-worke' && session === Number(child);
   } catch {
     return false;
   }

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "broker/run/run_uids.h"
 #include "shared/open_beneath.h"
 #include "shared/worker_protocol.h"
 
@@ -834,6 +835,40 @@ TEST_F(SupervisorTest, NoWorkerWaitsBesideAnActiveRun) {
   ASSERT_TRUE(b && b->ran) << (b ? b->error : "no outcome");
   for (int i = 0; i < 20 && sup_->waiting_pid() < 0; ++i) loop_.RunOnce(50);
   EXPECT_GT(sup_->waiting_pid(), 0) << "the refill comes once the run is over";
+}
+
+// Every uid of the range taken: from 4096 uids the pool takes a uid when it starts the
+// worker ahead, so none waits, and the run's own start is refused with the pool's reason;
+// from 4095 a worker waits without a uid, the run takes it and is refused at its own
+// allocation, and the worker, never told what to run, is killed and reaped. Either way
+// the refusal says the range is taken, and nothing is left.
+TEST_F(SupervisorTest, WithEveryUidTakenARunIsRefusedAndNothingIsLeft) {
+  Script("scripts/a.js", "console.log('a');");
+  for (uint32_t size : {4096u, 4095u}) {
+    sup_.reset();
+    const std::string dir = root_ + "/run-uids-" + std::to_string(size);
+    ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
+    UniqueFd dfd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    ASSERT_TRUE(dfd.valid());
+    config_.run_uids = std::make_shared<RunUidPool>(
+        std::move(dfd), dir, RunUidRange{1879050000u, 1879050000u + size - 1},
+        [](uint32_t) { return true; });  // a process of every uid
+    sup_ = std::make_unique<RunSupervisor>(loop_, config_, env_);
+    sup_->Prestart();
+    for (int i = 0; i < 10; ++i) loop_.RunOnce(20);
+    if (size >= kUidsAheadMinRange)
+      EXPECT_EQ(sup_->waiting_pid(), -1) << "a worker waits without a uid of its own";
+    else
+      EXPECT_GT(sup_->waiting_pid(), 0) << "no worker waits for a run of a small range";
+    const std::string refused = Refused(sup_->Start(Request("scripts/a.js"), [](RunResult) {}));
+    EXPECT_EQ(refused.rfind("unavailable: every uid of the run range 1879050000-", 0), 0u)
+        << size << ": " << refused;
+    EXPECT_FALSE(sup_->Busy());
+    const int64_t until = EventLoop::NowMs() + 5000;
+    while (sup_->leftovers() != 0 && EventLoop::NowMs() < until) loop_.RunOnce(50);
+    EXPECT_EQ(sup_->leftovers(), 0u) << size;
+  }
+  config_.run_uids.reset();
 }
 
 // A waiting worker that died is not handed a run: the run starts a fresh one.

@@ -97,7 +97,7 @@ TEST(ProbeUidProcesses, AStoppingProcessOfTheUidCannotFreezeTheProbe) {
 // and with its effective and saved uids still the caller's, a process of the uid can stop
 // the probe but never trace it or open its memory (a copy of the broker's). Each probe the
 // stopper catches is looked at while it is stopped.
-TEST(ProbeUidProcesses, AProbeCaughtByTheUidKeepsTheCallersEffectiveUid) {
+TEST(ProbeUidProcesses, AProbeCaughtByTheUidKeepsTheCallersEffectiveAndSavedUids) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_SETUID) to switch a probe's uid";
   constexpr uint32_t kUid = 1879113031;
   const pid_t stopper = StartStopper(kUid);
@@ -122,11 +122,11 @@ TEST(ProbeUidProcesses, AProbeCaughtByTheUidKeepsTheCallersEffectiveUid) {
       while (std::getline(status, line)) {
         if (line.rfind("Uid:", 0) != 0) continue;
         std::istringstream ids(line.substr(4));
-        uint64_t real = 0, effective = 0;
-        ids >> real >> effective;
+        uint64_t real = 0, effective = 0, saved = 0;
+        ids >> real >> effective >> saved;
         if (real == kUid) {
           ++seen;
-          if (effective == kUid) wrong = name + " " + line;
+          if (effective == kUid || saved == kUid) wrong = name + " " + line;
         }
         break;
       }
@@ -137,7 +137,7 @@ TEST(ProbeUidProcesses, AProbeCaughtByTheUidKeepsTheCallersEffectiveUid) {
   waitpid(prober, nullptr, 0);
   Stop(stopper);
   EXPECT_GT(seen, 0) << "no probe was seen under the uid";
-  EXPECT_EQ(wrong, "") << "a probe ran with the uid as its effective uid";
+  EXPECT_EQ(wrong, "") << "a probe ran with the uid as its effective or saved uid";
 }
 
 // The pool over the real probe: the stopper's uid is skipped, its neighbour handed out.
