@@ -86,33 +86,21 @@ ssize_t ReceiveSome(int fd, char* buf, size_t len, int (&got)[2], bool& have, in
 
 // Exactly `len` bytes, no descriptor with them (the cell part is bytes only).
 StepResult ReceiveExactly(int fd, char* buf, size_t len) {
-  size_t have = 0;
-  while (have < len) {
-    alignas(cmsghdr) char control[CMSG_SPACE(8 * sizeof(int))];
-    iovec iov{buf + have, len - have};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    const ssize_t n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Fail(errno);
-    bool fds = (msg.msg_flags & MSG_CTRUNC) != 0;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-      fds = true;
-      const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-      for (size_t i = 0; i < count; ++i) {
-        int got = -1;
-        std::memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof got);
-        close(got);
-      }
-    }
+  size_t done = 0;
+  while (done < len) {
+    int got[2] = {-1, -1};
+    bool have = false;
+    int err = 0;
+    const ssize_t n = ReceiveSome(fd, buf + done, len - done, got, have, err);
     // why: the script and skill directory belong to the run, never to its cell.
-    if (fds) return Fail(EBADMSG);
+    if (have) {
+      for (int g : got) close(g);
+      return Fail(EBADMSG);
+    }
+    if (n < 0 && err == EINTR) continue;
+    if (n < 0) return Fail(err);
     if (n == 0) return Fail(EPIPE);  // the broker went away before the cell was whole
-    have += static_cast<size_t>(n);
+    done += static_cast<size_t>(n);
   }
   return StepOk();
 }

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "broker/run/launch_config.h"
+#include "tests/unit/run/suid_dumpable.h"
 
 namespace skillmcp {
 namespace {
@@ -108,18 +109,8 @@ TEST_F(ScratchTest, ADirectorySwappedInUnderItsNameIsNotRemoved) {
 // sysctl is host-wide, so it is set only for the moment of the check, in a child.
 TEST_F(ScratchTest, SwitchingIdsLeavesTheBrokerNotDumpable) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_SETUID for setfsuid, and to set fs.suid_dumpable)";
-  const char* const knob = "/proc/sys/fs/suid_dumpable";
-  const auto set = [knob](const std::string& value) {
-    const int fd = open(knob, O_WRONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    const bool ok = write(fd, value.data(), value.size()) == static_cast<ssize_t>(value.size());
-    close(fd);
-    return ok;
-  };
-  std::string before;
-  std::ifstream(knob) >> before;
-  if (before.empty() || !set("1\n"))
-    GTEST_SKIP() << "fs.suid_dumpable cannot be set here (a read-only /proc/sys)";
+  SuidDumpableOne one;
+  if (!one.set()) GTEST_SKIP() << "fs.suid_dumpable cannot be set here (a read-only /proc/sys)";
   const pid_t pid = fork();
   if (pid == 0) {
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) _exit(2);
@@ -132,7 +123,7 @@ TEST_F(ScratchTest, SwitchingIdsLeavesTheBrokerNotDumpable) {
   }
   int status = 0;
   waitpid(pid, &status, 0);
-  EXPECT_TRUE(set(before + "\n")) << "fs.suid_dumpable could not be put back to " << before;
+  EXPECT_TRUE(one.PutBack()) << "fs.suid_dumpable could not be put back to " << one.before();
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0) << "4 or 6: the broker became dumpable";
 }

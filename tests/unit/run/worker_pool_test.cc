@@ -19,7 +19,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <functional>
 #include <iterator>
 #include <optional>
 #include <set>
@@ -31,6 +30,7 @@
 #include "broker/run/reaper.h"
 #include "broker/run/spawn.h"
 #include "shared/worker_protocol.h"
+#include "tests/unit/run/suid_dumpable.h"
 
 namespace skillmcp {
 namespace {
@@ -84,11 +84,9 @@ RunSpec PlainSpec() {
   return spec;
 }
 
-// Starts the real worker with a spec socket (and, when `inherited`, its own fd 6) and a
-// regular file as its "node" (fd 5), sends `cell` (nullopt: none; by default the cell of
-// a plain description), then `bytes` with `fds` attached, closes, and collects.
-Outcome Launch(const std::string& bytes, std::vector<int> fds, int inherited = -1,
-               std::optional<std::string> cell = EncodeCellSpec(CellOf(PlainSpec())).value()) {
+// The real worker as the pool starts it: a spec socket, a regular file as its "node"
+// (fd 5) and, when `inherited`, its own fd 6.
+std::optional<Spawned> StartWorker(int inherited = -1) {
   UniqueFd worker(open(SKILL_MCP_TEST_WORKER, O_RDONLY | O_CLOEXEC));
   UniqueFd node(open("/etc/hostname", O_RDONLY | O_CLOEXEC));
   EXPECT_TRUE(worker.valid() && node.valid());
@@ -99,10 +97,18 @@ Outcome Launch(const std::string& bytes, std::vector<int> fds, int inherited = -
   req.script_fd = inherited;
   SpawnOutcome s = SpawnWorker(req);
   EXPECT_TRUE(s.spawned.has_value());
-  if (!s.spawned) return {};
-  if (cell) SendWith(s.spawned->spec.get(), *cell, {});
-  SendWith(s.spawned->spec.get(), bytes, fds);
-  return Collect(*s.spawned);
+  return std::move(s.spawned);
+}
+
+// Starts the worker (StartWorker), sends `cell` (nullopt: none; by default the cell of a
+// plain description), then `bytes` with `fds` attached, closes, and collects.
+Outcome Launch(const std::string& bytes, std::vector<int> fds, int inherited = -1,
+               std::optional<std::string> cell = EncodeCellSpec(CellOf(PlainSpec())).value()) {
+  std::optional<Spawned> s = StartWorker(inherited);
+  if (!s) return {};
+  if (cell) SendWith(s->spec.get(), *cell, {});
+  SendWith(s->spec.get(), bytes, fds);
+  return Collect(*s);
 }
 
 class SentDescriptors : public ::testing::Test {
@@ -205,23 +211,13 @@ TEST_F(SentDescriptors, ADescriptionForAnotherCellIsRefused) {
 // description queued at once, the description still decodes (an over-read of the cell
 // would take its first bytes); the descriptors come with the last byte.
 TEST_F(SentDescriptors, TheCellReadTakesNoByteOfTheDescription) {
-  UniqueFd worker(open(SKILL_MCP_TEST_WORKER, O_RDONLY | O_CLOEXEC));
-  UniqueFd node(open("/etc/hostname", O_RDONLY | O_CLOEXEC));
-  ASSERT_TRUE(worker.valid() && node.valid());
-  SpawnRequest req;
-  req.worker_fd = worker.get();
-  req.node_fd = node.get();
-  req.spec_socket = true;
-  SpawnOutcome s = SpawnWorker(req);
-  ASSERT_TRUE(s.spawned.has_value());
+  std::optional<Spawned> s = StartWorker();
+  ASSERT_TRUE(s.has_value());
   const std::string description = EncodeRunSpec(PlainSpec()).value();
-  SendWith(s.spawned->spec.get(),
-           EncodeCellSpec(CellOf(PlainSpec())).value() +
-               description.substr(0, description.size() - 1),
-           {});
-  SendWith(s.spawned->spec.get(), description.substr(description.size() - 1),
-           {file_.get(), dir_.get()});
-  Outcome o = Collect(*s.spawned);
+  const std::string cell = EncodeCellSpec(CellOf(PlainSpec())).value();
+  SendWith(s->spec.get(), cell + description.substr(0, description.size() - 1), {});
+  SendWith(s->spec.get(), description.substr(description.size() - 1), {file_.get(), dir_.get()});
+  Outcome o = Collect(*s);
   ASSERT_TRUE(o.report.has_value());
   EXPECT_NE(o.report->step, WorkerStep::kReadSpec) << "errno " << o.report->err;
 }
@@ -249,22 +245,22 @@ class CellAhead : public ::testing::Test {
     Start(cell);
   }
   void Start(const CellSpec& cell) {
-    worker_.reset(open(SKILL_MCP_TEST_WORKER, O_RDONLY | O_CLOEXEC));
-    node_.reset(open("/etc/hostname", O_RDONLY | O_CLOEXEC));
-    ASSERT_TRUE(worker_.valid() && node_.valid());
-    SpawnRequest req;
-    req.worker_fd = worker_.get();
-    req.node_fd = node_.get();
-    req.spec_socket = true;
-    SpawnOutcome s = SpawnWorker(req);
-    ASSERT_TRUE(s.spawned.has_value());
-    spawned_ = std::move(s.spawned);
+    spawned_ = StartWorker();
+    ASSERT_TRUE(spawned_.has_value());
     SendWith(spawned_->spec.get(), EncodeCellSpec(cell).value(), {});
   }
   void Stop() {
     kill(spawned_->pid, SIGKILL);
     waitpid(spawned_->pid, nullptr, 0);
     spawned_.reset();
+  }
+  // Feeds a plain description that switches to `uid` and `gid` (Feed).
+  Outcome FeedSwitchingTo(uint32_t uid, uint32_t gid) {
+    RunSpec spec = PlainSpec();
+    spec.switch_ids = true;
+    spec.uid = uid;
+    spec.gid = gid;
+    return Feed(spec);
   }
   // Sends a description with a regular file and a directory as 6 and 7 and collects.
   Outcome Feed(const RunSpec& spec) {
@@ -316,39 +312,32 @@ class CellAhead : public ::testing::Test {
     }
     return false;
   }
-  UniqueFd worker_, node_;
   std::optional<Spawned> spawned_;
 };
 
-// Steps 3 to 8 come before the run: its own session, nothing open but 0..5 and the sealed
-// bootstrap at 8, and the run's uid, while it still waits for its description.
+// The cell's steps come before the run: its own session, nothing open but 0..5 and the
+// sealed bootstrap at 8, and the run's uid, while it still waits for its description.
 TEST_F(CellAhead, TakesItsSessionDescriptorsAndIdentityWhileItWaits) {
   ASSERT_TRUE(Switched()) << Proc("status");
   EXPECT_TRUE(SetUpAhead()) << Proc("stat");
   EXPECT_EQ(Fds(), (std::set<int>{0, 1, 2, 3, 4, 5, 8}));
   // Its run: the same uid passes the read step (and fails at the exec of /etc/hostname).
-  RunSpec spec = PlainSpec();
-  spec.switch_ids = true;
-  spec.uid = spec.gid = 65534;
-  Outcome o = Feed(spec);
+  Outcome o = FeedSwitchingTo(65534, 65534);
   ASSERT_TRUE(o.report.has_value());
   EXPECT_EQ(o.report->step, WorkerStep::kExec);
 }
 
 TEST_F(CellAhead, ADescriptionForAnotherUidIsRefused) {
   ASSERT_TRUE(Switched()) << Proc("status");
-  RunSpec spec = PlainSpec();
-  spec.switch_ids = true;
-  spec.uid = 65533;
-  spec.gid = 65534;
-  Outcome o = Feed(spec);
+  Outcome o = FeedSwitchingTo(65533, 65534);
   ASSERT_TRUE(o.report.has_value());
   EXPECT_EQ(o.report->step, WorkerStep::kReadSpec);
   EXPECT_EQ(o.report->err, EINVAL);
 }
 
-// Where each run gets a uid of its own, the waiting worker holds none: it takes the rest
-// of its steps ahead as the broker's uid and switches once its description names the uid.
+// Where the cell names no ids (the shared run-as uid, or a uid from a small range), the
+// waiting worker takes its other steps as the broker's uid and switches once its
+// description names the uid.
 TEST_F(CellAhead, WithoutIdsAheadItSwitchesToTheUidItsRunNames) {
   Stop();
   CellSpec cell;
@@ -358,17 +347,13 @@ TEST_F(CellAhead, WithoutIdsAheadItSwitchesToTheUidItsRunNames) {
   ASSERT_TRUE(SetUpAhead()) << Proc("stat");
   usleep(50000);
   EXPECT_NE(Proc("status").find("\nUid:\t0\t0\t0\t0\n"), std::string::npos) << Proc("status");
-  RunSpec spec = PlainSpec();
-  spec.switch_ids = true;
-  spec.uid = spec.gid = 65534;
-  Outcome o = Feed(spec);
+  Outcome o = FeedSwitchingTo(65534, 65534);
   ASSERT_TRUE(o.report.has_value());
   EXPECT_EQ(o.report->step, WorkerStep::kExec);
   // The same cell with a description naming root is refused at the switch, as ever.
   Start(cell);
   ASSERT_TRUE(spawned_.has_value());
-  spec.uid = spec.gid = 0;
-  o = Feed(spec);
+  o = FeedSwitchingTo(0, 0);
   ASSERT_TRUE(o.report.has_value());
   EXPECT_EQ(o.report->step, WorkerStep::kRefuseRootIds);
 }
@@ -378,26 +363,8 @@ TEST_F(CellAhead, WithoutIdsAheadItSwitchesToTheUidItsRunNames) {
 // again would wait with its /proc files owned by, and open to, the run's uid.
 TEST_F(CellAhead, StaysClosedToItsUidWhereSuidDumpableIsOne) {
   Stop();  // this test starts its own, under the sysctl
-  const char* const knob = "/proc/sys/fs/suid_dumpable";
-  const auto set_knob = [knob](const std::string& value) {
-    const int fd = open(knob, O_WRONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    const bool ok = write(fd, value.data(), value.size()) == static_cast<ssize_t>(value.size());
-    close(fd);
-    return ok;
-  };
-  std::string before;
-  std::ifstream(knob) >> before;
-  if (before.empty() || !set_knob("1\n"))
-    GTEST_SKIP() << "fs.suid_dumpable cannot be set here (a read-only /proc/sys)";
-  struct PutBack {  // whatever an assertion does, the host-wide sysctl goes back
-    std::function<bool(const std::string&)> set;
-    std::string value;
-    bool done = false;
-    ~PutBack() {
-      if (!done) set(value + "\n");
-    }
-  } put_back{set_knob, before};
+  SuidDumpableOne one;
+  if (!one.set()) GTEST_SKIP() << "fs.suid_dumpable cannot be set here (a read-only /proc/sys)";
   SetUp();
   ASSERT_TRUE(spawned_.has_value());
   const bool switched = Switched();
@@ -408,8 +375,7 @@ TEST_F(CellAhead, StaysClosedToItsUidWhereSuidDumpableIsOne) {
     root_owned = stat(mem.c_str(), &st) == 0 && st.st_uid == 0;
     if (!root_owned) usleep(10000);
   }
-  put_back.done = true;
-  EXPECT_TRUE(set_knob(before + "\n")) << "fs.suid_dumpable could not be put back to " << before;
+  EXPECT_TRUE(one.PutBack()) << "fs.suid_dumpable could not be put back to " << one.before();
   ASSERT_TRUE(switched);
   EXPECT_TRUE(root_owned) << "the waiting worker is dumpable under the run's uid";
 }
