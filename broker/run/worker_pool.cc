@@ -72,8 +72,12 @@ TakeOutcome WorkerPool::Start() const {
   const ssize_t n = frame ? send(spawned.spawned->spec.get(), frame->data(), frame->size(),
                                  MSG_DONTWAIT | MSG_NOSIGNAL)
                           : -1;
-  if (!frame || n != static_cast<ssize_t>(frame->size())) {
-    out.error = SpawnError{"send", !frame ? EINVAL : n < 0 ? errno : EMSGSIZE};
+  const int err = n < 0 ? errno : 0;
+  // A worker already gone (its exec failed: it wrote its report and exited) is handed
+  // out all the same: its report and exit tell the run what failed, as for a description.
+  const bool gone = n < 0 && (err == EPIPE || err == ECONNRESET);
+  if (!frame || (n != static_cast<ssize_t>(frame->size()) && !gone)) {
+    out.error = SpawnError{"send", !frame ? EINVAL : n < 0 ? err : EMSGSIZE};
     KillAndReap(*spawned.spawned);
     return out;  // the lease goes back now that its worker is reaped
   }
