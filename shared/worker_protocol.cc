@@ -292,20 +292,32 @@ CellSpec CellOf(const RunSpec& spec) {
     cell.uid = spec.uid;
     cell.gid = spec.gid;
   }
+  cell.view_ahead = spec.namespaces && !spec.probe;
+  if (cell.view_ahead) cell.hidden_roots = spec.hidden_roots;
   return cell;
 }
 
 bool CellMatches(const CellSpec& cell, const RunSpec& spec) {
   // why: a probe is its own whole description (fd 3 a pipe), never a run after a cell.
   if (spec.probe || cell.switch_ids != spec.switch_ids) return false;
-  return !cell.ids_ahead || (cell.uid == spec.uid && cell.gid == spec.gid);
+  if (cell.ids_ahead && (cell.uid != spec.uid || cell.gid != spec.gid)) return false;
+  // why: the view built ahead hides exactly the cell's roots; a run that asked for none,
+  // or for other roots, would run in a view it did not ask for.
+  return !cell.view_ahead || (spec.namespaces && cell.hidden_roots == spec.hidden_roots);
 }
 
 bool IsValidCellSpec(const CellSpec& cell) {
   // why: a switch ahead for a broker that does not switch, or ids that would not be
   // used, is a broker that meant something else.
-  if (cell.ids_ahead) return cell.switch_ids;
-  return cell.uid == 0 && cell.gid == 0;
+  if (cell.ids_ahead ? !cell.switch_ids : (cell.uid != 0 || cell.gid != 0)) return false;
+  // why: the view's user namespace maps the identity the worker holds when it builds it,
+  // which is the run's only with ids_ahead or without any switch.
+  if (cell.view_ahead && cell.switch_ids && !cell.ids_ahead) return false;
+  if (!cell.view_ahead) return cell.hidden_roots.empty();
+  if (cell.hidden_roots.size() > kRunSpecMaxHiddenRoots) return false;
+  for (const auto& root : cell.hidden_roots)
+    if (!IsAbsolutePath(root) || root == "/") return false;  // "/" would hide everything
+  return true;
 }
 
 std::optional<std::string> EncodeCellSpec(const CellSpec& cell) {
@@ -316,6 +328,9 @@ std::optional<std::string> EncodeCellSpec(const CellSpec& cell) {
   PutU8(payload, cell.ids_ahead ? 1 : 0);
   PutU32(payload, cell.uid);
   PutU32(payload, cell.gid);
+  PutU8(payload, cell.view_ahead ? 1 : 0);
+  PutStrings(payload, cell.hidden_roots);
+  if (payload.size() > kCellSpecMaxBytes) return std::nullopt;  // the worker would refuse it
   std::string out;
   PutU32(out, static_cast<uint32_t>(payload.size()));
   return out + payload;
@@ -330,6 +345,8 @@ std::optional<CellSpec> DecodeCellSpec(std::string_view payload) {
     return std::nullopt;
   if (!r.Bool(cell.switch_ids) || !r.Bool(cell.ids_ahead) || !r.U32(cell.uid) || !r.U32(cell.gid))
     return std::nullopt;
+  size_t root_budget = kRunSpecMaxHiddenRoots;
+  if (!r.Bool(cell.view_ahead) || !r.Strings(cell.hidden_roots, root_budget)) return std::nullopt;
   if (!r.AtEnd()) return std::nullopt;  // trailing bytes: not what the broker meant
   if (!IsValidCellSpec(cell)) return std::nullopt;
   return cell;

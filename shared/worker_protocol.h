@@ -41,7 +41,7 @@ inline constexpr int kWorkerFdCount = 8;  // 0..7
 // One version for every message of the protocol (the cell, the run description and the
 // report): a broker and a worker from different builds refuse each other instead of
 // misreading.
-inline constexpr uint32_t kWorkerProtocolVersion = 8;
+inline constexpr uint32_t kWorkerProtocolVersion = 9;
 
 // Why: the worker reads its spec before any limit is applied; a bounded read cannot be
 // made to exhaust its memory, whatever arrives on fd 3.
@@ -163,11 +163,12 @@ std::optional<RunSpec> DecodeRunSpec(std::string_view bytes);
 // ---- the cell, for a worker started ahead --------------------------------------------
 // What a worker started ahead of its run (broker/run/worker_pool.h) is told when it
 // starts, before the run is known: whether it will switch ids and, where the run's uid is
-// already its own, that identity. It takes its steps 3, 4, 6, 7 (own session,
-// descriptors, the sealed bootstrap, securebits, bounding set) and, with ids_ahead, 8 (the
-// identity switch) while it waits. The run description that follows must ask for the
-// same (CellMatches), or the worker refuses it (kReadSpec, EINVAL): what was set up ahead
-// is what the run asked for.
+// already its own, that identity, and whether it builds the run's view ahead. It takes its
+// steps 3, 4, 6, 7 (own session, descriptors, the sealed bootstrap, securebits, bounding
+// set), with ids_ahead 8 (the identity switch) and with view_ahead the first half of 8b
+// and 8c while it waits. The run description that follows must ask for the same
+// (CellMatches), or the worker refuses it (kReadSpec, EINVAL): what was set up ahead is
+// what the run asked for.
 struct CellSpec {
   bool switch_ids = false;
   // The identity switch ahead: only to a uid of the run's own that the broker took for
@@ -179,27 +180,40 @@ struct CellSpec {
   bool ids_ahead = false;
   uint32_t uid = 0;  // with ids_ahead
   uint32_t gid = 0;  // with ids_ahead
+  // The run's view ahead (worker/namespaces.h, BeginRunView): the user and mount
+  // namespace, the private /tmp and the covers over `hidden_roots` and the operator's
+  // directories, then the pid and IPC namespace; the description's skill, module and
+  // scratch directories are bound once it names them. Only with ids_ahead or without a
+  // switch: the namespace maps the identity the worker already has, which must be the
+  // run's.
+  bool view_ahead = false;
+  std::vector<std::string> hidden_roots;  // with view_ahead: RunSpec::hidden_roots
   bool operator==(const CellSpec&) const = default;
 };
 
 // The cell a whole description implies (fd 3 a pipe: everything arrives at once and
-// nothing waits, so ids_ahead is set for any switch, the shared run-as uid's too).
+// nothing waits, so ids_ahead is set for any switch, the shared run-as uid's too, and
+// view_ahead for any run with namespaces).
 CellSpec CellOf(const RunSpec& spec);
 
-// Whether `spec` asks for exactly what `cell` set up: the same switch_ids and, with
-// ids_ahead, the same uid and gid; a probe never follows a cell.
+// Whether `spec` asks for exactly what `cell` set up: the same switch_ids; with ids_ahead,
+// the same uid and gid; with view_ahead, namespaces and the same hidden_roots; a probe
+// never follows a cell.
 bool CellMatches(const CellSpec& cell, const RunSpec& spec);
 
 // On the stream socket the cell comes first, framed: u32 length N (little-endian), then N
-// bytes "SMCS" u32 version | u8 switch_ids u8 ids_ahead | u32 uid u32 gid; the run
-// description (EncodeRunSpec) follows to EOF. Valid (IsValidCellSpec): ids_ahead only with
-// switch_ids; without it uid and gid 0.
+// bytes "SMCS" u32 version | u8 switch_ids u8 ids_ahead | u32 uid u32 gid | u8 view_ahead
+// | u32 rootc, rootc x str (str = u32 length + bytes); the run description (EncodeRunSpec)
+// follows to EOF. Valid (IsValidCellSpec): ids_ahead only with switch_ids, without it uid
+// and gid 0; view_ahead only with ids_ahead or without switch_ids; hidden_roots only with
+// view_ahead, at most kRunSpecMaxHiddenRoots, each absolute and not "/".
 inline constexpr size_t kCellSpecPrefixBytes = 4;
 inline constexpr size_t kCellSpecMaxBytes = 4096;  // the framed payload's bound
 
 bool IsValidCellSpec(const CellSpec& cell);
 
-// The frame, length prefix included; nullopt for a cell IsValidCellSpec refuses.
+// The frame, length prefix included; nullopt for a cell IsValidCellSpec refuses or one
+// whose payload exceeds kCellSpecMaxBytes.
 std::optional<std::string> EncodeCellSpec(const CellSpec& cell);
 
 // The payload (without its length prefix); nullopt on anything malformed or invalid,

@@ -73,6 +73,19 @@ void SwitchIdentity(uint32_t uid, uint32_t gid) {
   if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) Check(StepFailed(WorkerStep::kSetUid, errno));
 }
 
+// 8b's first half and 8c (worker/namespaces.h, worker/cell.h). The worker holds
+// CAP_SETPCAP over the new user namespace, so the bounding set is emptied now even where
+// step 7 lacked the capability. why the securebits again: unshare(CLONE_NEWUSER) resets
+// them to the unlocked default, so step 6's lock is gone; they are locked anew here
+// (kSecurebits, as the second bounding drop reports kDropBounding), for root and
+// unprivileged brokers alike, before CAP_SETPCAP goes with the capability steps.
+void EnterNamespaces(const std::vector<std::string>& hidden_roots, PendingView& view) {
+  Check(BeginRunView(hidden_roots, view));
+  Check(LockSecurebits(/*missing_cap_is_fatal=*/true));
+  Check(DropBoundingSet(/*eperm_is_fatal=*/true));  // every drop must succeed
+  Check(EnterPidIpcNamespace());
+}
+
 // 9-11. What every process of the run does before node: no capability left (verified),
 //       no_new_privs: exec never grants privileges again (setuid bits, file caps), and an
 //       unprivileged process may install a seccomp filter.
@@ -209,6 +222,10 @@ void Run() {
   // 8. The identity switch, when the broker may switch (root or CAP_SETUID/CAP_SETGID),
   //    here where the cell names the run's own uid; else after the description.
   if (cell.ids_ahead) SwitchIdentity(cell.uid, cell.gid);
+  // 8b and 8c, where the cell asks for the view ahead: its first half, then the pid and
+  // IPC namespace; the second half binds what the description names (FinishRunView).
+  PendingView view;
+  if (cell.view_ahead) EnterNamespaces(cell.hidden_roots, view);
   // 1 and 2 again: the run itself, which must ask for this very cell, with the script
   // and skill directory descriptors (a worker started ahead receives them now).
   RunSpec spec;
@@ -227,19 +244,12 @@ void Run() {
   // 8, where the cell named no ids: the run-as uid, or a run's own from a small range.
   if (spec.switch_ids && !cell.ids_ahead) SwitchIdentity(spec.uid, spec.gid);
   // 8b. With namespaces: the run's own user and mount namespace and filesystem view
-  //     (worker/namespaces.h). The worker holds CAP_SETPCAP over the new namespace, so
-  //     the bounding set is emptied now even where step 7 lacked the capability.
-  //     why the securebits again: unshare(CLONE_NEWUSER) resets them to the unlocked
-  //     default, so step 6's lock is gone; they are locked anew here (kSecurebits, as
-  //     the second bounding drop reports kDropBounding), for root and unprivileged
-  //     brokers alike, before CAP_SETPCAP goes with the capability steps.
+  //     (worker/namespaces.h), its first half here unless the cell built it ahead, then
+  //     8c. the run's own pid and IPC namespace (worker/cell.h).
   if (spec.namespaces) {
-    Check(EnterRunView(spec));
-    Check(LockSecurebits(/*missing_cap_is_fatal=*/true));
-    Check(DropBoundingSet(/*eperm_is_fatal=*/true));  // every drop must succeed
+    if (!cell.view_ahead) EnterNamespaces(spec.hidden_roots, view);
+    Check(FinishRunView(spec, view));
   }
-  // 8c. With namespaces: the run's own pid and IPC namespace (worker/cell.h).
-  if (spec.namespaces) Check(EnterPidIpcNamespace());
   // 8d. The run's processes; in them 9. ambient, effective, permitted and inheritable
   //     capabilities cleared, 10. verified, 11. no_new_privs, 11b. Landlock, then in
   //     node's 11c-14 (worker/launch.h).

@@ -13,15 +13,15 @@ namespace {
 
 constexpr int kFlags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 
-// The fallback: one component at a time from "/", none of them followed if a symlink
+// The fallback: one component at a time from `base`, none of them followed if a symlink
 // (O_NOFOLLOW with O_DIRECTORY: a symlink is ENOTDIR, never its target).
-UniqueFd WalkNoSymlinks(const std::string& path) {
-  UniqueFd cur(open("/", kFlags));
-  size_t start = 1;
-  while (cur.valid() && start < path.size()) {
-    const size_t slash = path.find('/', start);
-    const size_t end = slash == std::string::npos ? path.size() : slash;
-    const std::string name = path.substr(start, end - start);
+UniqueFd WalkNoSymlinks(int base, const std::string& rel) {
+  UniqueFd cur(openat(base, ".", kFlags));
+  size_t start = 0;
+  while (cur.valid() && start < rel.size()) {
+    const size_t slash = rel.find('/', start);
+    const size_t end = slash == std::string::npos ? rel.size() : slash;
+    const std::string name = rel.substr(start, end - start);
     // why: the paths are the broker's real paths; "." or ".." would be something else.
     if (name.empty() || name == "." || name == "..") {
       errno = ENOENT;
@@ -33,18 +33,31 @@ UniqueFd WalkNoSymlinks(const std::string& path) {
   return cur;
 }
 
-}  // namespace
-
-UniqueFd OpenDirNoSymlinks(const std::string& path) {
+UniqueFd OpenNoSymlinks(int base, const std::string& path, uint64_t resolve) {
   open_how how{};
   how.flags = static_cast<uint64_t>(kFlags);
-  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  const long fd = syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof how);
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | resolve;
+  const long fd = syscall(SYS_openat2, base, path.empty() ? "." : path.c_str(), &how, sizeof how);
   if (fd >= 0) return UniqueFd(static_cast<int>(fd));
   // why the fallback: kernels before 5.6 and older container seccomp profiles answer
   // ENOSYS or EPERM; the walk follows no symlink either.
   if (errno != ENOSYS && errno != EPERM) return {};
-  return WalkNoSymlinks(path);
+  if (base != AT_FDCWD) return WalkNoSymlinks(base, path);
+  UniqueFd root(open("/", kFlags));
+  if (!root.valid()) return {};
+  return WalkNoSymlinks(root.get(), path.substr(1));
+}
+
+}  // namespace
+
+UniqueFd OpenDirNoSymlinks(const std::string& path) { return OpenNoSymlinks(AT_FDCWD, path, 0); }
+
+UniqueFd OpenDirNoSymlinksBeneath(int base, const std::string& rel) {
+  if (!rel.empty() && rel[0] == '/') {
+    errno = EINVAL;
+    return {};
+  }
+  return OpenNoSymlinks(base, rel, RESOLVE_BENEATH);
 }
 
 UniqueFd OpenModuleDir(const ModuleDir& dir) {
@@ -55,7 +68,10 @@ UniqueFd OpenModuleDir(const ModuleDir& dir) {
   }
   // why no symlink anywhere: a node_modules planted as a link (to "/", say) would grant
   // or bind its target; a link's target is judged by the rules of where it lies.
-  UniqueFd fd = OpenDirNoSymlinks(path);
+  return CheckModuleDir(OpenDirNoSymlinks(path), dir);
+}
+
+UniqueFd CheckModuleDir(UniqueFd fd, const ModuleDir& dir) {
   if (!fd.valid()) return {};
   struct stat st {};
   if (fstat(fd.get(), &st) != 0) return {};

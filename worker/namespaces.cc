@@ -16,6 +16,7 @@
 #include "shared/path_prefix.h"
 #include "shared/unique_fd.h"
 #include "worker/bind_readonly.h"
+#include "worker/exec.h"
 #include "worker/module_dir.h"
 #include "worker/operator_dirs.h"
 
@@ -49,13 +50,41 @@ StepResult MountFailed(int err) { return StepFailed(WorkerStep::kMountView, err)
 // Each module directory's path (in the spec) and the descriptor opened for it.
 using OpenedDirs = std::vector<std::pair<const std::string*, UniqueFd>>;
 
+// The directory a cover of `view` hides `path` in (the deepest), with `path` relative to
+// it; null for a path no cover hides.
+const PendingView::Hidden* HiddenBy(const PendingView& view, const std::string& path,
+                                    std::string& rel) {
+  const PendingView::Hidden* found = nullptr;
+  for (const PendingView::Hidden& h : view.hidden) {
+    if (!IsSameOrBeneath(path, h.path) || (found && found->path.size() >= h.path.size())) continue;
+    found = &h;
+  }
+  if (found) rel = path.size() == found->path.size() ? "" : path.substr(found->path.size() + 1);
+  return found;
+}
+
+// A directory of the host's view by its absolute path: where a cover hides it, beneath the
+// descriptor the cover's directory was opened as before covering, no symlink followed
+// (the broker's paths are real paths: a link met was swapped in since); elsewhere by its
+// path, as visible in the view.
+UniqueFd OpenHostDir(const PendingView& view, const std::string& path) {
+  std::string rel;
+  if (const PendingView::Hidden* h = HiddenBy(view, path, rel))
+    return OpenDirNoSymlinksBeneath(h->fd.get(), rel);
+  return UniqueFd(open(path.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+}
+
 // The node_modules directories the Landlock rule allows (RunSpec::read_dirs), opened in
-// the host's view before anything is covered, with the Landlock rule's own opening and
-// checks (worker/module_dir.h): no symlink followed on any component, a directory
-// others cannot write. why skipped: one that fails binds nothing, as it grants nothing.
-int OpenModuleDirs(const RunSpec& spec, OpenedDirs& out) {
+// the host's view (beneath a cover's descriptor where one hides them) with the Landlock
+// rule's own checks (worker/module_dir.h): no symlink followed on any component, a
+// directory others cannot write. why skipped: one that fails binds nothing, as it grants
+// nothing.
+int OpenModuleDirs(const RunSpec& spec, const PendingView& view, OpenedDirs& out) {
   for (const ModuleDir& dir : spec.read_dirs) {
-    UniqueFd fd = OpenModuleDir(dir);
+    std::string rel;
+    const PendingView::Hidden* h = dir.path.empty() ? nullptr : HiddenBy(view, dir.path, rel);
+    if (h == nullptr) continue;  // beneath no cover: the host's own, left as it is
+    UniqueFd fd = CheckModuleDir(OpenDirNoSymlinksBeneath(h->fd.get(), rel), dir);
     if (!fd.valid()) {
       if (IsSkippedModuleDirError(errno)) continue;
       return errno;
@@ -65,21 +94,12 @@ int OpenModuleDirs(const RunSpec& spec, OpenedDirs& out) {
   return 0;
 }
 
-bool IsBeneath(const std::string& path, const std::string& dir) {
-  return path != dir && IsSameOrBeneath(path, dir);
-}
-
-// Binds each module directory back, read-only, where a cover (`covered`, or the private
-// /tmp) hid it; one beneath no cover is the host's own and stays as it is. why only
-// there: every component beneath a cover is this worker's own tmpfs, so nothing another
-// process renames or links can redirect the bind; its source is the directory opened
-// above, and the result is checked to be that same directory (else ESTALE).
-int BindModuleDirs(const OpenedDirs& dirs, const std::vector<const std::string*>& covered) {
-  static const std::string kTmp = "/tmp";
+// Binds each module directory a cover hid back, read-only, at its path. why only there:
+// every component beneath a cover is this worker's own tmpfs, so nothing another process
+// renames or links can redirect the bind; its source is the directory opened above, and
+// the result is checked to be that same directory (else ESTALE).
+int BindModuleDirs(const OpenedDirs& dirs) {
   for (const auto& [path, fd] : dirs) {
-    bool hidden = IsBeneath(*path, kTmp);
-    for (const std::string* root : covered) hidden = hidden || IsBeneath(*path, *root);
-    if (!hidden) continue;
     struct stat opened {}, seen {};
     if (fstat(fd.get(), &opened) != 0) return errno;
     if (int e = MakeParents(*path); e != 0) return e;
@@ -90,6 +110,21 @@ int BindModuleDirs(const OpenedDirs& dirs, const std::vector<const std::string*>
     if (stat(path->c_str(), &seen) != 0) return errno;
     if (!SameDirectory(opened, seen)) return ESTALE;
   }
+  return 0;
+}
+
+// Opens `dir` (O_PATH) and mounts an empty tmpfs over it; the descriptor still reaches
+// what the cover hides. `data`: the tmpfs options.
+int CoverKeepingFd(const std::string& dir, unsigned long flags, const char* data,
+                   PendingView& view) {
+  UniqueFd opened(open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!opened.valid()) return errno;
+  // why above the bootstrap's fd: a worker started ahead receives 6 and 7 with its
+  // description later, and refuses them if those numbers are taken (EEXIST).
+  UniqueFd fd(fcntl(opened.get(), F_DUPFD_CLOEXEC, kWorkerBootstrapFd + 1));
+  if (!fd.valid()) return errno;
+  if (mount("tmpfs", dir.c_str(), "tmpfs", flags, data) != 0) return errno;
+  view.hidden.push_back({dir, std::move(fd)});
   return 0;
 }
 
@@ -125,11 +160,16 @@ StepResult EnterUserNamespace() {
   return StepOk();
 }
 
-StepResult MountPrivateTmp() {
+StepResult MakeViewPrivate() {
   // A mount namespace owned by a new user namespace already receives the host's mounts
   // as slaves, so nothing flows back. why: private, so no host mount event flows in
   // either: the run's view stays what was built here.
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return MountFailed(errno);
+  return StepOk();
+}
+
+StepResult MountPrivateTmp() {
+  if (StepResult r = MakeViewPrivate()) return r;
   // why: nosuid and nodev, so nothing the script drops in /tmp gains privileges or
   // reaches a device; exec stays allowed (tools unpack and run helpers there).
   if (mount("tmpfs", "/tmp", "tmpfs", kTmpFlags, kRunTmpOptions) != 0) return MountFailed(errno);
@@ -161,63 +201,72 @@ StepResult CoverDirs(const std::vector<std::string>& dirs) {
   return StepOk();
 }
 
-StepResult EnterRunView(const RunSpec& spec) {
+StepResult BeginRunView(const std::vector<std::string>& hidden_roots, PendingView& view) {
   if (StepResult r = EnterUserNamespace()) return r;
-  // A bind source must belong to this mount namespace, so the skill directory is
-  // opened again here by path; it must be the directory the broker checked (fd 7).
-  UniqueFd dir(open(spec.skill_dir_path.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!dir.valid()) return MountFailed(errno);
-  struct stat checked {}, reopened {};
-  if (fstat(kWorkerSkillDirFd, &checked) != 0 || fstat(dir.get(), &reopened) != 0)
-    return MountFailed(errno);
-  // why: a directory swapped since the broker's check is refused, never bound.
-  if (!SameDirectory(checked, reopened)) return MountFailed(ESTALE);
-
-  // The broker's scratch directory (the run's TMPDIR) is opened before /tmp is covered,
-  // and bound back at its path in the view, so TMPDIR names the same directory there.
-  UniqueFd scratch;
-  if (!spec.scratch_dir_path.empty()) {
-    scratch.reset(open(spec.scratch_dir_path.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!scratch.valid()) return MountFailed(errno);
-  }
-  OpenedDirs module_dirs;
-  if (int e = OpenModuleDirs(spec, module_dirs); e != 0) return MountFailed(e);
-  if (StepResult r = MountPrivateTmp()) return r;
-  if (scratch.valid()) {
-    if (int e = MakeParents(spec.scratch_dir_path); e != 0) return MountFailed(e);
-    const std::string from = "/proc/self/fd/" + std::to_string(scratch.get());
-    if (mount(from.c_str(), spec.scratch_dir_path.c_str(), nullptr, MS_BIND, nullptr) != 0)
-      return MountFailed(errno);
-  }
-  std::vector<const std::string*> covered;
-  for (const std::string& root : spec.hidden_roots) {
+  // why / stays a slave of the host's until FinishRunView: a worker may wait long for its
+  // run; the host's unmounts reach its copy meanwhile, so it keeps no filesystem busy.
+  // why: nosuid and nodev, so nothing the script drops in /tmp gains privileges or
+  // reaches a device; exec stays allowed (tools unpack and run helpers there). Opened
+  // first: the run's scratch directory (its TMPDIR) may lie there.
+  if (int e = CoverKeepingFd("/tmp", kTmpFlags, kRunTmpOptions, view); e != 0)
+    return MountFailed(e);
+  for (const std::string& root : hidden_roots) {
     struct stat st {};
     // A root beneath an earlier cover (e.g. under /tmp) is already gone.
     if (stat(root.c_str(), &st) != 0) {
       if (errno == ENOENT) continue;
       return MountFailed(errno);
     }
-    // why: an empty cover, noexec and (below) read-only: nothing can be placed or run
-    // where the other skills were.
-    if (mount("tmpfs", root.c_str(), "tmpfs", kTmpFlags | MS_NOEXEC, "mode=0755,size=1m") != 0)
-      return MountFailed(errno);
-    covered.push_back(&root);
+    // why: an empty cover, noexec and (FinishRunView) read-only: nothing can be placed or
+    // run where the other skills were. Writable until the run's directories have their
+    // mount points in it; only this worker's mount namespace has it meanwhile.
+    if (int e = CoverKeepingFd(root, kTmpFlags | MS_NOEXEC, "mode=0755,size=1m", view); e != 0)
+      return MountFailed(e);
   }
-  if (StepResult r = CoverOperatorConfig()) return r;
+  return CoverOperatorConfig();
+}
+
+StepResult FinishRunView(const RunSpec& spec, PendingView& view) {
+  if (StepResult r = MakeViewPrivate()) return r;
+  // A bind source must belong to this mount namespace, so the skill directory is opened
+  // again here (beneath its root's descriptor); it must be the directory the broker
+  // checked (fd 7).
+  UniqueFd dir = OpenHostDir(view, spec.skill_dir_path);
+  if (!dir.valid()) return MountFailed(errno);
+  struct stat checked {}, reopened {};
+  if (fstat(kWorkerSkillDirFd, &checked) != 0 || fstat(dir.get(), &reopened) != 0)
+    return MountFailed(errno);
+  // why: a directory swapped since the broker's check is refused, never bound.
+  if (!SameDirectory(checked, reopened)) return MountFailed(ESTALE);
+  // The broker's scratch directory (the run's TMPDIR) is bound back at its path in the
+  // view, so TMPDIR names the same directory there.
+  if (!spec.scratch_dir_path.empty()) {
+    UniqueFd scratch = OpenHostDir(view, spec.scratch_dir_path);
+    if (!scratch.valid()) return MountFailed(errno);
+    if (int e = MakeParents(spec.scratch_dir_path); e != 0) return MountFailed(e);
+    const std::string from = "/proc/self/fd/" + std::to_string(scratch.get());
+    if (mount(from.c_str(), spec.scratch_dir_path.c_str(), nullptr, MS_BIND, nullptr) != 0)
+      return MountFailed(errno);
+  }
+  OpenedDirs module_dirs;
+  if (int e = OpenModuleDirs(spec, view, module_dirs); e != 0) return MountFailed(e);
   if (int e = MakeParents(spec.skill_dir_path); e != 0) return MountFailed(e);
   const std::string source = "/proc/self/fd/" + std::to_string(dir.get());
   if (mount(source.c_str(), spec.skill_dir_path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
     return MountFailed(errno);
-  if (int e = BindModuleDirs(module_dirs, covered); e != 0) return MountFailed(e);
+  if (int e = BindModuleDirs(module_dirs); e != 0) return MountFailed(e);
   // why read-only: the run reads its own bundle and never writes it, also where Landlock
   // is off (an ordinary user's run owns the files it would otherwise rewrite).
   if (int e = MakeBindReadOnly(spec.skill_dir_path, dir.get()); e != 0) return MountFailed(e);
-  // The covers become read-only once the skill's and the modules' mount points are made.
-  for (const std::string* root : covered) {
-    if (mount(nullptr, root->c_str(), nullptr, MS_REMOUNT | MS_RDONLY | kTmpFlags | MS_NOEXEC,
-              nullptr) != 0)
+  // The roots' covers become read-only once the skill's and the modules' mount points are
+  // made (the first entry is /tmp, the run's to write).
+  for (size_t i = 1; i < view.hidden.size(); ++i) {
+    if (mount(nullptr, view.hidden[i].path.c_str(), nullptr,
+              MS_REMOUNT | MS_RDONLY | kTmpFlags | MS_NOEXEC, nullptr) != 0)
       return MountFailed(errno);
   }
+  // why: what the covers hide is reached by these descriptors alone; none outlives the view.
+  view.hidden.clear();
   return StepOk();
 }
 

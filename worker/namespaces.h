@@ -1,6 +1,7 @@
 // The run's own view of the filesystem (RunSpec::namespaces; the broker's
-// SKILL_MCP_NAMESPACES=auto where its boot probe passed, or =on). After the identity switch the worker enters a new user and
-// mount namespace, where it holds capabilities over that namespace only, and builds:
+// SKILL_MCP_NAMESPACES=auto where its boot probe passed, or =on). After the identity switch the
+// worker enters a new user and mount namespace, where it holds capabilities over that namespace
+// only, and builds:
 //   - a private, empty /tmp (tmpfs): nothing left there by other runs, other skills or
 //     other users is visible, and nothing this run leaves there outlives it;
 //   - an empty read-only tmpfs over every skills root: the other skills' bundles do not
@@ -8,8 +9,9 @@
 //   - an empty read-only tmpfs over each of the operator's directories that exists
 //     (worker/operator_dirs.h: /etc/skill-mcp, systemd's credential stores);
 //   - the node_modules directories of RunSpec::read_dirs bound back read-only where a
-//     cover hid them (opened with no symlink followed and checked, worker/module_dir.h),
-//     each checked to be the directory opened before covering;
+//     cover hid them (opened beneath the covered directory's descriptor, with no symlink
+//     followed, and checked, worker/module_dir.h), each checked after the bind to be the
+//     directory opened;
 //   - the skill's own directory bound back read-only at its real path, verified to be
 //     the very directory the broker checked (fd 7), so the script's paths and require()
 //     work.
@@ -22,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "shared/unique_fd.h"
 #include "shared/worker_protocol.h"
 #include "worker/step_result.h"
 
@@ -29,15 +32,36 @@ namespace skillmcp::worker {
 
 inline constexpr char kRunTmpOptions[] = "mode=1777,size=256m,nr_inodes=65536";
 
-// kUserNamespace, then kMountView. Call after the identity switch (the namespace maps
-// exactly the run-as uid and gid onto themselves) and before the capability steps.
-StepResult EnterRunView(const RunSpec& spec);
+// What BeginRunView leaves for FinishRunView: the directories its covers hide (/tmp first,
+// then each skills root it covered), opened before covering, in the view's own mount
+// namespace (a bind source must belong to it).
+struct PendingView {
+  struct Hidden {
+    std::string path;
+    UniqueFd fd;  // O_PATH: reaches what the cover hides
+  };
+  std::vector<Hidden> hidden;
+};
 
-// The parts of EnterRunView that do not depend on the run: the worker's probe mode
+// The view in two halves, so that a worker started ahead builds what does not depend on
+// its run while it waits (CellSpec::view_ahead): kUserNamespace, then kMountView.
+// BeginRunView, after the identity switch (the namespace maps exactly the run-as uid and
+// gid onto themselves) and before the capability steps: the user and mount namespace, the
+// private /tmp, the covers over `hidden_roots` (writable until the second half) and over
+// the operator's directories. / stays the host's slave meanwhile.
+// FinishRunView, once the description names the run: / made private, the skill
+// directory opened beneath its root's descriptor and checked against fd 7 (ESTALE), the
+// scratch directory and the covered module directories bound back, the covers made
+// read-only, and the descriptors of `view` closed.
+StepResult BeginRunView(const std::vector<std::string>& hidden_roots, PendingView& view);
+StepResult FinishRunView(const RunSpec& spec, PendingView& view);
+
+// The parts of the view that do not depend on the run: the worker's probe mode
 // (RunSpec::probe, spawned by broker/run/namespace_probe.cc) runs these, so the probe
 // fails where a run would.
 StepResult EnterUserNamespace();   // kUserNamespace: unshare, setgroups deny, own maps
-StepResult MountPrivateTmp();      // kMountView: / private, tmpfs on /tmp
+StepResult MountPrivateTmp();      // kMountView: MakeViewPrivate, tmpfs on /tmp
+StepResult MakeViewPrivate();      // kMountView: / and every mount beneath it private
 StepResult CoverOperatorConfig();  // kMountView: empty read-only tmpfs on each OperatorDirs()
 // The same for `dirs`: a path that is absent, has a non-directory or a loop on the way,
 // or that the caller cannot search is skipped; any other error fails the step.

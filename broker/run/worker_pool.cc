@@ -54,6 +54,20 @@ TakeOutcome WorkerPool::Start() const {
       cell.gid = config_.gid;
     }
   }
+  // why only with the run's own identity settled (a uid of its own, or no switch): the
+  // view's user namespace maps the identity the worker has when it builds it.
+  if (config_.namespaces && (cell.ids_ahead || !config_.switch_ids)) {
+    cell.view_ahead = true;
+    cell.hidden_roots = config_.hidden_roots;
+  }
+  std::optional<std::string> frame = EncodeCellSpec(cell);
+  if (!frame && cell.view_ahead) {
+    // A cell too long for the worker's bound (many long roots): the view follows the
+    // description instead, as for the shared run-as uid.
+    cell.view_ahead = false;
+    cell.hidden_roots.clear();
+    frame = EncodeCellSpec(cell);
+  }
   SpawnRequest req;
   req.worker_fd = config_.worker.get();
   req.node_fd = config_.node.get();
@@ -66,7 +80,6 @@ TakeOutcome WorkerPool::Start() const {
     out.error = spawned.error;
     return out;
   }
-  const std::optional<std::string> frame = EncodeCellSpec(cell);
   // why MSG_DONTWAIT: the loop never blocks; a new socket's buffer holds the small frame
   // whole, and a worker that cannot be told its cell is not used.
   const ssize_t n = frame ? send(spawned.spawned->spec.get(), frame->data(), frame->size(),

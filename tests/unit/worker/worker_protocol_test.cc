@@ -552,6 +552,81 @@ TEST(CellSpecCodec, ADescriptionMatchesTheCellItWasTakenFrom) {
   EXPECT_FALSE(CellMatches(later, other));
 }
 
+// The view ahead: its roots travel with the cell, only where the worker already has the
+// run's identity (a uid of its own, or no switch).
+TEST(CellSpecCodec, TheViewAheadCarriesItsRootsAndOnlyWithTheRunsIdentity) {
+  CellSpec cell;
+  cell.switch_ids = true;
+  cell.ids_ahead = true;
+  cell.uid = 1879048200;
+  cell.gid = 64000;
+  cell.view_ahead = true;
+  cell.hidden_roots = {"/srv/skills", "/home/ann/skills"};
+  const auto back = DecodeCellSpec(EncodeCellSpec(cell).value().substr(kCellSpecPrefixBytes));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(*back, cell);
+  CellSpec unswitched;
+  unswitched.view_ahead = true;
+  unswitched.hidden_roots = {"/srv/skills"};
+  EXPECT_TRUE(IsValidCellSpec(unswitched));
+  // The shared run-as uid is switched to after the description: its view follows it.
+  CellSpec shared_uid = cell;
+  shared_uid.ids_ahead = false;
+  shared_uid.uid = shared_uid.gid = 0;
+  EXPECT_FALSE(IsValidCellSpec(shared_uid));
+  EXPECT_FALSE(EncodeCellSpec(shared_uid).has_value());
+  CellSpec roots_without_view = cell;
+  roots_without_view.view_ahead = false;
+  EXPECT_FALSE(IsValidCellSpec(roots_without_view));
+  for (const char* bad : {"/", "srv/skills", ""}) {
+    CellSpec c = cell;
+    c.hidden_roots.push_back(bad);
+    EXPECT_FALSE(IsValidCellSpec(c)) << bad;
+  }
+  CellSpec many = cell;
+  many.hidden_roots.assign(kRunSpecMaxHiddenRoots + 1, "/srv/skills");
+  EXPECT_FALSE(IsValidCellSpec(many));
+  // A cell the worker's bound would refuse is never encoded.
+  CellSpec long_roots = cell;
+  long_roots.hidden_roots.assign(2, "/" + std::string(kCellSpecMaxBytes / 2, 'r'));
+  EXPECT_TRUE(IsValidCellSpec(long_roots));
+  EXPECT_FALSE(EncodeCellSpec(long_roots).has_value());
+}
+
+TEST(CellSpecCodec, ARunMatchesAViewAheadOnlyWithNamespacesAndTheSameRoots) {
+  RunSpec spec;
+  spec.switch_ids = true;
+  spec.uid = 1879048200;
+  spec.gid = 64000;
+  spec.namespaces = true;
+  spec.skill_dir_path = "/srv/skills/a";
+  spec.hidden_roots = {"/srv/skills"};
+  const CellSpec cell = CellOf(spec);
+  EXPECT_TRUE(cell.view_ahead);
+  EXPECT_EQ(cell.hidden_roots, spec.hidden_roots);
+  EXPECT_TRUE(CellMatches(cell, spec));
+  RunSpec other = spec;
+  other.namespaces = false;
+  other.skill_dir_path.clear();
+  other.hidden_roots.clear();
+  EXPECT_FALSE(CellMatches(cell, other));  // a run without the view built for it
+  other = spec;
+  other.hidden_roots = {"/srv/skills", "/opt/skills"};
+  EXPECT_FALSE(CellMatches(cell, other));  // another skill would stay visible
+  other = spec;
+  other.skill_dir_path = "/srv/skills/b";  // the run's own directory comes after the cell
+  EXPECT_TRUE(CellMatches(cell, other));
+  // Without the view ahead, a run builds its view after the description, whatever roots.
+  CellSpec later = cell;
+  later.view_ahead = false;
+  later.hidden_roots.clear();
+  EXPECT_TRUE(CellMatches(later, other));
+  RunSpec probe;
+  probe.probe = true;
+  probe.namespaces = true;
+  EXPECT_FALSE(CellOf(probe).view_ahead);  // a probe builds its own parts
+}
+
 }  // namespace
 }  // namespace skillmcp
 
@@ -590,9 +665,9 @@ TEST(RunSpecCorpus, ReplaysWithTheFuzzInvariants) {
   EXPECT_EQ(accepted, (std::set<std::string>{"landlock", "minimal", "node-script", "probe"}));
 }
 
-// The same corpus through the cell decoder: only the one cell file is a cell, and it
+// The same corpus through the cell decoder: only the two cell files are cells, and each
 // re-encodes to its frame's payload.
-TEST(RunSpecCorpus, OnlyTheCellFileDecodesAsACell) {
+TEST(RunSpecCorpus, OnlyTheCellFilesDecodeAsCells) {
   const std::string dir = std::string(SKILL_MCP_SOURCE_ROOT) + "/tests/fuzz/corpus/run_spec";
   DIR* d = opendir(dir.c_str());
   ASSERT_NE(d, nullptr) << dir;
@@ -607,7 +682,7 @@ TEST(RunSpecCorpus, OnlyTheCellFileDecodesAsACell) {
     EXPECT_EQ(EncodeCellSpec(*cell).value_or("").substr(kCellSpecPrefixBytes), bytes) << e->d_name;
   }
   closedir(d);
-  EXPECT_EQ(accepted, (std::set<std::string>{"cell"}));
+  EXPECT_EQ(accepted, (std::set<std::string>{"cell", "cell-view"}));
 }
 
 }  // namespace

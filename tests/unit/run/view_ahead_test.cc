@@ -1,0 +1,182 @@
+// A worker started ahead with a uid of its own builds the first half of its run's view
+// while it waits (CellSpec::view_ahead, worker/namespaces.h): its user and mount
+// namespace, the private /tmp and the covers. The description then binds the skill
+// directory beneath its root's descriptor, checked against fd 7. As root, switching to
+// 65534, with a skills root outside /tmp (covered by a tmpfs of its own).
+#include <dirent.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "shared/unique_fd.h"
+#include "shared/worker_protocol.h"
+#include "tests/unit/run/started_worker.h"
+
+namespace skillmcp {
+namespace {
+
+using namespace started_worker;  // NOLINT(google-build-using-namespace): the test helpers
+
+class ViewAhead : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "the worker's switch to 65534 needs root";
+    // Outside /tmp, which the view covers first: the skills root gets a cover of its own.
+    // On a tmpfs of the test's, shared as systemd makes every host mount (this test's host
+    // may keep them private), so a new mount namespace receives its mounts as slaves.
+    char base[] = "/var/tmp/skill-mcp-view-ahead-XXXXXX";
+    ASSERT_NE(mkdtemp(base), nullptr) << strerror(errno);
+    base_ = base;
+    ASSERT_EQ(mount("tmpfs", base, "tmpfs", 0, "mode=0755,size=1m"), 0) << strerror(errno);
+    ASSERT_EQ(mount(nullptr, base, nullptr, MS_SHARED, nullptr), 0) << strerror(errno);
+    root_ = base_ + "/root";
+    for (const std::string& d : {root_, root_ + "/skill", root_ + "/other", base_ + "/mnt"})
+      ASSERT_EQ(mkdir(d.c_str(), 0755), 0) << d;
+  }
+  void TearDown() override {
+    if (spawned_) {
+      kill(spawned_->pid, SIGKILL);
+      waitpid(spawned_->pid, nullptr, 0);
+    }
+    if (!base_.empty()) {
+      umount2(base_.c_str(), MNT_DETACH);  // with whatever the test mounted beneath it
+      rmdir(base_.c_str());
+    }
+  }
+  CellSpec Cell() const {
+    CellSpec cell;
+    cell.switch_ids = cell.ids_ahead = true;
+    cell.uid = cell.gid = 65534;
+    cell.view_ahead = true;
+    cell.hidden_roots = {root_};
+    return cell;
+  }
+  RunSpec Spec() const {
+    RunSpec spec = PlainSpec();
+    spec.switch_ids = true;
+    spec.uid = spec.gid = 65534;
+    spec.namespaces = true;
+    spec.skill_dir_path = root_ + "/skill";
+    spec.hidden_roots = {root_};
+    return spec;
+  }
+  void Start() {
+    spawned_ = StartWorker();
+    ASSERT_TRUE(spawned_.has_value());
+    SendWith(spawned_->spec.get(), EncodeCellSpec(Cell()).value(), {});
+  }
+  // Sends `spec` with a regular file as 6 and `skill_dir` (opened O_PATH) as 7; collects.
+  Outcome Feed(const RunSpec& spec, const std::string& skill_dir) {
+    UniqueFd file(open("/etc/hostname", O_RDONLY | O_CLOEXEC));
+    UniqueFd dir(open(skill_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    SendWith(spawned_->spec.get(), EncodeRunSpec(spec).value(), {file.get(), dir.get()});
+    Outcome o = Collect(*spawned_);
+    spawned_.reset();
+    return o;
+  }
+  std::string Proc(const std::string& file) const {
+    std::ifstream in("/proc/" + std::to_string(spawned_->pid) + "/" + file);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+  // Whether the worker's mount table has a mount at `path` (of `type`, if given).
+  bool Mounted(const std::string& path, const std::string& type = "") const {
+    const std::string info = Proc("mountinfo");
+    size_t at = 0;
+    while ((at = info.find(" " + path + " ", at)) != std::string::npos) {
+      const size_t eol = info.find('\n', at);
+      const std::string rest = info.substr(at, eol - at);
+      if (type.empty() || rest.find(" - " + type + " ") != std::string::npos) return true;
+      at = eol;
+    }
+    return false;
+  }
+  // Polls `ok` for at most 5 s.
+  static bool Eventually(const std::function<bool()>& ok) {
+    for (int i = 0; i < 500; ++i) {
+      if (ok()) return true;
+      usleep(10000);
+    }
+    return false;
+  }
+  std::set<int> Fds() const {
+    std::set<int> fds;
+    DIR* d = opendir(("/proc/" + std::to_string(spawned_->pid) + "/fd").c_str());
+    if (d == nullptr) return fds;
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') fds.insert(std::atoi(e->d_name));
+    closedir(d);
+    return fds;
+  }
+  std::string base_, root_;
+  std::optional<Spawned> spawned_;
+};
+
+// While it waits: its own user namespace, the root and /tmp covered, 6 and 7 still free
+// for the description's descriptors. Its run then passes the view (and fails at the exec
+// of /etc/hostname, its "node").
+TEST_F(ViewAhead, BuildsItsViewWhileItWaitsAndBindsTheSkillOnceNamed) {
+  Start();
+  ASSERT_TRUE(Eventually([&] { return Mounted(root_, "tmpfs"); })) << Proc("mountinfo");
+  EXPECT_TRUE(Mounted("/tmp", "tmpfs"));
+  char ours[64] = {}, its[64] = {};
+  ASSERT_GT(readlink("/proc/self/ns/user", ours, sizeof ours - 1), 0);
+  ASSERT_GT(readlink(("/proc/" + std::to_string(spawned_->pid) + "/ns/user").c_str(), its,
+                     sizeof its - 1),
+            0);
+  EXPECT_STRNE(ours, its);
+  const std::set<int> fds = Fds();
+  EXPECT_EQ(fds.count(6) + fds.count(7), 0u) << "6 or 7 taken while it waits";
+  EXPECT_FALSE(Mounted(root_ + "/skill")) << "bound before its run named it";
+  Outcome o = Feed(Spec(), root_ + "/skill");
+  ASSERT_TRUE(o.report.has_value());
+  EXPECT_EQ(o.report->step, WorkerStep::kExec) << "errno " << o.report->err;
+}
+
+// The view hides exactly the cell's roots: a run asking for other roots is refused.
+TEST_F(ViewAhead, ADescriptionWithOtherRootsIsRefused) {
+  Start();
+  RunSpec spec = Spec();
+  spec.hidden_roots.push_back(base_ + "/mnt");
+  Outcome o = Feed(spec, root_ + "/skill");
+  ASSERT_TRUE(o.report.has_value());
+  EXPECT_EQ(o.report->step, WorkerStep::kReadSpec);
+  EXPECT_EQ(o.report->err, EINVAL);
+}
+
+// The skill directory opened beneath the root's descriptor must be the broker's fd 7.
+TEST_F(ViewAhead, ASkillDirectoryOtherThanTheBrokersIsRefused) {
+  Start();
+  Outcome o = Feed(Spec(), root_ + "/other");
+  ASSERT_TRUE(o.report.has_value());
+  EXPECT_EQ(o.report->step, WorkerStep::kMountView);
+  EXPECT_EQ(o.report->err, ESTALE);
+}
+
+// Until its run, the waiting worker's mounts stay slaves of the host's: a filesystem the
+// host unmounts meanwhile leaves its copy too, so an idle connection keeps none busy.
+TEST_F(ViewAhead, TheHostsUnmountReachesItWhileItWaits) {
+  const std::string mnt = base_ + "/mnt";
+  ASSERT_EQ(mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=64k"), 0) << strerror(errno);
+  Start();
+  ASSERT_TRUE(Eventually([&] { return Mounted(root_, "tmpfs"); })) << Proc("mountinfo");
+  ASSERT_TRUE(Mounted(mnt)) << Proc("mountinfo");
+  ASSERT_EQ(umount2(mnt.c_str(), 0), 0) << strerror(errno);
+  EXPECT_TRUE(Eventually([&] { return !Mounted(mnt); })) << Proc("mountinfo");
+}
+
+}  // namespace
+}  // namespace skillmcp
