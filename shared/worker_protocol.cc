@@ -315,8 +315,10 @@ bool IsValidCellSpec(const CellSpec& cell) {
   if (cell.view_ahead && cell.switch_ids && !cell.ids_ahead) return false;
   if (!cell.view_ahead) return cell.hidden_roots.empty();
   if (cell.hidden_roots.size() > kRunSpecMaxHiddenRoots) return false;
+  // why normalised: the worker matches paths to the roots by their text ("/srv/./x" or
+  // "//srv" would be another path than the one meant).
   for (const auto& root : cell.hidden_roots)
-    if (!IsAbsolutePath(root) || root == "/") return false;  // "/" would hide everything
+    if (!IsNormalisedAbsolutePath(root) || root == "/") return false;  // "/" hides everything
   return true;
 }
 

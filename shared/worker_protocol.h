@@ -206,7 +206,7 @@ bool CellMatches(const CellSpec& cell, const RunSpec& spec);
 // | u32 rootc, rootc x str (str = u32 length + bytes); the run description (EncodeRunSpec)
 // follows to EOF. Valid (IsValidCellSpec): ids_ahead only with switch_ids, without it uid
 // and gid 0; view_ahead only with ids_ahead or without switch_ids; hidden_roots only with
-// view_ahead, at most kRunSpecMaxHiddenRoots, each absolute and not "/".
+// view_ahead, at most kRunSpecMaxHiddenRoots, each normalised, absolute and not "/".
 inline constexpr size_t kCellSpecPrefixBytes = 4;
 inline constexpr size_t kCellSpecMaxBytes = 4096;  // the framed payload's bound
 

@@ -197,7 +197,8 @@ void Run() {
   // run (or of the same uid) can open its /proc/<pid>/mem or environ meanwhile. Exec
   // gives node the kernel's usual dumpable state back.
   if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) Check(StepFailed(WorkerStep::kReadSpec, errno));
-  // 1. The cell: what steps 3, 4, 6, 7 and 8 need, bounded, strictly decoded. A worker started
+  // 1. The cell: what steps 3, 4, 6, 7, 8 and the view ahead need, bounded, strictly decoded. A
+  // worker started
   //    ahead (fd 3 a socket) takes those steps while it waits for its run; on a pipe the
   //    whole description comes at once (shared/worker_protocol.h, CellSpec).
   CellSpec cell;

@@ -124,7 +124,9 @@ int CoverKeepingFd(const std::string& dir, unsigned long flags, const char* data
   UniqueFd fd(fcntl(opened.get(), F_DUPFD_CLOEXEC, kWorkerBootstrapFd + 1));
   if (!fd.valid()) return errno;
   if (mount("tmpfs", dir.c_str(), "tmpfs", flags, data) != 0) return errno;
-  view.hidden.push_back({dir, std::move(fd)});
+  struct stat cover {};
+  if (stat(dir.c_str(), &cover) != 0) return errno;
+  view.hidden.push_back({dir, std::move(fd), cover.st_dev, cover.st_ino});
   return 0;
 }
 
@@ -204,7 +206,9 @@ StepResult CoverDirs(const std::vector<std::string>& dirs) {
 StepResult BeginRunView(const std::vector<std::string>& hidden_roots, PendingView& view) {
   if (StepResult r = EnterUserNamespace()) return r;
   // why / stays a slave of the host's until FinishRunView: a worker may wait long for its
-  // run; the host's unmounts reach its copy meanwhile, so it keeps no filesystem busy.
+  // run; where the host's mounts are shared, an unmount of a filesystem the view neither
+  // covers nor opened reaches its copy meanwhile, so the waiting worker does not keep it
+  // alive (/tmp and the roots it opened and covered stay pinned until its run).
   // why: nosuid and nodev, so nothing the script drops in /tmp gains privileges or
   // reaches a device; exec stays allowed (tools unpack and run helpers there). Opened
   // first: the run's scratch directory (its TMPDIR) may lie there.
@@ -228,6 +232,21 @@ StepResult BeginRunView(const std::vector<std::string>& hidden_roots, PendingVie
 
 StepResult FinishRunView(const RunSpec& spec, PendingView& view) {
   if (StepResult r = MakeViewPrivate()) return r;
+  // why: the worker may have waited long; a mount the host made on an ancestor since, or
+  // a root renamed away by whoever may write its parent, would leave a path that no
+  // longer leads to the cover, where the binds below would go. The view is private now:
+  // each path must still lead to its very cover, or nothing is bound (ESTALE).
+  for (size_t i = 0; i < view.hidden.size(); ++i) {
+    const PendingView::Hidden& h = view.hidden[i];
+    // A root at /tmp itself is covered on top of the run's /tmp: the last cover is seen.
+    bool covered_again = false;
+    for (size_t j = i + 1; j < view.hidden.size(); ++j)
+      covered_again = covered_again || view.hidden[j].path == h.path;
+    if (covered_again) continue;
+    struct stat now {};
+    if (lstat(h.path.c_str(), &now) != 0) return MountFailed(errno);
+    if (now.st_dev != h.cover_dev || now.st_ino != h.cover_ino) return MountFailed(ESTALE);
+  }
   // A bind source must belong to this mount namespace, so the skill directory is opened
   // again here (beneath its root's descriptor); it must be the directory the broker
   // checked (fd 7).

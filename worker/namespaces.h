@@ -21,6 +21,8 @@
 // filter then refuses unshare, setns and mount, so the script cannot undo any of it.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 #include <vector>
 
@@ -39,6 +41,8 @@ struct PendingView {
   struct Hidden {
     std::string path;
     UniqueFd fd;  // O_PATH: reaches what the cover hides
+    dev_t cover_dev = 0;  // the cover itself (its tmpfs root), checked again at the finish
+    ino_t cover_ino = 0;
   };
   std::vector<Hidden> hidden;
 };

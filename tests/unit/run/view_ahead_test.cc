@@ -166,6 +166,22 @@ TEST_F(ViewAhead, ASkillDirectoryOtherThanTheBrokersIsRefused) {
   EXPECT_EQ(o.report->err, ESTALE);
 }
 
+// A root renamed away while the worker waits (its cover moves with it) and another
+// directory made at its path: the path no longer leads to the cover, so nothing is bound
+// there (without the check, the skill's mount point would be made in the new directory).
+TEST_F(ViewAhead, ARootNoLongerAtItsPathIsRefused) {
+  Start();
+  ASSERT_TRUE(Eventually([&] { return Mounted(root_, "tmpfs"); })) << Proc("mountinfo");
+  const std::string moved = base_ + "/moved";
+  ASSERT_EQ(rename(root_.c_str(), moved.c_str()), 0) << strerror(errno);
+  ASSERT_EQ(mkdir(root_.c_str(), 0777), 0);
+  ASSERT_EQ(chmod(root_.c_str(), 0777), 0);  // where the run's uid could make the mount point
+  Outcome o = Feed(Spec(), moved + "/skill");
+  ASSERT_TRUE(o.report.has_value());
+  EXPECT_EQ(o.report->step, WorkerStep::kMountView);
+  EXPECT_EQ(o.report->err, ESTALE);
+}
+
 // Until its run, the waiting worker's mounts stay slaves of the host's: a filesystem the
 // host unmounts meanwhile leaves its copy too, so an idle connection keeps none busy.
 TEST_F(ViewAhead, TheHostsUnmountReachesItWhileItWaits) {

@@ -578,7 +578,7 @@ TEST(CellSpecCodec, TheViewAheadCarriesItsRootsAndOnlyWithTheRunsIdentity) {
   CellSpec roots_without_view = cell;
   roots_without_view.view_ahead = false;
   EXPECT_FALSE(IsValidCellSpec(roots_without_view));
-  for (const char* bad : {"/", "srv/skills", ""}) {
+  for (const char* bad : {"/", "srv/skills", "", "/srv/./skills", "//srv", "/srv/skills/"}) {
     CellSpec c = cell;
     c.hidden_roots.push_back(bad);
     EXPECT_FALSE(IsValidCellSpec(c)) << bad;
