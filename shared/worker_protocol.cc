@@ -4,6 +4,9 @@
 // what decoding would refuse.
 #include "shared/worker_protocol.h"
 
+#include <signal.h>
+#include <sys/wait.h>
+
 #include <set>
 
 #include "shared/landlock_abi.h"
@@ -18,6 +21,8 @@ static_assert(kRunSpecMaxLandlockAbi == landlock::kKnownAbi,
 constexpr char kMagic[4] = {'S', 'M', 'R', 'S'};
 constexpr char kReportMagic[4] = {'S', 'M', 'W', 'R'};
 constexpr char kCellMagic[4] = {'S', 'M', 'C', 'S'};
+constexpr char kExitMagic[4] = {'S', 'M', 'W', 'X'};
+constexpr int32_t kMaxSignal = 64;   // _NSIG - 1 on Linux
 constexpr int32_t kMaxErrno = 4095;  // the kernel's own ceiling (MAX_ERRNO)
 
 void PutU8(std::string& out, uint8_t v) { out.push_back(static_cast<char>(v)); }
@@ -451,6 +456,54 @@ std::optional<WorkerReport> DecodeWorkerReport(std::string_view bytes) {
   std::optional<WorkerStep> known = WorkerStepFromCode(code);
   if (!known || e < 0 || e > kMaxErrno) return std::nullopt;
   return WorkerReport{*known, e};
+}
+
+bool EncodeWorkerExit(int wait_status, char (&out)[kWorkerExitBytes]) {
+  int32_t code = 0, value = 0;
+  if (WIFEXITED(wait_status)) {
+    code = CLD_EXITED;
+    value = WEXITSTATUS(wait_status);
+  } else if (WIFSIGNALED(wait_status)) {
+    code = WCOREDUMP(wait_status) ? CLD_DUMPED : CLD_KILLED;
+    value = WTERMSIG(wait_status);
+    if (value < 1 || value > kMaxSignal) return false;
+  } else {
+    return false;  // stopped or continued: not an end
+  }
+  for (int i = 0; i < 4; ++i) out[i] = kExitMagic[i];
+  PutU32At(out + 4, kWorkerProtocolVersion);
+  PutU32At(out + 8, static_cast<uint32_t>(code));
+  PutU32At(out + 12, static_cast<uint32_t>(value));
+  return true;
+}
+
+std::optional<WorkerExit> DecodeWorkerExit(std::string_view bytes) {
+  if (bytes.size() != kWorkerExitBytes) return std::nullopt;
+  Reader r(bytes);
+  uint32_t version = 0, code = 0, value = 0;
+  if (!r.Magic(kExitMagic) || !r.U32(version) || version != kWorkerProtocolVersion)
+    return std::nullopt;
+  if (!r.U32(code) || !r.U32(value) || !r.AtEnd()) return std::nullopt;
+  const bool exited = code == CLD_EXITED && value <= 255;
+  const bool signalled = (code == CLD_KILLED || code == CLD_DUMPED) && value >= 1 &&
+                         value <= static_cast<uint32_t>(kMaxSignal);
+  if (!exited && !signalled) return std::nullopt;
+  return WorkerExit{static_cast<int32_t>(code), static_cast<int32_t>(value)};
+}
+
+std::optional<WorkerFrames> DecodeWorkerFrames(std::string_view bytes) {
+  WorkerFrames frames;
+  if (bytes.empty()) return frames;
+  // A report can only come first: the run's end is the last thing written on fd 4.
+  if (bytes.size() == kWorkerReportBytes || bytes.size() == kWorkerFramesMaxBytes) {
+    frames.report = DecodeWorkerReport(bytes.substr(0, kWorkerReportBytes));
+    if (frames.report) bytes.remove_prefix(kWorkerReportBytes);
+  }
+  if (!bytes.empty()) {
+    frames.exit = DecodeWorkerExit(bytes);
+    if (!frames.exit) return std::nullopt;
+  }
+  return frames;
 }
 
 }  // namespace skillmcp

@@ -7,9 +7,9 @@
 // close-on-exec itself, and closes 3 and 7 before exec'ing node.
 //   0 stdin  /dev/null            1 stdout pipe (write end)     2 stderr pipe (write end)
 //   3 spec   (read end; the encoded RunSpec, then EOF; on a socket the CellSpec first)
-//   4 report (write end; close-on-exec once in the worker, so it closes silently on a
-//             successful exec of node; a failed setup step writes one framed
-//             WorkerReport and exits with the step code)
+//   4 report (write end; close-on-exec once in the worker, so node never holds it; a
+//             failed setup step writes one framed WorkerReport and exits with the step
+//             code; once node has been reaped, the run's end as one WorkerExit)
 //   5 node   (O_RDONLY fd of the pinned interpreter, exec'd with execveat(AT_EMPTY_PATH))
 //   6 script (a sealed memfd copy of the checked script, broker/run/prepared_run.h;
 //             node's bootstrap reads it from offset 0 whatever its current offset)
@@ -38,10 +38,10 @@ inline constexpr int kWorkerScriptFd = 6;
 inline constexpr int kWorkerSkillDirFd = 7;
 inline constexpr int kWorkerFdCount = 8;  // 0..7
 
-// One version for every message of the protocol (the cell, the run description and the
-// report): a broker and a worker from different builds refuse each other instead of
-// misreading.
-inline constexpr uint32_t kWorkerProtocolVersion = 9;
+// One version for every message of the protocol (the cell, the run description, the
+// report and the run's end): a broker and a worker from different builds refuse each
+// other instead of misreading.
+inline constexpr uint32_t kWorkerProtocolVersion = 10;
 
 // Why: the worker reads its spec before any limit is applied; a bounded read cannot be
 // made to exhaust its memory, whatever arrives on fd 3.
@@ -284,5 +284,40 @@ bool EncodeWorkerReport(const WorkerReport& report, char (&out)[kWorkerReportByt
 // Strict: exactly kWorkerReportBytes, magic, version, a known step, err in 0..4095.
 // nullopt for anything else (a short write, garbage, a second frame).
 std::optional<WorkerReport> DecodeWorkerReport(std::string_view bytes);
+
+// ---- the run's end (fd 4) ------------------------------------------------------------
+// Written once node has exited and been reaped, by the process that reaped it: the
+// namespace's init once its namespace is empty, or the mirror where there is none
+// (worker/cell.h). The broker answers on it without waiting for the worker's own exit
+// (the teardown of the run's namespaces). Framed like the report, exactly
+// kWorkerExitBytes: "SMWX" u32 version u32 code u32 value, code CLD_EXITED with the exit
+// code 0..255, or CLD_KILLED / CLD_DUMPED with the signal 1..64 (waitid's si_code and
+// si_status). It may follow a WorkerReport (node's own setup failed, then it was
+// reaped); nothing follows it.
+struct WorkerExit {
+  int32_t code = 0;   // CLD_EXITED, CLD_KILLED or CLD_DUMPED
+  int32_t value = 0;  // the exit code or the signal
+};
+
+inline constexpr size_t kWorkerExitBytes = 16;
+
+// From a wait status (waitpid's); false (nothing written) for a status that is neither
+// an exit nor a death by signal. Async-signal-safe: no allocation.
+bool EncodeWorkerExit(int wait_status, char (&out)[kWorkerExitBytes]);
+
+// Strict, as DecodeWorkerReport: exactly kWorkerExitBytes, magic, version, a known code
+// with a value in its range.
+std::optional<WorkerExit> DecodeWorkerExit(std::string_view bytes);
+
+// Everything the broker read on fd 4, as the worker may write it: nothing, a report, the
+// run's end, or a report then the run's end. nullopt for anything else.
+struct WorkerFrames {
+  std::optional<WorkerReport> report;
+  std::optional<WorkerExit> exit;
+};
+std::optional<WorkerFrames> DecodeWorkerFrames(std::string_view bytes);
+
+// The largest WorkerFrames input: a report and the run's end.
+inline constexpr size_t kWorkerFramesMaxBytes = kWorkerReportBytes + kWorkerExitBytes;
 
 }  // namespace skillmcp

@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "worker/report.h"
+
 namespace skillmcp::worker {
 namespace {
 
@@ -51,7 +53,7 @@ sigset_t MirrorSignals() {
 
 StepResult EnterPidIpcNamespace() {
   // why: the run sees and signals only its own processes, its System V IPC objects die
-  // with it, and its init's exit kills everything it left (docs/isolation.md).
+  // with it, and its init kills everything it left (docs/isolation.md).
   if (unshare(CLONE_NEWPID | CLONE_NEWIPC) != 0)
     return StepFailed(WorkerStep::kPidNamespace, errno);
   return StepOk();
@@ -115,20 +117,45 @@ void MirrorRun(pid_t child, int status_fd, pid_t broker) {
     int node_status = 0;
     if (read(status_fd, &node_status, sizeof node_status) == sizeof node_status)
       status = node_status;
+  } else {
+    // Without a namespace the child was node: the run's end goes to the broker now, before
+    // this process's own exit (the broker kills and sweeps the group either way). A broker
+    // that settled already closed the pipe: no SIGPIPE for that (ExitLike restores the
+    // default of the signal it raises).
+    signal(SIGPIPE, SIG_IGN);
+    ReportRunEnd(status);
   }
   ExitLike(status);
 }
 
 void RunInit(pid_t node, int status_fd) {
+  int node_status = 0;
   for (;;) {
     int status = 0;
-    const pid_t got = waitpid(-1, &status, 0);
+    const pid_t got = waitpid(-1, &status, __WALL);
     if (got == node) {
-      (void)!write(status_fd, &status, sizeof status);
-      _exit(0);  // the kernel kills what is left in the namespace
+      node_status = status;
+      break;
     }
     if (got < 0 && errno != EINTR) _exit(static_cast<int>(WorkerStep::kFork));
   }
+  (void)!write(status_fd, &node_status, sizeof node_status);
+  // why: the broker answers on the run's end without waiting for the namespace's teardown,
+  // so nothing of the run may be running when it is written. kill(-1) from pid 1 reaches
+  // every other process of its namespace, and every one of them is init's descendant: once
+  // init has no child left, none is (entering from outside takes setns, which the run's
+  // filter refuses). Once is enough: a fork racing the kill either adds its child before
+  // the kill walks the tasks, or finds SIGKILL pending in its parent and fails.
+  kill(-1, SIGKILL);
+  for (;;) {
+    const pid_t got = waitpid(-1, nullptr, __WALL);
+    if (got > 0 || errno == EINTR) continue;
+    if (errno != ECHILD)
+      _exit(static_cast<int>(WorkerStep::kFork));  // no end: the mirror's exit tells it
+    break;
+  }
+  ReportRunEnd(node_status);
+  _exit(0);
 }
 
 }  // namespace skillmcp::worker

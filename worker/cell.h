@@ -6,10 +6,13 @@
 //   with namespaces:     worker (mirror) -> init (pid 1 of a new pid and IPC namespace)
 //                                           -> node (pid 2)
 // node is never pid 1, so the timeout's SIGTERM reaches it with its default action (pid 1
-// ignores every signal it has no handler for), and when node exits, init exits and the
-// kernel kills whatever else the run left in its namespace; System V IPC goes with the
-// IPC namespace. The mirror then exits with node's exit code or dies of node's signal,
-// so the broker sees what it saw when node was its own child.
+// ignores every signal it has no handler for). When node exits, init kills and reaps
+// whatever else the run left in its namespace, reports the run's end to the broker on
+// fd 4 (a WorkerExit: the broker answers on it) and exits; System V IPC goes with the
+// IPC namespace. Without a namespace the mirror reports the end once it has reaped node.
+// The mirror then exits with node's exit code or dies of node's signal, so the broker's
+// pidfd sees what it saw when node was its own child (where no end was reported: init
+// killed, or the report lost).
 // Death with the broker: every process of the shape sets a parent-death signal after its
 // last credential change and then checks that its parent is still the one it had; the
 // mirror's is SIGHUP, on which it SIGKILLs its whole process group (the run cannot leave
@@ -46,11 +49,13 @@ StepResult ResetSignalMask();
 // The mirror, after the fork (parent side). `child` is node or the namespace's init;
 // `status_fd` (-1 without namespaces) is where init writes node's wait status.
 // `broker` is the worker's parent at start. Waits for the child, kills the process group
-// if the broker dies, then exits with node's code or dies of node's signal.
+// if the broker dies; where the child was node, reports the run's end on fd 4; then exits
+// with node's code or dies of node's signal.
 [[noreturn]] void MirrorRun(pid_t child, int status_fd, pid_t broker);
 
-// The namespace's init after cloning node: reaps every orphan, and when node exits
-// writes its wait status to `status_fd` and exits (the kernel then kills the rest).
+// The namespace's init after cloning node: reaps every orphan; when node exits, writes
+// its wait status to `status_fd`, kills and reaps every process left in the namespace,
+// reports the run's end on fd 4 and exits.
 [[noreturn]] void RunInit(pid_t node, int status_fd);
 
 }  // namespace skillmcp::worker

@@ -71,8 +71,9 @@ StepResult CloseInheritedFds() {
     if (errno != ENOSYS && errno != EINVAL) return StepFailed(WorkerStep::kCloseFds, errno);
     if (auto e = CloseFromLoop(kFirstUnused)) return e;
   }
-  // Report and interpreter fds close at exec: the report pipe's EOF tells the broker the
-  // exec happened, and node has no use for its own binary.
+  // Report and interpreter fds close at exec: node and the script never hold the report
+  // pipe (only the worker's own processes write there), and node has no use for its own
+  // binary.
   for (int fd : {kWorkerReportFd, kWorkerNodeFd})
     if (auto e = SetCloexec(fd, true)) return e;
   // stdio and the open script (CloseSpecFd) are what node inherits (the bootstrap reads fd 6).

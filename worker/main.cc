@@ -116,10 +116,11 @@ void DropPrivilegesForGood(const RunSpec& spec, bool will_be_root) {
     kill(0, SIGKILL);
     _exit(static_cast<int>(WorkerStep::kParentDeath));
   }
-  // The pipes reach EOF when the run's processes close them, not the mirror.
-  for (int fd : {0, 1, 2, kWorkerReportFd, kWorkerNodeFd, kWorkerScriptFd, kWorkerSkillDirFd,
-                 kWorkerBootstrapFd})
+  // The pipes reach EOF when the run's processes close them, not the mirror. The report
+  // stays open where the child is node: the mirror reports the run's end (worker/cell.h).
+  for (int fd : {0, 1, 2, kWorkerNodeFd, kWorkerScriptFd, kWorkerSkillDirFd, kWorkerBootstrapFd})
     close(fd);
+  if (status_fd >= 0) close(kWorkerReportFd);
   MirrorRun(child, status_fd, broker);
 }
 
@@ -184,8 +185,8 @@ struct NodeImage {
   const NodeImage image(spec, bootstrap_sealed);
   // node's parent is init, pid 1 of the namespace; if init is gone the namespace is too.
   const pid_t node = LaunchNode({spec, image.plan, image.filter, 1, status_w.get()});
-  for (int fd : {0, 1, 2, kWorkerReportFd, kWorkerNodeFd, kWorkerScriptFd, kWorkerSkillDirFd,
-                 kWorkerBootstrapFd})
+  // fd 4 stays: init reports the run's end on it once its namespace is empty.
+  for (int fd : {0, 1, 2, kWorkerNodeFd, kWorkerScriptFd, kWorkerSkillDirFd, kWorkerBootstrapFd})
     close(fd);
   RunInit(node, status_w.release());
 }

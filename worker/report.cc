@@ -21,4 +21,13 @@ void FailAndExit(const StepError& error) {
   _exit(static_cast<int>(error.step));
 }
 
+void ReportRunEnd(int wait_status) {
+  char frame[kWorkerExitBytes];
+  if (!EncodeWorkerExit(wait_status, frame)) return;
+  ssize_t n;
+  do {
+    n = write(kWorkerReportFd, frame, sizeof frame);
+  } while (n < 0 && errno == EINTR);
+}
+
 }  // namespace skillmcp::worker

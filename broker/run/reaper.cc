@@ -89,21 +89,35 @@ size_t Reaper::SweepOnce(pid_t spare) {
   return left;
 }
 
+size_t Reaper::SweepPasses(pid_t spare) {
+  // why again after a reap: the children of a process we reaped were re-parented to us
+  // before it could be reaped, after our list was read; a pass that reaps nothing has
+  // seen every child there is (a run's init handed over by its dying worker, say).
+  for (;;) {
+    const uint64_t before = reaped_;
+    const size_t left = SweepOnce(spare);
+    if (left > 0 || reaped_ == before) return left;
+  }
+}
+
 void Reaper::Sweep() {
   if (timer_) {
     loop_.CancelTimer(timer_);
     timer_ = 0;
   }
   delay_ms_ = kFirstDelayMs;
-  left_ = SweepOnce(active_run_());
+  left_ = SweepPasses(active_run_());
   if (left_ > 0) Arm();
 }
 
 void Reaper::Arm() {
   timer_ = loop_.AddTimer(delay_ms_, [this] {
     timer_ = 0;
-    left_ = SweepOnce(active_run_());
-    if (left_ == 0) return;
+    left_ = SweepPasses(active_run_());
+    if (left_ == 0) {
+      if (clear_) clear_();
+      return;
+    }
     delay_ms_ = std::min(delay_ms_ * 2, kMaxDelayMs);
     Arm();
   });
@@ -116,7 +130,7 @@ bool Reaper::SweepAndWait(int64_t timeout_ms) {
   }
   const int64_t deadline = EventLoop::NowMs() + timeout_ms;
   for (;;) {
-    left_ = SweepOnce(active_run_());
+    left_ = SweepPasses(active_run_());
     if (left_ == 0) return true;
     if (EventLoop::NowMs() >= deadline) return false;
     poll(nullptr, 0, 2);

@@ -39,9 +39,13 @@ class Reaper {
   void SpareAlso(std::function<pid_t()> waiting) { waiting_ = std::move(waiting); }
 
   // Kills (SIGKILL) and reaps every child except the active run's leader and the members
-  // of its process group; never blocks. If any are left (still dying), sweeps again
-  // from the loop after a short, growing delay until none are.
+  // of its process group; never blocks. A pass that reaped something is followed by
+  // another (a reaped process's children were handed to us as it died). If any are left
+  // (still dying), sweeps again from the loop after a short, growing delay until none are.
   void Sweep();
+
+  // Called from the loop when a delayed sweep has found nothing left.
+  void WhenClear(std::function<void()> clear) { clear_ = std::move(clear); }
 
   // Shutdown (no run active any more): sweeps and waits until no child is left or `timeout_ms` has passed.
   // True when none is left.
@@ -54,11 +58,13 @@ class Reaper {
 
  private:
   size_t SweepOnce(pid_t spare);
+  size_t SweepPasses(pid_t spare);
   void Arm();
 
   EventLoop& loop_;
   std::function<pid_t()> active_run_;
   std::function<pid_t()> waiting_;
+  std::function<void()> clear_;
   EventLoop::TimerId timer_ = 0;
   int64_t delay_ms_ = 0;
   size_t left_ = 0;

@@ -49,7 +49,8 @@ struct Spawned {
   UniqueFd err;     // fd 2's read end
   UniqueFd spec;    // fd 3's write end: write the encoded RunSpec, then close (a socket
                     // with SpawnRequest::spec_socket)
-  UniqueFd report;  // fd 4's read end: EOF after a successful exec, else one WorkerReport
+  UniqueFd report;  // fd 4's read end: a WorkerReport if a step failed, the run's end
+                    // (WorkerExit) once node is reaped, EOF when the worker side is gone
 };
 
 struct SpawnError {

@@ -118,8 +118,9 @@ struct RunSupervisor::Run {
   StreamCapture out, err;
   std::string report_buf;
   bool out_eof = false, err_eof = false, report_eof = false;
-  bool exited = false;
-  int child_code = 0, child_status = 0;  // from waitid: CLD_* and the code or signal
+  bool exited = false;        // the run has ended: the worker exited, or reported the end
+  bool end_reported = false;  // the worker's WorkerExit said so (the worker may still be exiting)
+  int child_code = 0, child_status = 0;  // CLD_* and the code or signal (waitid's, or the end's)
   bool timed_out = false;
   std::optional<MemoryKill> memory_kill;  // the whole-run memory bound killed it
   bool settling = false;  // Settle is on the stack: its drain must not re-enter it
@@ -135,6 +136,7 @@ RunSupervisor::RunSupervisor(EventLoop& loop, const LaunchConfig& config, const 
       pool_(config),
       reaper_(loop, [this] { return run_ && !run_->settling ? run_->pid : -1; }) {
   reaper_.SpareAlso([this] { return pool_.waiting_pid(); });
+  reaper_.WhenClear([this] { FinishingReaped(); });
   // why: orphans of a run re-parent to us instead of init, so none outlives its run.
   if (!BecomeSubreaper())
     LOG_WARN_ERRNO("cannot become the runs' child subreaper; a run's orphans outlive it");
@@ -151,8 +153,9 @@ void RunSupervisor::Prestart() {
     refill_timer_ = 0;
     // why: a worker waits only while no run is active, so no run's processes ever share
     // the host with the next run's worker (a run that started in the same loop round as
-    // the previous one ended gets its refill when it ends).
-    if (run_) return;
+    // the previous one ended gets its refill when it ends), nor beside a worker still
+    // exiting from the last run (its refill comes when it is reaped).
+    if (run_ || !finishing_.empty()) return;
     pool_.Refill();
   });
 }
@@ -321,23 +324,36 @@ void RunSupervisor::OnReport(uint32_t) {
   if (!run_ || !run_->report_r.valid()) return;
   Run& r = *run_;
   char buf[64];
+  bool eof = false;
   for (;;) {
     ssize_t n = read(r.report_r.get(), buf, sizeof buf);
     if (n > 0) {
-      // why: bounded; one frame and a byte more are kept, so a longer answer still
-      // fails the strict decode instead of passing as its first 16 bytes.
-      if (r.report_buf.size() <= kWorkerReportBytes)
+      // why: bounded; the longest the worker writes (a report, then the run's end) and
+      // a byte more are kept, so a longer answer still fails the strict decode instead
+      // of passing as its first frames.
+      if (r.report_buf.size() <= kWorkerFramesMaxBytes)
         r.report_buf.append(
-            buf, std::min(static_cast<size_t>(n), kWorkerReportBytes + 1 - r.report_buf.size()));
+            buf, std::min(static_cast<size_t>(n), kWorkerFramesMaxBytes + 1 - r.report_buf.size()));
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) return;
+    eof = !(n < 0 && errno == EAGAIN);
     break;
   }
-  loop_.RemoveFd(r.report_r.get());
-  r.report_r.reset();
-  r.report_eof = true;
+  if (eof) {
+    loop_.RemoveFd(r.report_r.get());
+    r.report_r.reset();
+    r.report_eof = true;
+  }
+  // The run's end, as the process that reaped node wrote it (worker/cell.h): the run is
+  // over, though the worker may still be tearing its namespaces down.
+  if (!r.exited) {
+    std::optional<WorkerFrames> frames = DecodeWorkerFrames(r.report_buf);
+    if (frames && frames->exit) {
+      r.end_reported = true;
+      Ended(frames->exit->code, frames->exit->value);
+    }
+  }
   MaybeSettle();
 }
 
@@ -351,10 +367,16 @@ void RunSupervisor::OnExit() {
              WEXITED | WNOHANG | WNOWAIT) != 0 ||
       info.si_pid == 0)
     return;
+  Ended(info.si_code, info.si_status);
+  MaybeSettle();
+}
+
+void RunSupervisor::Ended(int code, int status) {
+  Run& r = *run_;
   r.exited = true;
   r.exit_ms = EventLoop::NowMs();
-  r.child_code = info.si_code;
-  r.child_status = info.si_status;
+  r.child_code = code;
+  r.child_status = status;
   loop_.RemoveFd(r.pidfd.get());
   if (r.timeout_timer) {
     loop_.CancelTimer(r.timeout_timer);
@@ -370,7 +392,6 @@ void RunSupervisor::OnExit() {
     run_->drain_timer = 0;
     Settle();
   });
-  MaybeSettle();
 }
 
 void RunSupervisor::OnTimeout() {
@@ -400,8 +421,8 @@ void RunSupervisor::OnMemorySample() {
   if (!run_) return;
   Run& r = *run_;
   r.memory_timer = 0;
-  // why: once the worker has exited the run has ended; what it left is killed at Settle,
-  // and a kill now would put "killed for memory" next to a normal exit in the receipt.
+  // why: once the run has ended (its end reported, or the worker exited) what it left is killed at
+  // Settle, and a kill now would put "killed for memory" next to a normal exit in the receipt.
   if (r.settling || r.memory_kill || r.exited) return;
   // RLIMIT_NPROC counts every thread: one status read per process and one children read
   // per thread reach a whole run within 2 x nproc reads.
@@ -468,8 +489,9 @@ void RunSupervisor::Cancel() {
 }
 
 void RunSupervisor::MaybeSettle() {
-  if (run_ && !run_->settling && run_->exited && run_->out_eof && run_->err_eof && run_->report_eof)
-    Settle();
+  if (!run_ || run_->settling || !run_->exited || !run_->out_eof || !run_->err_eof) return;
+  // After the run's end nothing more comes on fd 4; its EOF waits for the worker's exit.
+  if (run_->report_eof || run_->end_reported) Settle();
 }
 
 void RunSupervisor::Settle() {
@@ -499,12 +521,16 @@ void RunSupervisor::Settle() {
       r.child_status = info.si_status;
     }  // else child_code stays 0: neither an exit code nor a signal is known
   }
-  if (!reaped) {
+  if (!reaped && !r.end_reported) {
     // why: never block the loop on a worker that has not died (stuck in the kernel, or
     // beyond our signals); the reaper's sweeps kill and reap it when it can die.
     LOG_WARN("worker %d did not die at the end of its run; it is reaped when it exits",
              static_cast<int>(r.pid));
   }
+  // A worker that reported the run's end is usually still exiting (its namespaces'
+  // teardown): the answer does not wait for it, but its uid and the next worker do.
+  const bool finishing = !reaped && r.end_reported;
+  if (finishing) AwaitReaping(r);
   // What the run left behind (orphans re-parented to us) dies with it, before the
   // result is out and before the next run can start.
   reaper_.Sweep();
@@ -514,20 +540,75 @@ void RunSupervisor::Settle() {
   Done done = std::move(r.done);
   Teardown();
   if (done) done(std::move(result));  // after Teardown: it may start the next run
-  Prestart();  // the next run's worker, from the loop: the answer goes out first
+  // The next run's worker, from the loop: the answer goes out first (with a worker still
+  // exiting, once it and whatever it leaves are reaped: FinishingReaped).
+  if (!finishing) Prestart();
+}
+
+void RunSupervisor::AwaitReaping(Run& r) {
+  auto f = std::make_unique<FinishingWorker>();
+  f->pid = r.pid;
+  f->pidfd = std::move(r.pidfd);
+  f->uid_lease = std::move(r.uid_lease);
+  const int fd = f->pidfd.get();
+  // Without the watch the reaper's delayed sweeps still find it gone (WhenClear).
+  if (!loop_.AddFd(fd, EPOLLIN, [this, fd](uint32_t) { OnFinished(fd); }))
+    LOG_WARN_ERRNO("cannot watch worker %d's exit; it is reaped by the next sweeps",
+                   static_cast<int>(r.pid));
+  const pid_t pid = r.pid;
+  f->warn_timer = loop_.AddTimer(kShutdownReapMs, [this, pid] {
+    for (auto& w : finishing_)
+      if (w->pid == pid) w->warn_timer = 0;
+    LOG_WARN(
+        "worker %d has not exited %lld ms after its run's end; its uid stays taken and "
+        "no worker is started ahead until it has",
+        static_cast<int>(pid), static_cast<long long>(kShutdownReapMs));
+  });
+  finishing_.push_back(std::move(f));
+}
+
+void RunSupervisor::OnFinished(int pidfd) {
+  siginfo_t info{};
+  const int rc =
+      waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &info, WEXITED | WNOHANG);
+  if (rc == 0 && info.si_pid == 0) return;  // not yet
+  if (rc != 0 && errno == EINTR) return;    // the loop calls again
+  loop_.RemoveFd(pidfd);                    // reaped now, or by a sweep (ECHILD)
+  FinishingReaped();
+}
+
+void RunSupervisor::FinishingReaped() {
+  if (finishing_.empty()) return;
+  // why a sweep: a worker killed before it reaped its run's init hands that init to us,
+  // and the uid must not go back while any process holds it. Finishing workers are not
+  // spared, so nothing left means every one of them is reaped, with what it left.
+  reaper_.Sweep();
+  if (reaper_.left() > 0) return;  // WhenClear calls again
+  for (auto& f : finishing_) {
+    loop_.RemoveFd(f->pidfd.get());
+    if (f->warn_timer) loop_.CancelTimer(f->warn_timer);
+  }
+  finishing_.clear();  // the uids go back
+  Prestart();
 }
 
 RunResult RunSupervisor::Result(Run& r) const {
   RunResult result;
   // The report first, the exit code second: a script could itself exit with a step code.
-  if (std::optional<WorkerReport> report = DecodeWorkerReport(r.report_buf)) {
-    result.failure = SetupFailure{static_cast<int32_t>(report->step), report->err, r.uid,
-                                  config_.gid, config_.worker_path, config_.node_path};
+  const std::optional<WorkerFrames> frames = DecodeWorkerFrames(r.report_buf);
+  if (frames && frames->report) {
+    const WorkerReport& report = *frames->report;
+    result.failure = SetupFailure{static_cast<int32_t>(report.step),
+                                  report.err,
+                                  r.uid,
+                                  config_.gid,
+                                  config_.worker_path,
+                                  config_.node_path};
     return result;
   }
-  if (!r.report_buf.empty()) {
-    // why: the worker wrote something that is not a report: it did not exec node (the
-    // pipe closes silently on exec), so the run counts as failed setup, never as ran.
+  if (!frames) {
+    // why: the worker wrote something that is neither a report nor the run's end (node
+    // never holds fd 4), so the run counts as failed setup, never as ran.
     result.failure = SetupFailure{kUnreadableReport, EPROTO, r.uid, config_.gid,
                                   config_.worker_path, config_.node_path};
     return result;
@@ -565,6 +646,13 @@ void RunSupervisor::KillAndReapNow() {
   pool_.Discard();  // the waiting worker goes first: the sweep below spares none then
   std::unique_ptr<ScratchDir> scratch;
   std::optional<RunUidLease> lease;  // released last, once the run's processes are reaped
+  std::vector<std::optional<RunUidLease>> finishing_leases;  // the same for earlier runs
+  for (auto& f : finishing_) {
+    loop_.RemoveFd(f->pidfd.get());
+    if (f->warn_timer) loop_.CancelTimer(f->warn_timer);
+    finishing_leases.push_back(std::move(f->uid_lease));
+  }
+  finishing_.clear();  // their workers are our children: the sweep below reaps them
   if (run_) {
     SignalGroup(SIGKILL);
     scratch = std::move(run_->scratch);  // removed once nothing of the run can write there

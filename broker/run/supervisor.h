@@ -1,8 +1,10 @@
 // One skill_run at a time, supervised on the broker's event loop: the run description
 // from a PreparedRun, the worker started by broker/run/spawn.h, then drain stdout/stderr,
 // watch the report pipe and the pidfd, enforce the timeout (SIGTERM to the group, SIGKILL
-// 2 s later) and settle on exit plus a 250 ms drain, under a hard deadline of timeout +
-// 3.25 s. Until the worker exits the run's memory in all is sampled every
+// 2 s later) and settle on the run's end (the end the worker reports on fd 4 once node is
+// reaped, or its own exit) plus a 250 ms drain, under a hard deadline of timeout + 3.25 s.
+// A worker still exiting after its reported end is reaped from the loop afterwards, with
+// its uid held until then. Until the run ends the run's memory in all is sampled every
 // kRunMemorySampleMs or 10 x a sample's cost (broker/run/run_memory.h); past the limit,
 // or with more processes than a sample can read, the group gets SIGKILL at once. Hands back a
 // plain RunResult; nothing here blocks the loop.
@@ -22,8 +24,10 @@
 #include "broker/loop/event_loop.h"
 #include "broker/run/launch_config.h"
 #include "broker/run/reaper.h"
+#include "broker/run/run_uids.h"
 #include "broker/run/runner.h"
 #include "broker/run/worker_pool.h"
+#include "shared/unique_fd.h"
 
 namespace skillmcp {
 
@@ -69,16 +73,30 @@ class RunSupervisor : public Runner {
 
   // Leftovers of finished runs still dying (tests).
   size_t leftovers() const { return reaper_.left(); }
+  // Workers that reported their run's end and are not reaped yet (tests).
+  size_t finishing() const { return finishing_.size(); }
 
   pid_t pid() const;  // the worker's pid while a run is active, else -1 (tests)
   pid_t waiting_pid() const { return pool_.waiting_pid(); }  // the started-ahead worker (tests)
 
  private:
   struct Run;
+  // A worker whose run has been answered on its reported end, until it is reaped: it
+  // keeps the run's uid (broker/run/run_uids.h) and the next worker waits for it.
+  struct FinishingWorker {
+    pid_t pid = -1;
+    UniqueFd pidfd;
+    std::optional<RunUidLease> uid_lease;
+    EventLoop::TimerId warn_timer = 0;  // says so once if it does not exit
+  };
   void OnPipe(int which, uint32_t events);
   void OnSpecWritable();
   void OnReport(uint32_t events);
   void OnExit();
+  void Ended(int code, int status);  // the worker's exit or its reported end: the run is over
+  void AwaitReaping(Run& r);
+  void OnFinished(int pidfd);
+  void FinishingReaped();  // once the reaper is clear: the leases go back, Prestart
   void OnTimeout();
   void OnMemorySample();
   void KillForMemory(const RunMemorySample& sample);
@@ -96,6 +114,7 @@ class RunSupervisor : public Runner {
   WorkerPool pool_;  // the worker the next run takes
   EventLoop::TimerId refill_timer_ = 0;
   Reaper reaper_;  // kills and reaps what finished runs leave behind
+  std::vector<std::unique_ptr<FinishingWorker>> finishing_;
   bool memory_blind_warned_ = false;  // the run's root was unreadable in /proc once
 };
 

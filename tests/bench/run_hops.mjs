@@ -15,9 +15,13 @@
 //   init       -> node's exec (fresh /proc, Landlock, fork of node, seccomp), of which
 //     landlock   the ruleset's creation -> landlock_restrict_self (one rule a path)
 //   node       node's exec -> its exit_group (compare with the floor's)
-//   exit       -> the init's exit (node's teardown, the init's wake-up)
-//   mirror     -> the worker's exit (the worker's wake-up, the namespace's teardown)
-//   settle     -> the broker's answer (its wake-up, the sweep, the scratch removal)
+//   end        node's exit_group -> the broker's answer (node's teardown, the wake-up of
+//               whoever reaps it and reports the run's end on fd 4, the broker's wake-up,
+//               the sweep, the scratch removal): compare with the floor's reap
+// and, after node's exit_group too, what the answer no longer waits for (it is written on
+// the reported end: worker/cell.h):
+//   exit       -> the init's exit (without namespaces the worker's)
+//   mirror     -> the worker's exit after the init's
 //
 // and, from sched_stat_runtime, node's CPU time between its exec and its exit_group:
 //   node cpu       all its threads (V8's and libuv's workers too)
@@ -218,7 +222,7 @@ function report(label, events, { driver, broker }, N) {
 
   // The runs: each run description the broker sent (sendmsg on anything but fd 1).
   const hops = { prepare: [], worker: [], cell: [], init: [], landlock: [], node: [], 'node cpu': [],
-                 'node main cpu': [], 'others cpu': [], exit: [], mirror: [], settle: [], total: [] };
+                 'node main cpu': [], 'others cpu': [], end: [], exit: [], mirror: [], total: [] };
   const landlock = (pids, after) => {
     const at = (ev) => events.find((e) => pids.includes(e.pid) && e.ev === ev && e.t > after)?.t;
     const created = at('sys_enter_landlock_create_ruleset'), restricted = at('sys_enter_landlock_restrict_self');
@@ -245,7 +249,7 @@ function report(label, events, { driver, broker }, N) {
     }
     const exec = execs.get(nodePid), end = exitGroup.get(nodePid);
     const initExit = init ? procExit.get(init) : undefined, workerExit = procExit.get(worker);
-    const answer = mine.slice(i + 1).find((e) => e.ev === 'sys_enter_sendmsg' && field(e.tr, 'fd') === 1 && e.t > workerExit);
+    const answer = mine.slice(i + 1).find((e) => e.ev === 'sys_enter_sendmsg' && field(e.tr, 'fd') === 1 && e.t > end);
     if (!request || exec === undefined || end === undefined || workerExit === undefined || !answer) continue;
     hops.prepare.push(s.t - request.t);
     hops.worker.push((u ?? wfork.t) - s.t);
@@ -263,9 +267,9 @@ function report(label, events, { driver, broker }, N) {
     hops['node cpu'].push(c.all);
     hops['node main cpu'].push(c.main);
     hops['others cpu'].push(others(nodePid, exec, end));
+    hops.end.push(answer.t - end);
     hops.exit.push((initExit ?? workerExit) - end);
     hops.mirror.push(init ? workerExit - initExit : 0);
-    hops.settle.push(answer.t - workerExit);
     hops.total.push(answer.t - request.t);
   }
 

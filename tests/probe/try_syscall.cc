@@ -355,17 +355,19 @@ int main(int argc, char** argv) {
     for (;;) asm volatile("" ::: "memory");
   }
   if (mode == "setuid0") return SetUid0();
-  if (mode == "orphan") {
+  if (mode == "orphan" || mode == "orphan-out") {
     // Leaves a child behind (same command line, so a test finds it by its arguments)
-    // with no descriptor of the run's, in a session of its own where the policy allows
-    // (so no group kill reaches it), and exits at once: the run's first process is gone.
+    // with no descriptor of the run's (orphan-out: its stdout only), in a session of its
+    // own where the policy allows (so no group kill reaches it), and exits at once: the
+    // run's first process is gone.
     int ready[2];
     if (pipe(ready) != 0) return 3;
     const pid_t child = fork();
     if (child < 0) return 3;
     if (child == 0) {
       setsid();
-      for (int fd = 0; fd < 3; ++fd) close(fd);
+      for (int fd = 0; fd < 3; ++fd)
+        if (fd != 1 || mode != "orphan-out") close(fd);
       close(ready[1]);  // the parent exits only once the child has left the group
       sleep(60);
       _exit(0);

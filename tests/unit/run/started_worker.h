@@ -57,7 +57,9 @@ inline Outcome Collect(Spawned& s) {
   while ((n = read(s.report.get(), buf, sizeof buf)) > 0)
     report.append(buf, static_cast<size_t>(n));
   waitpid(s.pid, &o.status, 0);
-  o.report = DecodeWorkerReport(report);
+  // A report, and after it the run's end where node's process was reaped.
+  const std::optional<WorkerFrames> frames = DecodeWorkerFrames(report);
+  if (frames) o.report = frames->report;
   return o;
 }
 

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -283,10 +284,10 @@ TEST_F(SupervisorTest, ARunTooBigToSampleIsKilled) {
   EXPECT_EQ(o->receipt["memoryKill"][2], 4u) << o->receipt.dump();
 }
 
-// The run ends when its worker exits; what it left behind (a child holding the pipes
-// through the drain) is killed at Settle. Sampling stops at the exit, so a leftover that
-// grows past the limit during the drain never puts "killed for memory" next to the
-// normal exit code.
+// The run ends when node's end is reported (or its worker exits); what it left behind (a
+// child holding the pipes through the drain) is killed at Settle. Sampling stops at the
+// end, so a leftover that grows past the limit during the drain never puts "killed for
+// memory" next to the normal exit code.
 TEST_F(SupervisorTest, NoMemoryKillAfterTheRunHasExited) {
   // The child says it is waiting, the script exits 0; once re-parented the child fills
   // 300 MiB (over the 128 MiB limit) while it holds stderr open through the drain.
@@ -344,30 +345,65 @@ TEST_F(SupervisorTest, WithoutSeccompADetachedChildLeavesTheGroup) {
   EXPECT_EQ(o->receipt["stdout"], "own group\n") << o->receipt.dump();
 }
 
-// With seccomp off a detached grandchild leaves the group and holds the output pipes:
-// the run still settles on the script's exit plus the drain, and the grandchild, an
-// orphan re-parented to the broker, is killed and reaped with the run.
+// The host pid of the process whose command line holds `marker` as an argument, or -1.
+// A script's own view of pids is its namespace's, so tests find its children this way.
+pid_t FindByArgument(const std::string& marker) {
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(in)), {});
+    size_t at = 0;
+    while (at < cmdline.size()) {
+      const size_t end = cmdline.find('\0', at);
+      if (cmdline.substr(at, end - at) == marker) return static_cast<pid_t>(std::stoi(name));
+      if (end == std::string::npos) break;
+      at = end + 1;
+    }
+  }
+  return -1;
+}
+
+// A duration for /bin/sleep that no other process here has: the marker FindByArgument finds.
+std::string UniqueSleep() {
+  static int n = 0;
+  return "29." + std::to_string(getpid()) + std::to_string(++n);
+}
+
+// With seccomp off a detached grandchild leaves the group and holds the output pipes: the
+// run still settles on the script's exit plus the drain. Without namespaces the grandchild,
+// an orphan re-parented to the broker (the subreaper), is killed and reaped by its sweep;
+// with them it is killed and reaped by the run's init before the run's end is reported.
+// Either way it is gone, not even a zombie, once the run has settled.
 TEST_F(SupervisorTest, DetachedGrandchildDiesWithItsRun) {
-  UseSeccompOff();
-  Script("scripts/detach.js",
-         "const c = require('child_process').spawn('/bin/sleep', ['30'], {detached: true, stdio: "
-         "'inherit'});"
-         "console.log(c.pid); c.unref();");
-  int64_t t0 = EventLoop::NowMs();
-  auto o = RunToEnd(Request("scripts/detach.js", 10000), 20000);
-  int64_t took = EventLoop::NowMs() - t0;
-  ASSERT_TRUE(o && o->ran) << (o ? o->error : "no outcome");
-  EXPECT_EQ(o->receipt["exitCode"], 0);
-  EXPECT_EQ(o->receipt["timedOut"], false);
-  // Settled on exit plus the drain, far before the 10 s timeout.
-  EXPECT_LT(took, 5000);
-  pid_t grandchild = std::atoi(o->receipt["stdout"].get<std::string>().c_str());
-  ASSERT_GT(grandchild, 1);
-  int64_t until = EventLoop::NowMs() + 3000;
-  while (sup_->leftovers() > 0 && EventLoop::NowMs() < until) loop_.RunOnce(20);
-  EXPECT_EQ(sup_->leftovers(), 0u);
-  EXPECT_EQ(kill(grandchild, 0), -1) << "the detached grandchild outlived its run";
-  EXPECT_EQ(errno, ESRCH);  // not even a zombie: reaped by the broker
+  for (const char* mode : {"off", "auto"}) {
+    SCOPED_TRACE(std::string("SKILL_MCP_NAMESPACES=") + mode);
+    sup_.reset();
+    env_.Set("SKILL_MCP_NAMESPACES", mode);
+    UseSeccompOff();
+    if (std::string(mode) == "auto" && !config_.namespaces) {
+      std::cout << "SKIP: namespaces: " << config_.namespaces_off_reason << "\n";
+      continue;
+    }
+    const std::string marker = UniqueSleep();
+    Script("scripts/detach.js", "const c = require('child_process').spawn('/bin/sleep', ['" +
+                                    marker +
+                                    "'], {detached: true, stdio: 'inherit'});"
+                                    "console.log(c.pid); c.unref(); setTimeout(() => {}, 300);");
+    int64_t t0 = EventLoop::NowMs();
+    auto o = RunToEnd(Request("scripts/detach.js", 10000), 20000);
+    int64_t took = EventLoop::NowMs() - t0;
+    ASSERT_TRUE(o && o->ran) << (o ? o->error : "no outcome");
+    EXPECT_EQ(o->receipt["exitCode"], 0);
+    EXPECT_EQ(o->receipt["timedOut"], false);
+    // Settled on exit plus the drain, far before the 10 s timeout.
+    EXPECT_LT(took, 5000);
+    ASSERT_GT(std::atoi(o->receipt["stdout"].get<std::string>().c_str()), 1) << o->receipt.dump();
+    int64_t until = EventLoop::NowMs() + 3000;
+    while (sup_->leftovers() > 0 && EventLoop::NowMs() < until) loop_.RunOnce(20);
+    EXPECT_EQ(sup_->leftovers(), 0u);
+    EXPECT_EQ(FindByArgument(marker), -1) << "the detached grandchild outlived its run";
+  }
 }
 
 TEST_F(SupervisorTest, FloodOnBothStreamsIsCappedWithoutDeadlock) {
@@ -409,9 +445,10 @@ TEST_F(SupervisorTest, EnvBlockIsExactlyTheNamesPassed) {
 }
 
 TEST_F(SupervisorTest, BusyRefusesASecondRunAndCancelKillsTheGroup) {
-  Script("scripts/group.js",
-         "const c = require('child_process').spawn('/bin/sleep', ['30'], {stdio: 'ignore'});"
-         "console.log(c.pid); setInterval(() => {}, 1000);");
+  const std::string marker = UniqueSleep();
+  Script("scripts/group.js", "const c = require('child_process').spawn('/bin/sleep', ['" + marker +
+                                 "'], {stdio: 'ignore'});"
+                                 "console.log(c.pid); setInterval(() => {}, 1000);");
   std::string refused = Refused(sup_->Start(
       Request("scripts/group.js"), [this](RunResult o) { outcome_ = Render(std::move(o)); }));
   ASSERT_EQ(refused, "");
@@ -426,9 +463,14 @@ TEST_F(SupervisorTest, BusyRefusesASecondRunAndCancelKillsTheGroup) {
   auto o = Wait(5000);
   ASSERT_TRUE(o && o->ran) << (o ? o->error : "no outcome");
   EXPECT_EQ(o->receipt["signal"], "SIGKILL");
-  pid_t child = std::atoi(o->receipt["stdout"].get<std::string>().c_str());
-  ASSERT_GT(child, 1) << o->receipt.dump();
-  EXPECT_TRUE(WaitGone(child, 2000)) << "the script's child survived Cancel";
+  ASSERT_GT(std::atoi(o->receipt["stdout"].get<std::string>().c_str()), 1) << o->receipt.dump();
+  const int64_t until_gone = EventLoop::NowMs() + 2000;
+  pid_t child = FindByArgument(marker);
+  while (child > 0 && !Gone(child) && EventLoop::NowMs() < until_gone) {
+    usleep(20000);
+    child = FindByArgument(marker);
+  }
+  EXPECT_TRUE(child < 0 || Gone(child)) << "the script's child survived Cancel";
   EXPECT_FALSE(sup_->Busy());
 }
 
@@ -552,6 +594,58 @@ TEST_F(SupervisorTest, WorkerThatCannotStartIsAClearError) {
   EXPECT_FALSE(o->ran);
   EXPECT_EQ(o->failed_step, static_cast<int>(WorkerStep::kSpawn)) << o->error;
   EXPECT_EQ(o->failed_err, ENOEXEC) << o->error;
+}
+
+// A worker that has reported its run's end (fd 4) is answered at once with the reported
+// status, though it has not exited (a real one is tearing its namespaces down); it is
+// killed and reaped from the loop afterwards, with what it hands over as it dies (a
+// child out of its group, as an init would be), and only then does its run count as
+// gone and the next run's worker start. The stand-in reports exit code 7 and would
+// linger for ever: 7 reaches the receipt only through its report.
+TEST_F(SupervisorTest, ARunIsAnsweredOnItsReportedEndAndItsWorkerReapedAfter) {
+  EnvStore env;
+  env.Set("SKILL_MCP_WORKER", SKILL_MCP_LINGERING_WORKER);
+  env.Set("SKILL_MCP_NODE", "/usr/bin/node");
+  env.Set("SKILL_MCP_NAMESPACES", "off");  // the boot probe would wait on the stand-in
+  LaunchConfig c = std::move(*ResolveLaunchConfig(env, PrivilegeState{}).config);
+  c.hidden_roots_pending = false;  // as after the scan (SetHiddenRoots)
+  ASSERT_TRUE(c.ready()) << c.refusal;
+  RunSupervisor sup(loop_, c, env);
+  Script("scripts/ok.js", "");
+  size_t finishing_at_answer = 0;
+  pid_t waiting_at_answer = 0;
+  ASSERT_EQ(Refused(sup.Start(Request("scripts/ok.js"),
+                              [&](RunResult o) {
+                                finishing_at_answer = sup.finishing();
+                                waiting_at_answer = sup.waiting_pid();
+                                outcome_ = Render(std::move(o));
+                              })),
+            "");
+  const pid_t worker = sup.pid();
+  ASSERT_GT(worker, 0);
+  auto o = Wait(10000);
+  ASSERT_TRUE(o && o->ran) << (o ? o->error : "no outcome");
+  EXPECT_EQ(o->receipt["exitCode"], 7) << o->receipt.dump();
+  EXPECT_EQ(o->receipt["signal"], nullptr) << o->receipt.dump();
+  EXPECT_EQ(o->receipt["timedOut"], false);
+  // Its death takes tens of milliseconds (tests/unit/run/lingering_worker.cc).
+  EXPECT_EQ(finishing_at_answer, 1u);
+  EXPECT_EQ(waiting_at_answer, -1);
+  const pid_t handed = std::atoi(o->receipt["stdout"].get<std::string>().c_str());
+  ASSERT_GT(handed, 1) << o->receipt.dump();
+  const int64_t until = EventLoop::NowMs() + 3000;
+  while ((sup.finishing() > 0 || sup.waiting_pid() <= 0) && EventLoop::NowMs() < until) {
+    loop_.RunOnce(1);
+    if (sup.finishing() > 0) {
+      EXPECT_EQ(sup.waiting_pid(), -1) << "a worker waits beside the last one";
+    }
+  }
+  EXPECT_EQ(sup.finishing(), 0u);
+  EXPECT_EQ(kill(worker, 0), -1) << "the worker was not reaped";
+  EXPECT_EQ(errno, ESRCH);
+  EXPECT_EQ(kill(handed, 0), -1) << "what the worker handed over was left when it counted as gone";
+  EXPECT_EQ(errno, ESRCH);
+  EXPECT_GT(sup.waiting_pid(), 0) << "no worker was started for the next run";
 }
 
 // Runs `body` in a forked child, which may change its own identity or capabilities, and
@@ -753,13 +847,24 @@ TEST_F(SupervisorTest, NoDescriptorLeaksAcrossRuns) {
   Script("scripts/fail.js", "process.exit(2);");
   // After a first run the worker for the next one waits (broker/run/worker_pool.h) and
   // holds its five descriptors from then on: the count is taken in that steady state.
+  // The last worker may still be exiting after the answer (its pidfd held until it is
+  // reaped) and the next one not started yet: the count waits for both.
+  auto steady = [this] {
+    const int64_t until = EventLoop::NowMs() + 3000;
+    while ((sup_->finishing() > 0 || sup_->waiting_pid() <= 0) && EventLoop::NowMs() < until)
+      loop_.RunOnce(5);
+    EXPECT_EQ(sup_->finishing(), 0u);
+    EXPECT_GT(sup_->waiting_pid(), 0);
+  };
   auto first = RunToEnd(Request("scripts/ok.js"));
   ASSERT_TRUE(first && first->ran) << (first ? first->error : "no outcome");
+  steady();
   size_t before = count();
   for (const char* s : {"scripts/ok.js", "scripts/fail.js", "scripts/ok.js"}) {
     auto o = RunToEnd(Request(s));
     ASSERT_TRUE(o && o->ran) << (o ? o->error : "no outcome");
   }
+  steady();
   EXPECT_EQ(count(), before);
 }
 
@@ -767,6 +872,49 @@ TEST_F(SupervisorTest, NoDescriptorLeaksAcrossRuns) {
 // holding run-independent descriptors only; the next run takes it and sends its own
 // script and skill directory with the description, and the script that runs is the one
 // that run checked. At shutdown the waiting worker dies with the rest.
+// The processes of process group `pgid`, zombies included (/proc/<pid>/stat, field 5).
+std::vector<pid_t> GroupMembers(pid_t pgid) {
+  std::vector<pid_t> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), {});
+    const size_t paren = stat.rfind(')');
+    if (paren == std::string::npos) continue;
+    char state = 0;
+    int ppid = 0, pgrp = 0;
+    if (std::sscanf(stat.c_str() + paren + 1, " %c %d %d", &state, &ppid, &pgrp) == 3 &&
+        pgrp == pgid)
+      out.push_back(static_cast<pid_t>(std::stoi(name)));
+  }
+  return out;
+}
+
+// A namespaced run is answered on the end its init reports, before the worker exits; the
+// worker (and an init it may hand over as it is killed) still holds the run's uid, so the
+// run counts as gone, its uid given back and the next worker started, only once no process
+// of its group is left, zombies included (the run cannot leave the group: seccomp).
+TEST_F(SupervisorTest, ARunCountsAsGoneOnlyOnceNothingOfItIsLeft) {
+  if (!config_.namespaces) GTEST_SKIP() << "namespaces: " << config_.namespaces_off_reason;
+  Script("scripts/ok.js", "");
+  for (int i = 0; i < 5; ++i) {
+    std::optional<RunOutcome> got;
+    ASSERT_EQ(Refused(sup_->Start(Request("scripts/ok.js"),
+                                  [&got](RunResult o) { got = Render(std::move(o)); })),
+              "");
+    const pid_t worker = sup_->pid();
+    ASSERT_GT(worker, 0);
+    for (int j = 0; j < 600 && !got; ++j) loop_.RunOnce(50);
+    ASSERT_TRUE(got && got->ran) << (got ? got->error : "no outcome");
+    const int64_t until = EventLoop::NowMs() + 3000;
+    while (sup_->finishing() > 0 && EventLoop::NowMs() < until) loop_.RunOnce(1);
+    ASSERT_EQ(sup_->finishing(), 0u) << "the worker was not reaped";
+    EXPECT_EQ(GroupMembers(worker), std::vector<pid_t>{})
+        << "a process of the run outlived the worker's reaping";
+  }
+}
+
 TEST_F(SupervisorTest, TheNextRunTakesTheWorkerStartedAhead) {
   Script("scripts/a.js", "console.log('a');");
   Script("scripts/b.js", "console.log('b');");

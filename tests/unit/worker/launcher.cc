@@ -213,15 +213,30 @@ LaunchResult RunWorker(const Launch& launch) {
       }
       std::string& sink = fd == out_fd ? result.out : fd == err_fd ? result.err : status_bytes;
       if (sink.size() < (8u << 20)) sink.append(buf, static_cast<size_t>(r));
+      if (fd == status_fd && !result.end) {
+        const std::optional<WorkerFrames> frames = DecodeWorkerFrames(status_bytes);
+        if (frames && frames->exit) {
+          result.end = frames->exit;
+          // POLLHUP on a pipe's read end: no writer is left.
+          pollfd out_poll{out_fd, POLLIN, 0};
+          result.out_held_at_end =
+              out_fd >= 0 && poll(&out_poll, 1, 0) >= 0 && !(out_poll.revents & POLLHUP);
+        }
+      }
     }
   }
   for (int fd : {spec_fd, out_fd, err_fd, status_fd})
     if (fd >= 0) close(fd);
   kill(-pid, SIGKILL);  // leftovers in the worker's process group (it is its own session)
-  if (std::optional<WorkerReport> r = DecodeWorkerReport(status_bytes))
-    result.failure = LaunchResult::Failure{static_cast<int32_t>(r->step), r->err};
-  else if (!status_bytes.empty())
+  const std::optional<WorkerFrames> frames = DecodeWorkerFrames(status_bytes);
+  if (!frames) {
     result.err += "\nundecodable report of " + std::to_string(status_bytes.size()) + " bytes";
+  } else {
+    if (frames->report)
+      result.failure =
+          LaunchResult::Failure{static_cast<int32_t>(frames->report->step), frames->report->err};
+    result.end = frames->exit;
+  }
   return result;
 }
 

@@ -42,6 +42,10 @@ struct LaunchResult {
     int32_t err = 0;
   };
   std::optional<Failure> failure;  // the report on fd 4, if one was written and decoded
+  std::optional<WorkerExit> end;   // the run's end on fd 4, if one was written
+  // When the end was read, something still held the write end of stdout (a process of the
+  // run was alive then: node, init and the mirror have closed theirs by the end).
+  bool out_held_at_end = false;
   bool timed_out = false;
 
   bool Exited() const;

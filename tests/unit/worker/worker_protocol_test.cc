@@ -4,6 +4,8 @@
 #include "shared/worker_protocol.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 
 #include <cerrno>
 
@@ -279,6 +281,93 @@ TEST(WorkerReport, TheDecoderIsStrict) {
     bad[at] = static_cast<char>(bad[at] ^ 0x40);
     EXPECT_FALSE(DecodeWorkerReport(bad).has_value()) << "byte " << at;
   }
+}
+
+// ---- the run's end (fd 4) -------------------------------------------------------------
+
+std::string EndFrame(int wait_status) {
+  char out[kWorkerExitBytes];
+  EXPECT_TRUE(EncodeWorkerExit(wait_status, out));
+  return std::string(out, sizeof out);
+}
+
+int ExitStatus(int code) { return (code & 0xff) << 8; }
+
+TEST(WorkerExitFrame, CarriesAnExitCodeOrASignalAsWaitidWould) {
+  for (int code : {0, 1, 7, 224, 255}) {
+    auto d = DecodeWorkerExit(EndFrame(ExitStatus(code)));
+    ASSERT_TRUE(d.has_value()) << code;
+    EXPECT_EQ(d->code, CLD_EXITED);
+    EXPECT_EQ(d->value, code);
+  }
+  for (int sig : {SIGKILL, SIGTERM, SIGSEGV, 64}) {
+    auto d = DecodeWorkerExit(EndFrame(sig));
+    ASSERT_TRUE(d.has_value()) << sig;
+    EXPECT_EQ(d->code, CLD_KILLED);
+    EXPECT_EQ(d->value, sig);
+  }
+  auto dumped = DecodeWorkerExit(EndFrame(SIGSEGV | 0x80));
+  ASSERT_TRUE(dumped.has_value());
+  EXPECT_EQ(dumped->code, CLD_DUMPED);
+  EXPECT_EQ(dumped->value, SIGSEGV);
+}
+
+TEST(WorkerExitFrame, TheEncoderRefusesWhatIsNotAnEnd) {
+  char out[kWorkerExitBytes];
+  EXPECT_FALSE(EncodeWorkerExit(0x137f, out)) << "stopped by SIGSTOP";
+  EXPECT_FALSE(EncodeWorkerExit(0xffff, out)) << "continued";
+}
+
+TEST(WorkerExitFrame, TheDecoderIsStrict) {
+  const std::string good = EndFrame(ExitStatus(3));
+  ASSERT_TRUE(DecodeWorkerExit(good).has_value());
+  for (size_t n = 0; n < good.size(); ++n)
+    EXPECT_FALSE(DecodeWorkerExit(good.substr(0, n)).has_value()) << n;
+  EXPECT_FALSE(DecodeWorkerExit(good + "x").has_value());
+  // Magic, version, code and value, each out of its range.
+  for (size_t at : {size_t{0}, size_t{4}, size_t{8}, size_t{13}}) {
+    std::string bad = good;
+    bad[at] = static_cast<char>(bad[at] ^ 0x40);
+    EXPECT_FALSE(DecodeWorkerExit(bad).has_value()) << "byte " << at;
+  }
+  std::string exit256 = good;
+  exit256[12] = 0;
+  exit256[13] = 1;  // 256
+  EXPECT_FALSE(DecodeWorkerExit(exit256).has_value());
+  std::string signal0 = EndFrame(SIGKILL);
+  signal0[12] = 0;
+  EXPECT_FALSE(DecodeWorkerExit(signal0).has_value()) << "signal 0";
+  signal0[12] = 65;
+  EXPECT_FALSE(DecodeWorkerExit(signal0).has_value()) << "signal 65";
+  // A report is not an end, nor an end a report.
+  EXPECT_FALSE(DecodeWorkerExit(Frame(WorkerStep::kExec, ENOENT)).has_value());
+  EXPECT_FALSE(DecodeWorkerReport(good).has_value());
+}
+
+TEST(WorkerFramesOnFd4, AreNothingAReportAnEndOrAReportThenAnEnd) {
+  const std::string report = Frame(WorkerStep::kChdir, EACCES);
+  const std::string end = EndFrame(ExitStatus(224));
+  auto none = DecodeWorkerFrames("");
+  ASSERT_TRUE(none.has_value());
+  EXPECT_FALSE(none->report || none->exit);
+  auto only_report = DecodeWorkerFrames(report);
+  ASSERT_TRUE(only_report.has_value());
+  EXPECT_TRUE(only_report->report && !only_report->exit);
+  auto only_end = DecodeWorkerFrames(end);
+  ASSERT_TRUE(only_end.has_value());
+  EXPECT_TRUE(!only_end->report && only_end->exit);
+  auto both = DecodeWorkerFrames(report + end);
+  ASSERT_TRUE(both.has_value());
+  ASSERT_TRUE(both->report && both->exit);
+  EXPECT_EQ(both->report->step, WorkerStep::kChdir);
+  EXPECT_EQ(both->exit->value, 224);
+  // Nothing follows the end, and no second report.
+  EXPECT_FALSE(DecodeWorkerFrames(end + report).has_value());
+  EXPECT_FALSE(DecodeWorkerFrames(end + end).has_value());
+  EXPECT_FALSE(DecodeWorkerFrames(report + report).has_value());
+  EXPECT_FALSE(DecodeWorkerFrames(report + end + "x").has_value());
+  EXPECT_FALSE(DecodeWorkerFrames(report + end.substr(0, 8)).has_value()) << "an end cut short";
+  EXPECT_FALSE(DecodeWorkerFrames("x").has_value());
 }
 
 TEST(WorkerSteps, CodesFollowTheOrderOfExecution) {

@@ -63,6 +63,16 @@ class WorkerTest : public ::testing::Test {
 
   LaunchResult Probe(const RunSpec& spec) { return RunWorker(LaunchFor(spec)); }
 
+  // A namespaced run of the probe leaving a child behind (`mode`: orphan, or orphan-out,
+  // which keeps stdout), seccomp off so that the child may leave the run's process group.
+  RunSpec NamespacedOrphanSpec(const std::string& mode, const std::string& token) {
+    RunSpec spec = ProbeSpec({mode, token});
+    SetSeccomp(spec, false);
+    spec.namespaces = true;
+    spec.skill_dir_path = dir_.path();
+    return spec;
+  }
+
   TempDir dir_;
 };
 
@@ -203,11 +213,7 @@ std::vector<pid_t> Carrying(const std::string& token) {
 // Seccomp off, so the child can leave the run's process group (the launcher kills that).
 TEST_F(WorkerTest, ALeftBehindChildDiesWhenTheRunsFirstProcessExits) {
   const std::string token = "skill-mcp-orphan-" + std::to_string(getpid());
-  RunSpec spec = ProbeSpec({"orphan", token});
-  SetSeccomp(spec, false);
-  spec.namespaces = true;
-  spec.skill_dir_path = dir_.path();
-  const LaunchResult r = Probe(spec);
+  const LaunchResult r = Probe(NamespacedOrphanSpec("orphan", token));
   SKIP_WITHOUT_USER_NAMESPACES(r);
   ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
   EXPECT_TRUE(Carrying(token).empty()) << "the orphan outlived the run's first process";
@@ -219,6 +225,65 @@ TEST_F(WorkerTest, ALeftBehindChildDiesWhenTheRunsFirstProcessExits) {
   const std::vector<pid_t> left = Carrying(token);
   EXPECT_FALSE(left.empty()) << "without namespaces the orphan lives on (control)";
   for (pid_t pid : left) kill(pid, SIGKILL);
+}
+
+// The run's end (a WorkerExit on fd 4, on which the broker answers without waiting for
+// the worker's exit) comes only once nothing of the run is left: init kills and reaps
+// what node left in its namespace first. The orphan holds stdout, so a live one shows as
+// a writer still there when the end is read. A few runs: without init's sweep the end
+// would race the kernel's teardown and lose only sometimes.
+TEST_F(WorkerTest, TheRunsEndIsReportedOnlyOnceNothingOfTheRunIsLeft) {
+  for (int i = 0; i < 5; ++i) {
+    const std::string token = "skill-mcp-orphan-out-" + std::to_string(getpid());
+    const LaunchResult r = Probe(NamespacedOrphanSpec("orphan-out", token));
+    SKIP_WITHOUT_USER_NAMESPACES(r);
+    ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
+    ASSERT_TRUE(r.end.has_value()) << r.Describe();
+    EXPECT_EQ(r.end->code, CLD_EXITED);
+    EXPECT_EQ(r.end->value, 0);
+    EXPECT_FALSE(r.out_held_at_end) << "the orphan was alive when the run's end was reported";
+    EXPECT_TRUE(Carrying(token).empty());
+  }
+}
+
+// Without namespaces the mirror reports the end once it has reaped node, with node's own
+// status (the broker then kills the group and sweeps what it left).
+TEST_F(WorkerTest, WithoutNamespacesTheMirrorReportsNodesEnd) {
+  const LaunchResult r = Probe(ProbeSpec({"status"}));
+  ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
+  ASSERT_TRUE(r.end.has_value()) << r.Describe();
+  EXPECT_EQ(r.end->code, CLD_EXITED);
+  EXPECT_EQ(r.end->value, 0);
+  EXPECT_FALSE(r.failure.has_value()) << r.Describe();
+}
+
+// A step that fails in node's process is reported, and then the run's end with that
+// step's exit code: the report comes first on fd 4, and the broker trusts it first.
+TEST_F(WorkerTest, NodesFailedStepIsReportedBeforeTheRunsEnd) {
+  WriteFile(dir_.Sub("not-a-program"), "just text\n", 0644);
+  for (bool namespaced : {false, true}) {
+    SCOPED_TRACE(namespaced ? "namespaced" : "without namespaces");
+    RunSpec spec = ProbeSpec({"status"});
+    spec.namespaces = namespaced;
+    if (namespaced) spec.skill_dir_path = dir_.path();
+    Launch l = LaunchFor(spec);
+    l.program_path = dir_.Sub("not-a-program");
+    const LaunchResult r = RunWorker(l);
+    if (namespaced) SKIP_WITHOUT_USER_NAMESPACES(r);
+    ExpectStep(r, WorkerStep::kExec, EACCES);
+    ASSERT_TRUE(r.end.has_value()) << r.Describe();
+    EXPECT_EQ(r.end->code, CLD_EXITED);
+    EXPECT_EQ(r.end->value, static_cast<int>(WorkerStep::kExec));
+  }
+}
+
+// A step that fails before the run's processes exist ends the worker with no end reported.
+TEST_F(WorkerTest, AWorkerThatFailsBeforeTheRunReportsNoEnd) {
+  RunSpec spec = ProbeSpec({"status"});
+  spec.uid = 0;  // refused before the fork
+  const LaunchResult r = Probe(spec);
+  ExpectStep(r, WorkerStep::kRefuseRootIds, EPERM);
+  EXPECT_FALSE(r.end.has_value()) << r.Describe();
 }
 
 // The directory bound into the view must be the one the broker checked (fd 7): a path
