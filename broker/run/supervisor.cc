@@ -527,32 +527,34 @@ void RunSupervisor::Settle() {
     LOG_WARN("worker %d did not die at the end of its run; it is reaped when it exits",
              static_cast<int>(r.pid));
   }
-  // A worker that reported the run's end is usually still exiting (its namespaces'
-  // teardown): the answer does not wait for it, but its uid and the next worker do.
-  const bool finishing = !reaped && r.end_reported;
-  if (finishing) AwaitReaping(r);
-  // What the run left behind (orphans re-parented to us) dies with it, before the
+  // What the run left behind (orphans re-parented to us) is killed with it, before the
   // result is out and before the next run can start.
   reaper_.Sweep();
+  // why: the answer does not wait for what is still dying (a worker that reported the
+  // run's end is usually tearing its namespaces down; a killed leftover finishes its
+  // exit), but the run's uid and the next started-ahead worker do, until nothing is left.
+  const bool finishing = !reaped || reaper_.left() > 0;
+  if (finishing) AwaitReaping(r, !reaped);
   RemoveScratch(r.scratch);
 
   RunResult result = Result(r);
   Done done = std::move(r.done);
   Teardown();
   if (done) done(std::move(result));  // after Teardown: it may start the next run
-  // The next run's worker, from the loop: the answer goes out first (with a worker still
-  // exiting, once it and whatever it leaves are reaped: FinishingReaped).
+  // The next run's worker, from the loop: the answer goes out first (with anything of the
+  // run still dying, once it is reaped: FinishingReaped).
   if (!finishing) Prestart();
 }
 
-void RunSupervisor::AwaitReaping(Run& r) {
+void RunSupervisor::AwaitReaping(Run& r, bool watch_worker) {
   auto f = std::make_unique<FinishingWorker>();
   f->pid = r.pid;
   f->pidfd = std::move(r.pidfd);
   f->uid_lease = std::move(r.uid_lease);
   const int fd = f->pidfd.get();
-  // Without the watch the reaper's delayed sweeps still find it gone (WhenClear).
-  if (!loop_.AddFd(fd, EPOLLIN, [this, fd](uint32_t) { OnFinished(fd); }))
+  // The worker's exit, watched where it is not reaped yet; else, and without the watch,
+  // the reaper's delayed sweeps find the rest gone (WhenClear).
+  if (watch_worker && !loop_.AddFd(fd, EPOLLIN, [this, fd](uint32_t) { OnFinished(fd); }))
     LOG_WARN_ERRNO("cannot watch worker %d's exit; it is reaped by the next sweeps",
                    static_cast<int>(r.pid));
   const pid_t pid = r.pid;
@@ -560,8 +562,8 @@ void RunSupervisor::AwaitReaping(Run& r) {
     for (auto& w : finishing_)
       if (w->pid == pid) w->warn_timer = 0;
     LOG_WARN(
-        "worker %d has not exited %lld ms after its run's end; its uid stays taken and "
-        "no worker is started ahead until it has",
+        "the run of worker %d has processes left %lld ms after its end; its uid stays taken "
+        "and no worker is started ahead until they are reaped",
         static_cast<int>(pid), static_cast<long long>(kShutdownReapMs));
   });
   finishing_.push_back(std::move(f));

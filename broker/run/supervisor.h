@@ -3,8 +3,9 @@
 // watch the report pipe and the pidfd, enforce the timeout (SIGTERM to the group, SIGKILL
 // 2 s later) and settle on the run's end (the end the worker reports on fd 4 once node is
 // reaped, or its own exit) plus a 250 ms drain, under a hard deadline of timeout + 3.25 s.
-// A worker still exiting after its reported end is reaped from the loop afterwards, with
-// its uid held until then. Until the run ends the run's memory in all is sampled every
+// A worker still exiting after its reported end, or anything of its run still dying after
+// the settle's kill, is reaped from the loop afterwards, with the run's uid held and no
+// worker started ahead until then. Until the run ends the run's memory in all is sampled every
 // kRunMemorySampleMs or 10 x a sample's cost (broker/run/run_memory.h); past the limit,
 // or with more processes than a sample can read, the group gets SIGKILL at once. Hands back a
 // plain RunResult; nothing here blocks the loop.
@@ -73,7 +74,7 @@ class RunSupervisor : public Runner {
 
   // Leftovers of finished runs still dying (tests).
   size_t leftovers() const { return reaper_.left(); }
-  // Workers that reported their run's end and are not reaped yet (tests).
+  // Runs answered with their worker, or something they left, not reaped yet (tests).
   size_t finishing() const { return finishing_.size(); }
 
   pid_t pid() const;  // the worker's pid while a run is active, else -1 (tests)
@@ -81,8 +82,9 @@ class RunSupervisor : public Runner {
 
  private:
   struct Run;
-  // A worker whose run has been answered on its reported end, until it is reaped: it
-  // keeps the run's uid (broker/run/run_uids.h) and the next worker waits for it.
+  // A run that has been answered while its worker, or something it left, is still dying,
+  // until the reaper finds nothing left: it keeps the run's uid (broker/run/run_uids.h)
+  // and the next worker waits for it.
   struct FinishingWorker {
     pid_t pid = -1;
     UniqueFd pidfd;
@@ -94,7 +96,7 @@ class RunSupervisor : public Runner {
   void OnReport(uint32_t events);
   void OnExit();
   void Ended(int code, int status);  // the worker's exit or its reported end: the run is over
-  void AwaitReaping(Run& r);
+  void AwaitReaping(Run& r, bool watch_worker);
   void OnFinished(int pidfd);
   void FinishingReaped();  // once the reaper is clear: the leases go back, Prestart
   void OnTimeout();
