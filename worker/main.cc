@@ -8,6 +8,7 @@
 // its mirror (worker/cell.h: the process shape, and why node is never pid 1; with
 // namespaces init clones node's process, worker/launch.h).
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -170,6 +171,9 @@ struct NodeImage {
   const pid_t init = fork();
   if (init < 0) FailAndExit({WorkerStep::kFork, errno});
   if (init > 0) {
+    // The run waits for the init, not for the mirror: a new child starts on its parent's
+    // CPU and would wait there until the mirror's own setup below is done and it sleeps.
+    sched_yield();
     status_w.reset();
     self.reset();
     BecomeMirror(init, status_r.get(), broker);

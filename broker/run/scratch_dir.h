@@ -26,6 +26,7 @@ class ScratchDir {
   ScratchDir& operator=(const ScratchDir&) = delete;
 
   const std::string& path() const { return path_; }
+  uid_t uid() const { return uid_; }
 
   // Removes the tree and the directory. True when nothing is left. Idempotent.
   bool Remove();

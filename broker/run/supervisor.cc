@@ -215,9 +215,12 @@ std::optional<StartRefusal> RunSupervisor::StartCommitted(PreparedRun prepared, 
     lease = std::move(got.lease);
   }
   const uint32_t uid = lease ? lease->uid() : config_.uid;
-  // why: each run gets its own TMPDIR, owned by its uid, that no other run shares.
-  std::unique_ptr<ScratchDir> scratch =
-      ScratchDir::Create(config_.scratch_base, config_.switch_ids, uid, config_.gid);
+  // why: each run gets its own TMPDIR, owned by its uid, that no other run shares: the
+  // one made with its worker for that very uid, or a new one.
+  std::unique_ptr<ScratchDir> scratch = std::move(taken.worker->scratch);
+  if (scratch && scratch->uid() != uid) scratch.reset();
+  if (!scratch)
+    scratch = ScratchDir::Create(config_.scratch_base, config_.switch_ids, uid, config_.gid);
   if (!scratch)
     return unfed(SystemRefusal("could not make the run's scratch directory in " +
                                    config_.scratch_base +
@@ -535,12 +538,18 @@ void RunSupervisor::Settle() {
   // exit), but the run's uid and the next started-ahead worker do, until nothing is left.
   const bool finishing = !reaped || reaper_.left() > 0;
   if (finishing) AwaitReaping(r, !reaped);
-  RemoveScratch(r.scratch);
+  // The scratch directory goes after the answer, and the uid (unless it waits for what is
+  // still dying) only after the directory: a later run under that uid never finds it.
+  std::unique_ptr<ScratchDir> scratch = std::move(r.scratch);
+  std::optional<RunUidLease> lease;
+  if (!finishing) lease = std::move(r.uid_lease);
 
   RunResult result = Result(r);
   Done done = std::move(r.done);
   Teardown();
   if (done) done(std::move(result));  // after Teardown: it may start the next run
+  RemoveScratch(scratch);
+  lease.reset();
   // The next run's worker, from the loop: the answer goes out first (with anything of the
   // run still dying, once it is reaped: FinishingReaped).
   if (!finishing) Prestart();

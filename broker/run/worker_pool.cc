@@ -94,7 +94,15 @@ TakeOutcome WorkerPool::Start() const {
     KillAndReap(*spawned.spawned);
     return out;  // the lease goes back now that its worker is reaped
   }
-  out.worker = PooledWorker{std::move(*spawned.spawned), std::move(lease)};
+  // The run's TMPDIR, off its path too. why only for a uid of its own: no other process
+  // holds that uid (RunUidPool::Acquire), so nothing can put anything in the directory
+  // while the worker waits; under the shared run-as uid it is made at the run. A failure
+  // here leaves it to the run, which refuses with the reason.
+  std::unique_ptr<ScratchDir> scratch;
+  if (lease)
+    scratch =
+        ScratchDir::Create(config_.scratch_base, config_.switch_ids, lease->uid(), config_.gid);
+  out.worker = PooledWorker{std::move(*spawned.spawned), std::move(lease), std::move(scratch)};
   return out;
 }
 

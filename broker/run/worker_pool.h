@@ -16,20 +16,25 @@
 
 #include <sys/types.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "broker/run/launch_config.h"
 #include "broker/run/run_uids.h"
+#include "broker/run/scratch_dir.h"
 #include "broker/run/spawn.h"
 
 namespace skillmcp {
 
 // A worker told its cell, with the lease of the uid it switched to when that uid is its
-// own (none: the run-as uid, or a uid its run takes, CellSpec::ids_ahead false).
+// own (none: the run-as uid, or a uid its run takes, CellSpec::ids_ahead false), and then
+// its run's scratch directory, made ahead for that uid (null: the run makes it).
+// Declared after the lease, the directory is removed before the uid goes back.
 struct PooledWorker {
   Spawned spawned;
   std::optional<RunUidLease> uid_lease;
+  std::unique_ptr<ScratchDir> scratch;
 };
 
 struct TakeOutcome {

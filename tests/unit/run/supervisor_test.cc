@@ -1054,3 +1054,96 @@ TEST_F(SupervisorTest, AWaitingWorkerThatDiedIsReplaced) {
 
 }  // namespace
 }  // namespace skillmcp
+
+namespace skillmcp {
+namespace {
+
+std::vector<std::string> ScratchDirsIn(const std::string& base) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(base))
+    if (e.path().filename().string().rfind("skill-mcp-run.", 0) == 0) out.push_back(e.path());
+  return out;
+}
+
+// With a uid of its own the worker started ahead waits with its run's scratch directory
+// already made, for that uid, mode 0700; the run gets it as TMPDIR; after the answer it
+// is removed before the uid goes back (at the answer the uid is still held), and the
+// waiting worker's own goes with it at shutdown.
+TEST_F(SupervisorTest, AWorkerWithAUidOfItsOwnWaitsWithItsRunsScratchDirectory) {
+  if (getuid() != 0) GTEST_SKIP() << "a uid of its own per run needs root to switch to it";
+  Script("scripts/tmp.js",
+         "require('fs').writeFileSync(process.env.TMPDIR + '/left', 'x');"
+         "console.log(process.env.TMPDIR);");
+  sup_.reset();
+  const std::string base = root_ + "/scratch-base";
+  ASSERT_EQ(mkdir(base.c_str(), 0700), 0);
+  ASSERT_EQ(chmod(base.c_str(), 01777), 0);  // as /tmp: each uid makes its own there
+  config_.scratch_base = base;
+  const std::string dir = root_ + "/run-uids";
+  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
+  UniqueFd dfd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(dfd.valid());
+  auto uids = std::make_shared<RunUidPool>(std::move(dfd), dir,
+                                           RunUidRange{1879060000u, 1879060000u + 4095},
+                                           [](uint32_t) { return false; });
+  config_.run_uids = uids;
+  sup_ = std::make_unique<RunSupervisor>(loop_, config_, env_);
+  sup_->Prestart();
+  for (int i = 0; i < 40 && sup_->waiting_pid() < 0; ++i) loop_.RunOnce(50);
+  ASSERT_GT(sup_->waiting_pid(), 0);
+  std::vector<std::string> ahead = ScratchDirsIn(base);
+  ASSERT_EQ(ahead.size(), 1u) << "no scratch directory waits with the worker";
+  struct stat st {};
+  ASSERT_EQ(stat(ahead[0].c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  EXPECT_GE(st.st_uid, 1879060000u);
+  EXPECT_EQ(st.st_gid, config_.gid);
+
+  // Runs answered on their end (the worker is usually still exiting then, and its uid
+  // waits with it), and one whose worker fails a step and has exited when it is answered
+  // (its view cannot bind a skill directory that is not there): either way the uid is
+  // still held at the answer, while the directory is there.
+  for (int round = 0; round < 4; ++round) {
+    SCOPED_TRACE(round);
+    // Only a namespaced view binds the skill directory by its path.
+    const bool failing = round == 2 && config_.namespaces;
+    if (round == 2 && !failing)
+      std::cout << "NOTE: no failing round: the run's namespaces are off\n";
+    PreparedRun request = Request("scripts/tmp.js");
+    if (failing) request.skill_dir_path = root_ + "/no-such-skill";
+    bool there_at_answer = false;
+    uint64_t held_at_answer = 0;
+    std::optional<RunOutcome> got;
+    ASSERT_EQ(Refused(sup_->Start(std::move(request),
+                                  [&](RunResult o) {
+                                    there_at_answer = std::filesystem::exists(ahead[0]);
+                                    held_at_answer = uids->CountHeld();
+                                    got = Render(std::move(o));
+                                  })),
+              "");
+    for (int i = 0; i < 600 && !got; ++i) loop_.RunOnce(50);
+    ASSERT_TRUE(got);
+    if (failing) {
+      EXPECT_FALSE(got->ran) << got->receipt.dump();
+    } else {
+      ASSERT_TRUE(got->ran) << got->error;
+      EXPECT_EQ(got->receipt["stdout"], ahead[0] + "\n")
+          << "the run did not get the directory made ahead";
+    }
+    EXPECT_TRUE(there_at_answer);
+    EXPECT_EQ(held_at_answer, 1u) << "the uid went back while its scratch directory was there";
+    EXPECT_FALSE(std::filesystem::exists(ahead[0])) << "the run's scratch directory outlived it";
+    for (int i = 0; i < 40 && sup_->waiting_pid() < 0; ++i) loop_.RunOnce(50);
+    ASSERT_GT(sup_->waiting_pid(), 0);
+    ahead = ScratchDirsIn(base);
+    ASSERT_EQ(ahead.size(), 1u) << "the next worker waits without its directory";
+  }
+  sup_->KillAndReapNow();
+  sup_.reset();
+  EXPECT_EQ(ScratchDirsIn(base).size(), 0u) << "the waiting worker's directory outlived it";
+  EXPECT_EQ(uids->CountHeld(), 0u);
+  config_.run_uids.reset();
+}
+
+}  // namespace
+}  // namespace skillmcp
