@@ -8,7 +8,6 @@
 // its mirror (worker/cell.h: the process shape, and why node is never pid 1; with
 // namespaces init clones node's process, worker/launch.h).
 #include <fcntl.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -101,21 +100,25 @@ void DropPrivilegesForGood(const RunSpec& spec, bool will_be_root) {
   Check(ApplyLandlock(spec, kWorkerSkillDirFd));
 }
 
-// The mirror's side of the fork: it keeps no capability and no descriptor of the run's,
-// ties itself to the broker, and waits (worker/cell.h).
-[[noreturn]] void BecomeMirror(pid_t child, int status_fd, pid_t broker) {
-  if (StepResult r = ClearCapabilities()) {
-    kill(child, SIGKILL);
-    FailAndExit(*r);
-  }
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
-    kill(child, SIGKILL);
-    FailAndExit({WorkerStep::kNoNewPrivs, errno});
-  }
+// The mirror's own steps before the fork, so that after it the run's first process does
+// not wait behind them on the CPU they share: no_new_privs (the child sets it again in
+// its own steps), and the tie to the broker (a fork clears the parent-death signal in the
+// child, which sets its own).
+void PrepareMirror(pid_t broker) {
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) FailAndExit({WorkerStep::kNoNewPrivs, errno});
   // why: SIGHUP, not SIGKILL: the mirror must live long enough to kill the run's group.
   if (DieWithParent(SIGHUP, broker)) {
     kill(0, SIGKILL);
     _exit(static_cast<int>(WorkerStep::kParentDeath));
+  }
+}
+
+// The mirror's side of the fork: it keeps no capability and no descriptor of the run's,
+// and waits, tied to the broker (PrepareMirror; worker/cell.h).
+[[noreturn]] void BecomeMirror(pid_t child, int status_fd, pid_t broker) {
+  if (StepResult r = ClearCapabilities()) {
+    kill(child, SIGKILL);
+    FailAndExit(*r);
   }
   // The pipes reach EOF when the run's processes close them, not the mirror. The report
   // stays open where the child is node: the mirror reports the run's end (worker/cell.h).
@@ -154,6 +157,7 @@ struct NodeImage {
     // reach it (Landlock's signal scope) and stop it before it can kill the run's group.
     const pid_t mirror = getpid();
     Check(BlockMirrorSignals());
+    PrepareMirror(broker);
     const pid_t node = fork();
     if (node < 0) FailAndExit({WorkerStep::kFork, errno});
     if (node > 0) BecomeMirror(node, -1, broker);
@@ -168,12 +172,10 @@ struct NodeImage {
   UniqueFd self(static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0)));
   if (!self.valid()) FailAndExit({WorkerStep::kFork, errno});
   Check(BlockMirrorSignals());
+  PrepareMirror(broker);
   const pid_t init = fork();
   if (init < 0) FailAndExit({WorkerStep::kFork, errno});
   if (init > 0) {
-    // The run waits for the init, not for the mirror: a new child starts on its parent's
-    // CPU and would wait there until the mirror's own setup below is done and it sleeps.
-    sched_yield();
     status_w.reset();
     self.reset();
     BecomeMirror(init, status_r.get(), broker);

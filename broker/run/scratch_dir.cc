@@ -105,6 +105,7 @@ std::unique_ptr<ScratchDir> ScratchDir::Create(const std::string& base, bool as_
   s->as_run_ids_ = as_run_ids;
   s->uid_ = uid;
   s->gid_ = gid;
+  s->removed_ = true;  // nothing to remove until it is made; errno stays the cause
   s->parent_.reset(open(base.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!s->parent_.valid()) return nullptr;
   RunFsIds ids(as_run_ids, uid, gid);
@@ -123,10 +124,10 @@ std::unique_ptr<ScratchDir> ScratchDir::Create(const std::string& base, bool as_
   if (!s->dir_.valid()) {
     const int err = errno;
     unlinkat(s->parent_.get(), s->name_.c_str(), AT_REMOVEDIR);
-    s->removed_ = true;
     errno = err;
     return nullptr;
   }
+  s->removed_ = false;
   return s;
 }
 

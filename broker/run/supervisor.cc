@@ -170,6 +170,7 @@ std::optional<StartRefusal> RunSupervisor::StartCommitted(PreparedRun prepared, 
                                                           Done on_done) {
   // why: one run at a time bounds what a client can make the host do.
   if (Busy()) return StartRefusal{StartProblem::kBusy};
+  ReleaseEnded();  // a run started from the last one's answer: nothing of that run is left
   if (!config_.ready()) return StartRefusal{StartProblem::kUnavailable, config_.refusal};
   // why: fail closed; no run starts before the boot probe decided its namespace layers
   // (serve holds skill_run until then, so this is a second line).
@@ -539,20 +540,26 @@ void RunSupervisor::Settle() {
   const bool finishing = !reaped || reaper_.left() > 0;
   if (finishing) AwaitReaping(r, !reaped);
   // The scratch directory goes after the answer, and the uid (unless it waits for what is
-  // still dying) only after the directory: a later run under that uid never finds it.
-  std::unique_ptr<ScratchDir> scratch = std::move(r.scratch);
-  std::optional<RunUidLease> lease;
-  if (!finishing) lease = std::move(r.uid_lease);
+  // still dying) only after the directory.
+  ended_.emplace();
+  ended_->scratch = std::move(r.scratch);
+  if (!finishing) ended_->uid_lease = std::move(r.uid_lease);
 
   RunResult result = Result(r);
   Done done = std::move(r.done);
   Teardown();
   if (done) done(std::move(result));  // after Teardown: it may start the next run
-  RemoveScratch(scratch);
-  lease.reset();
+  ReleaseEnded();
   // The next run's worker, from the loop: the answer goes out first (with anything of the
   // run still dying, once it is reaped: FinishingReaped).
   if (!finishing) Prestart();
+}
+
+void RunSupervisor::ReleaseEnded() {
+  if (!ended_) return;
+  RemoveScratch(ended_->scratch);
+  ended_->uid_lease.reset();
+  ended_.reset();
 }
 
 void RunSupervisor::AwaitReaping(Run& r, bool watch_worker) {
@@ -654,6 +661,7 @@ void RunSupervisor::Teardown() {
 void RunSupervisor::KillAndReapNow() {
   if (refill_timer_) loop_.CancelTimer(refill_timer_);
   refill_timer_ = 0;
+  ReleaseEnded();
   pool_.Discard();  // the waiting worker goes first: the sweep below spares none then
   std::unique_ptr<ScratchDir> scratch;
   std::optional<RunUidLease> lease;  // released last, once the run's processes are reaped

@@ -27,6 +27,7 @@
 #include "broker/run/reaper.h"
 #include "broker/run/run_uids.h"
 #include "broker/run/runner.h"
+#include "broker/run/scratch_dir.h"
 #include "broker/run/worker_pool.h"
 #include "shared/unique_fd.h"
 
@@ -91,6 +92,15 @@ class RunSupervisor : public Runner {
     std::optional<RunUidLease> uid_lease;
     EventLoop::TimerId warn_timer = 0;  // says so once if it does not exit
   };
+  // What an answered run leaves to release once its answer is out: its scratch directory,
+  // then its uid (unless a FinishingWorker holds it), in that order (ReleaseEnded).
+  struct EndedRun {
+    std::unique_ptr<ScratchDir> scratch;
+    std::optional<RunUidLease> uid_lease;
+  };
+  // why this order: a later run under that uid must never find the directory. Called after
+  // the answer, and first thing when a run starts (one started from the answer itself).
+  void ReleaseEnded();
   void OnPipe(int which, uint32_t events);
   void OnSpecWritable();
   void OnReport(uint32_t events);
@@ -117,6 +127,7 @@ class RunSupervisor : public Runner {
   EventLoop::TimerId refill_timer_ = 0;
   Reaper reaper_;  // kills and reaps what finished runs leave behind
   std::vector<std::unique_ptr<FinishingWorker>> finishing_;
+  std::optional<EndedRun> ended_;
   bool memory_blind_warned_ = false;  // the run's root was unreadable in /proc once
 };
 

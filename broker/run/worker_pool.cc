@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "shared/log.h"
 #include "shared/worker_protocol.h"
 
 namespace skillmcp {
@@ -99,9 +100,13 @@ TakeOutcome WorkerPool::Start() const {
   // while the worker waits; under the shared run-as uid it is made at the run. A failure
   // here leaves it to the run, which refuses with the reason.
   std::unique_ptr<ScratchDir> scratch;
-  if (lease)
+  if (lease) {
     scratch =
         ScratchDir::Create(config_.scratch_base, config_.switch_ids, lease->uid(), config_.gid);
+    if (!scratch)
+      LOG_WARN_ERRNO("cannot make the next run's scratch directory in %s ahead; its run will try",
+                     config_.scratch_base.c_str());
+  }
   out.worker = PooledWorker{std::move(*spawned.spawned), std::move(lease), std::move(scratch)};
   return out;
 }

@@ -92,6 +92,19 @@ TEST_F(ScratchTest, TheDestructorRemovesIt) {
   EXPECT_NE(access(path.c_str(), F_OK), 0);
 }
 
+// The refusal names the cause: a failed Create leaves errno as its failing call set it
+// (the cleanup of what was never made must not overwrite it).
+TEST_F(ScratchTest, AFailureKeepsItsCause) {
+  errno = 0;
+  EXPECT_FALSE(ScratchDir::Create(base_ + "/no-such-base", false, 0, 0));
+  EXPECT_EQ(errno, ENOENT) << strerror(errno);
+  const std::string file = base_ + "/a-file";
+  std::ofstream(file) << "x";
+  errno = 0;
+  EXPECT_FALSE(ScratchDir::Create(file, false, 0, 0));
+  EXPECT_EQ(errno, ENOTDIR) << strerror(errno);
+}
+
 TEST_F(ScratchTest, ADirectorySwappedInUnderItsNameIsNotRemoved) {
   auto s = ScratchDir::Create(base_, false, 0, 0);
   ASSERT_TRUE(s);

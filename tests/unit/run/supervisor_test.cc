@@ -1058,6 +1058,14 @@ TEST_F(SupervisorTest, AWaitingWorkerThatDiedIsReplaced) {
 namespace skillmcp {
 namespace {
 
+// The real uid of a process, from /proc/<pid>/status ("Uid:\treal\teffective...").
+uid_t UidOf(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("Uid:", 0) == 0) return static_cast<uid_t>(std::stoul(line.substr(4)));
+  return static_cast<uid_t>(-1);
+}
+
 std::vector<std::string> ScratchDirsIn(const std::string& base) {
   std::vector<std::string> out;
   for (const auto& e : std::filesystem::directory_iterator(base))
@@ -1096,6 +1104,10 @@ TEST_F(SupervisorTest, AWorkerWithAUidOfItsOwnWaitsWithItsRunsScratchDirectory) 
   struct stat st {};
   ASSERT_EQ(stat(ahead[0].c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0700u);
+  uid_t worker_uid = UidOf(sup_->waiting_pid());  // it switches once it has read its cell
+  for (int i = 0; i < 200 && worker_uid == 0; ++i, usleep(10000))
+    worker_uid = UidOf(sup_->waiting_pid());
+  EXPECT_EQ(st.st_uid, worker_uid) << "not the waiting worker's own uid";
   EXPECT_GE(st.st_uid, 1879060000u);
   EXPECT_EQ(st.st_gid, config_.gid);
 
@@ -1143,6 +1155,28 @@ TEST_F(SupervisorTest, AWorkerWithAUidOfItsOwnWaitsWithItsRunsScratchDirectory) 
   EXPECT_EQ(ScratchDirsIn(base).size(), 0u) << "the waiting worker's directory outlived it";
   EXPECT_EQ(uids->CountHeld(), 0u);
   config_.run_uids.reset();
+}
+
+// Without a uid of its own (the shared run-as uid, or no switch) the worker waits without
+// a scratch directory: any process of that uid could reach one made ahead. The run makes
+// its own, and it is gone after the answer.
+TEST_F(SupervisorTest, UnderASharedUidTheScratchDirectoryIsMadeAtTheRun) {
+  Script("scripts/tmp.js", "console.log(process.env.TMPDIR);");
+  sup_.reset();
+  const std::string base = root_ + "/scratch-base";
+  ASSERT_EQ(mkdir(base.c_str(), 0700), 0);
+  ASSERT_EQ(chmod(base.c_str(), 01777), 0);
+  config_.scratch_base = base;
+  sup_ = std::make_unique<RunSupervisor>(loop_, config_, env_);
+  sup_->Prestart();
+  for (int i = 0; i < 40 && sup_->waiting_pid() < 0; ++i) loop_.RunOnce(50);
+  ASSERT_GT(sup_->waiting_pid(), 0);
+  EXPECT_EQ(ScratchDirsIn(base).size(), 0u) << "a scratch directory waits under a shared uid";
+  auto got = RunToEnd(Request("scripts/tmp.js"));
+  ASSERT_TRUE(got && got->ran) << (got ? got->error : "no outcome");
+  const std::string made = got->receipt["stdout"];
+  EXPECT_EQ(made.rfind(base + "/skill-mcp-run.", 0), 0u) << made;
+  EXPECT_EQ(ScratchDirsIn(base).size(), 0u) << "the run's scratch directory outlived it";
 }
 
 }  // namespace
