@@ -95,6 +95,16 @@ class SupervisorTest : public ::testing::Test {
     Configure();
   }
 
+  // The scratch directories' base, a directory of the test's own, mode 1777 as /tmp (each
+  // run's uid makes its own there), for the next supervisor made from config_.
+  std::string UseOwnScratchBase() {
+    const std::string base = root_ + "/scratch-base";
+    EXPECT_EQ(mkdir(base.c_str(), 0700), 0);
+    EXPECT_EQ(chmod(base.c_str(), 01777), 0);
+    config_.scratch_base = base;
+    return base;
+  }
+
   // A new supervisor whose worker installs no seccomp filter.
   void UseSeccompOff() {
     sup_.reset();
@@ -1083,10 +1093,7 @@ TEST_F(SupervisorTest, AWorkerWithAUidOfItsOwnWaitsWithItsRunsScratchDirectory) 
          "require('fs').writeFileSync(process.env.TMPDIR + '/left', 'x');"
          "console.log(process.env.TMPDIR);");
   sup_.reset();
-  const std::string base = root_ + "/scratch-base";
-  ASSERT_EQ(mkdir(base.c_str(), 0700), 0);
-  ASSERT_EQ(chmod(base.c_str(), 01777), 0);  // as /tmp: each uid makes its own there
-  config_.scratch_base = base;
+  const std::string base = UseOwnScratchBase();
   const std::string dir = root_ + "/run-uids";
   ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
   UniqueFd dfd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -1163,10 +1170,7 @@ TEST_F(SupervisorTest, AWorkerWithAUidOfItsOwnWaitsWithItsRunsScratchDirectory) 
 TEST_F(SupervisorTest, UnderASharedUidTheScratchDirectoryIsMadeAtTheRun) {
   Script("scripts/tmp.js", "console.log(process.env.TMPDIR);");
   sup_.reset();
-  const std::string base = root_ + "/scratch-base";
-  ASSERT_EQ(mkdir(base.c_str(), 0700), 0);
-  ASSERT_EQ(chmod(base.c_str(), 01777), 0);
-  config_.scratch_base = base;
+  const std::string base = UseOwnScratchBase();
   sup_ = std::make_unique<RunSupervisor>(loop_, config_, env_);
   sup_->Prestart();
   for (int i = 0; i < 40 && sup_->waiting_pid() < 0; ++i) loop_.RunOnce(50);
@@ -1177,6 +1181,33 @@ TEST_F(SupervisorTest, UnderASharedUidTheScratchDirectoryIsMadeAtTheRun) {
   const std::string made = got->receipt["stdout"];
   EXPECT_EQ(made.rfind(base + "/skill-mcp-run.", 0), 0u) << made;
   EXPECT_EQ(ScratchDirsIn(base).size(), 0u) << "the run's scratch directory outlived it";
+}
+
+// A run started from the last run's answer (the same loop round) starts only once that
+// run's scratch directory is gone, though the answer itself comes before the removal.
+TEST_F(SupervisorTest, ARunStartedFromTheAnswerStartsOnlyOnceTheLastDirectoryIsGone) {
+  Script("scripts/tmp.js", "console.log(process.env.TMPDIR);");
+  sup_.reset();
+  const std::string base = UseOwnScratchBase();
+  sup_ = std::make_unique<RunSupervisor>(loop_, config_, env_);
+  bool there_at_answer = false, there_at_next_start = true;
+  std::optional<RunOutcome> b;
+  ASSERT_EQ(Refused(sup_->Start(Request("scripts/tmp.js"),
+                                [&](RunResult) {
+                                  there_at_answer = ScratchDirsIn(base).size() == 1;
+                                  const bool started =
+                                      !sup_->Start(Request("scripts/tmp.js"),
+                                                   [&b](RunResult o) { b = Render(std::move(o)); });
+                                  // The next run's own directory is made now: only the last one's
+                                  // must be gone.
+                                  there_at_next_start = !started || ScratchDirsIn(base).size() != 1;
+                                })),
+            "");
+  for (int i = 0; i < 600 && !b; ++i) loop_.RunOnce(50);
+  ASSERT_TRUE(b && b->ran) << (b ? b->error : "no outcome");
+  EXPECT_TRUE(there_at_answer) << "the directory went before the answer";
+  EXPECT_FALSE(there_at_next_start) << "the next run started beside the last run's directory";
+  EXPECT_EQ(ScratchDirsIn(base).size(), 0u);
 }
 
 }  // namespace
