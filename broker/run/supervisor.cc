@@ -539,11 +539,16 @@ void RunSupervisor::Settle() {
   // exit), but the run's uid and the next started-ahead worker do, until nothing is left.
   const bool finishing = !reaped || reaper_.left() > 0;
   if (finishing) AwaitReaping(r, !reaped);
-  // The scratch directory goes after the answer, and the uid (unless it waits for what is
-  // still dying) only after the directory.
+  // The scratch directory, then the uid. With nothing of the run left both go before the
+  // answer: a client may start its next run on another broker the moment it reads it, and
+  // must find the uid free (tests/integration/round_spend.test.mjs). Where something is
+  // still dying the uid waits for it anyway, and the directory goes after the answer.
   ended_.emplace();
   ended_->scratch = std::move(r.scratch);
-  if (!finishing) ended_->uid_lease = std::move(r.uid_lease);
+  if (!finishing) {
+    ended_->uid_lease = std::move(r.uid_lease);
+    ReleaseEnded();
+  }
 
   RunResult result = Result(r);
   Done done = std::move(r.done);
