@@ -308,7 +308,12 @@ bool CellMatches(const CellSpec& cell, const RunSpec& spec) {
   if (cell.ids_ahead && (cell.uid != spec.uid || cell.gid != spec.gid)) return false;
   // why: the view built ahead hides exactly the cell's roots; a run that asked for none,
   // or for other roots, would run in a view it did not ask for.
-  return !cell.view_ahead || (spec.namespaces && cell.hidden_roots == spec.hidden_roots);
+  if (cell.view_ahead && (!spec.namespaces || cell.hidden_roots != spec.hidden_roots)) return false;
+  // why: the rules ahead were made for exactly these values; a namespaced run's rules
+  // must have been looked up in its own view (the covers are what they reach).
+  return !cell.landlock_ahead ||
+         (cell.landlock_abi == spec.landlock_abi && cell.network_off == spec.network_off &&
+          cell.node_dir_path == spec.node_dir_path && (!spec.namespaces || cell.view_ahead));
 }
 
 bool IsValidCellSpec(const CellSpec& cell) {
@@ -318,13 +323,20 @@ bool IsValidCellSpec(const CellSpec& cell) {
   // why: the view's user namespace maps the identity the worker holds when it builds it,
   // which is the run's only with ids_ahead or without any switch.
   if (cell.view_ahead && cell.switch_ids && !cell.ids_ahead) return false;
-  if (!cell.view_ahead) return cell.hidden_roots.empty();
+  if (!cell.view_ahead && !cell.hidden_roots.empty()) return false;
   if (cell.hidden_roots.size() > kRunSpecMaxHiddenRoots) return false;
   // why normalised: the worker matches paths to the roots by their text ("/srv/./x" or
   // "//srv" would be another path than the one meant).
   for (const auto& root : cell.hidden_roots)
     if (!IsNormalisedAbsolutePath(root) || root == "/") return false;  // "/" hides everything
-  return true;
+  if (!cell.landlock_ahead)
+    return cell.landlock_abi == 0 && !cell.network_off && cell.node_dir_path.empty();
+  // why: a rule's path is opened as the run's user, which the worker is only with
+  // ids_ahead or without any switch.
+  if (cell.switch_ids && !cell.ids_ahead) return false;
+  if (cell.landlock_abi == 0 || cell.landlock_abi > kRunSpecMaxLandlockAbi) return false;
+  if (cell.network_off && cell.landlock_abi < 4) return false;  // as in a run description
+  return IsNormalisedOrEmpty(cell.node_dir_path);
 }
 
 std::optional<std::string> EncodeCellSpec(const CellSpec& cell) {
@@ -337,6 +349,10 @@ std::optional<std::string> EncodeCellSpec(const CellSpec& cell) {
   PutU32(payload, cell.gid);
   PutU8(payload, cell.view_ahead ? 1 : 0);
   PutStrings(payload, cell.hidden_roots);
+  PutU8(payload, cell.landlock_ahead ? 1 : 0);
+  PutU32(payload, cell.landlock_abi);
+  PutU8(payload, cell.network_off ? 1 : 0);
+  PutString(payload, cell.node_dir_path);
   if (payload.size() > kCellSpecMaxBytes) return std::nullopt;  // the worker would refuse it
   std::string out;
   PutU32(out, static_cast<uint32_t>(payload.size()));
@@ -354,6 +370,9 @@ std::optional<CellSpec> DecodeCellSpec(std::string_view payload) {
     return std::nullopt;
   size_t root_budget = kRunSpecMaxHiddenRoots;
   if (!r.Bool(cell.view_ahead) || !r.Strings(cell.hidden_roots, root_budget)) return std::nullopt;
+  if (!r.Bool(cell.landlock_ahead) || !r.U32(cell.landlock_abi) || !r.Bool(cell.network_off) ||
+      !r.String(cell.node_dir_path))
+    return std::nullopt;
   if (!r.AtEnd()) return std::nullopt;  // trailing bytes: not what the broker meant
   if (!IsValidCellSpec(cell)) return std::nullopt;
   return cell;

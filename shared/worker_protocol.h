@@ -41,7 +41,7 @@ inline constexpr int kWorkerFdCount = 8;  // 0..7
 // One version for every message of the protocol (the cell, the run description, the
 // report and the run's end): a broker and a worker from different builds refuse each
 // other instead of misreading.
-inline constexpr uint32_t kWorkerProtocolVersion = 10;
+inline constexpr uint32_t kWorkerProtocolVersion = 11;
 
 // Why: the worker reads its spec before any limit is applied; a bounded read cannot be
 // made to exhaust its memory, whatever arrives on fd 3.
@@ -188,6 +188,17 @@ struct CellSpec {
   // run's.
   bool view_ahead = false;
   std::vector<std::string> hidden_roots;  // with view_ahead: RunSpec::hidden_roots
+  // The Landlock ruleset ahead (worker/landlock.h, PrepareLandlockAhead): created with
+  // the rules that no run changes (the system's directories and devices, node's
+  // directory), opened while the worker waits; the run adds its own and restricts. Only
+  // with the run's identity settled (ids_ahead or no switch), since a rule's path is
+  // opened as the run's user. The three values are the description's, which must repeat
+  // them (CellMatches); a namespaced run also needs view_ahead, so that the rules are
+  // looked up in the run's own view.
+  bool landlock_ahead = false;
+  uint32_t landlock_abi = 0;  // with landlock_ahead: RunSpec::landlock_abi, 1 or more
+  bool network_off = false;   // with landlock_ahead: RunSpec::network_off
+  std::string node_dir_path;  // with landlock_ahead: RunSpec::node_dir_path
   bool operator==(const CellSpec&) const = default;
 };
 
@@ -197,16 +208,21 @@ struct CellSpec {
 CellSpec CellOf(const RunSpec& spec);
 
 // Whether `spec` asks for exactly what `cell` set up: the same switch_ids; with ids_ahead,
-// the same uid and gid; with view_ahead, namespaces and the same hidden_roots; a probe
-// never follows a cell.
+// the same uid and gid; with view_ahead, namespaces and the same hidden_roots; with
+// landlock_ahead, the same landlock_abi, network_off and node_dir_path, and view_ahead
+// if it has namespaces; a probe never follows a cell.
 bool CellMatches(const CellSpec& cell, const RunSpec& spec);
 
 // On the stream socket the cell comes first, framed: u32 length N (little-endian), then N
 // bytes "SMCS" u32 version | u8 switch_ids u8 ids_ahead | u32 uid u32 gid | u8 view_ahead
-// | u32 rootc, rootc x str (str = u32 length + bytes); the run description (EncodeRunSpec)
+// | u32 rootc, rootc x str | u8 landlock_ahead u32 landlock_abi u8 network_off
+// | str node_dir_path (str = u32 length + bytes); the run description (EncodeRunSpec)
 // follows to EOF. Valid (IsValidCellSpec): ids_ahead only with switch_ids, without it uid
 // and gid 0; view_ahead only with ids_ahead or without switch_ids; hidden_roots only with
-// view_ahead, at most kRunSpecMaxHiddenRoots, each normalised, absolute and not "/".
+// view_ahead, at most kRunSpecMaxHiddenRoots, each normalised, absolute and not "/";
+// landlock_ahead only with ids_ahead or without switch_ids, with an ABI of 1 to
+// kRunSpecMaxLandlockAbi, network_off only with ABI 4+, node_dir_path normalised and
+// absolute or empty; without landlock_ahead those three are 0, false and empty.
 inline constexpr size_t kCellSpecPrefixBytes = 4;
 inline constexpr size_t kCellSpecMaxBytes = 4096;  // the framed payload's bound
 

@@ -21,9 +21,10 @@ StepResult DropBoundingSet(bool eperm_is_fatal);
 // kDropAmbient then kDropCaps: ambient cleared; effective, permitted, inheritable empty.
 StepResult ClearCapabilities();
 
-// kVerifyCaps: re-reads every set: effective, permitted, inheritable and ambient empty;
-// the bounding set empty too when the worker will be root (the case where exec would
-// otherwise hand the bounding set back).
+// kVerifyCaps: re-reads the sets: effective, permitted and inheritable empty, which
+// leaves the ambient set empty too (the kernel keeps it within permitted and
+// inheritable); the bounding set empty too when the worker will be root (the case where
+// exec would otherwise hand the bounding set back).
 StepResult VerifyCapabilities(bool will_be_root);
 
 }  // namespace skillmcp::worker

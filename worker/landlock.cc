@@ -9,6 +9,7 @@
 
 #include "shared/landlock_abi.h"
 #include "shared/unique_fd.h"
+#include "worker/exec.h"
 #include "worker/landlock_rules.h"
 #include "worker/module_dir.h"
 #include "worker/operator_dirs.h"
@@ -129,24 +130,53 @@ int AddPathRule(int ruleset, const LandlockPathRule& r, int skill_dir_fd,
   return AddRule(ruleset, fd.get(), st, r.access);
 }
 
-}  // namespace
-
-StepResult ApplyLandlock(const RunSpec& spec, int skill_dir_fd) {
-  const LandlockPlan plan = BuildLandlockPlan(spec);
-  if (plan.abi == 0) return StepOk();
+UniqueFd CreateRuleset(const LandlockPlan& plan) {
   landlock::RulesetAttr attr;
   attr.handled_access_fs = plan.handled_fs;
   attr.handled_access_net = plan.handled_net;
   attr.scoped = plan.scoped;
-  UniqueFd ruleset(landlock::CreateRuleset(&attr, plan.attr_size, 0));
-  if (!ruleset.valid()) return Failed(errno);
-  // Looked up now, as the run-as user and in the run's view (a namespaced run's covers
-  // are what its rules would reach).
+  return UniqueFd(landlock::CreateRuleset(&attr, plan.attr_size, 0));
+}
+
+// Adds the plan's rules, but those marked `ahead` when `skip_ahead` (they are in the
+// ruleset already). The operator's directories are looked up now, as the run-as user and in
+// the run's view (a namespaced run's covers are what its rules would reach).
+int AddRules(int ruleset, const LandlockPlan& plan, int skill_dir_fd, bool skip_ahead) {
   OperatorIds ops;
-  if (int err = ops.Load(OperatorDirs()); err != 0) return Failed(err);
+  if (int err = ops.Load(OperatorDirs()); err != 0) return err;
   for (const LandlockPathRule& r : plan.rules) {
-    if (int err = AddPathRule(ruleset.get(), r, skill_dir_fd, ops); err != 0) return Failed(err);
+    if (skip_ahead && r.ahead) continue;
+    if (int err = AddPathRule(ruleset, r, skill_dir_fd, ops); err != 0) return err;
   }
+  return 0;
+}
+
+}  // namespace
+
+StepResult PrepareLandlockAhead(const CellSpec& cell, LandlockAhead& ahead) {
+  const LandlockPlan plan =
+      BuildLandlockAheadPlan(cell.landlock_abi, cell.network_off, cell.node_dir_path);
+  if (plan.abi == 0) return StepOk();
+  UniqueFd made = CreateRuleset(plan);
+  if (!made.valid()) return Failed(errno);
+  // why above the bootstrap's fd: the run's 6 and 7 arrive later, and are refused if
+  // those numbers are taken (EEXIST).
+  UniqueFd ruleset(fcntl(made.get(), F_DUPFD_CLOEXEC, kWorkerBootstrapFd + 1));
+  if (!ruleset.valid()) return Failed(errno);
+  if (int err = AddRules(ruleset.get(), plan, -1, /*skip_ahead=*/false); err != 0)
+    return Failed(err);
+  ahead.ruleset = std::move(ruleset);
+  return StepOk();
+}
+
+StepResult ApplyLandlock(const RunSpec& spec, int skill_dir_fd, LandlockAhead& ahead) {
+  const LandlockPlan plan = BuildLandlockPlan(spec);
+  if (plan.abi == 0) return StepOk();
+  const bool made_ahead = ahead.ruleset.valid();
+  UniqueFd ruleset = made_ahead ? std::move(ahead.ruleset) : CreateRuleset(plan);
+  if (!ruleset.valid()) return Failed(errno);
+  if (int err = AddRules(ruleset.get(), plan, skill_dir_fd, made_ahead); err != 0)
+    return Failed(err);
   if (landlock::RestrictSelf(ruleset.get()) != 0) return Failed(errno);
   return StepOk();
 }

@@ -29,13 +29,20 @@ constexpr const char* kSystemDirs[] = {"/usr",  "/lib", "/lib32", "/lib64", "/li
                                        "/bin",  "/sbin", "/etc"};
 // Read only: node reads /proc/self/* and the CPU list (os.cpus()); /proc's own rules
 // (ptrace access checks, hidepid) still guard other processes.
-constexpr const char* kReadDirs[] = {"/proc", "/sys/devices/system/cpu"};
+constexpr const char* kProcDir = "/proc";
+constexpr const char* kCpuListDir = "/sys/devices/system/cpu";
 // why: the devices node and libc open by name; nothing else under /dev (no /dev/shm).
 constexpr const char* kDevices[] = {"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom"};
 
 void Add(LandlockPlan& plan, std::string path, uint64_t access, bool required,
          bool named = false) {
   plan.rules.push_back({std::move(path), false, access & plan.handled_fs, required, named});
+}
+
+void AddAhead(LandlockPlan& plan, std::string path, uint64_t access, bool required,
+              bool named = false) {
+  Add(plan, std::move(path), access, required, named);
+  plan.rules.back().ahead = true;
 }
 
 bool IsPlain(const LandlockPathRule& r) { return !r.from_skill_fd && !r.module_dir; }
@@ -97,10 +104,12 @@ LandlockPlan BuildLandlockPlan(const RunSpec& spec) {
     // neither signal its broker nor talk to a same-uid service, even under the same uid.
     plan.scoped = kScopeAbstractUnixSocket | kScopeSignal;
   }
-  for (const char* dir : kSystemDirs) Add(plan, dir, kReadExec, false);
-  if (!spec.node_dir_path.empty()) Add(plan, spec.node_dir_path, kReadExec, true, true);
-  for (const char* dir : kReadDirs) Add(plan, dir, kRead, false);
-  for (const char* dev : kDevices) Add(plan, dev, kDevice, false);
+  for (const char* dir : kSystemDirs) AddAhead(plan, dir, kReadExec, false);
+  if (!spec.node_dir_path.empty()) AddAhead(plan, spec.node_dir_path, kReadExec, true, true);
+  // why not /proc ahead: a namespaced run's is the fresh one its init mounts.
+  Add(plan, kProcDir, kRead, false);
+  AddAhead(plan, kCpuListDir, kRead, false);
+  for (const char* dev : kDevices) AddAhead(plan, dev, kDevice, false);
   plan.rules.push_back({"", true, kRead & plan.handled_fs, true});
   for (const ModuleDir& dir : spec.read_dirs) {
     Add(plan, dir.path, kRead, false);
@@ -116,6 +125,17 @@ LandlockPlan BuildLandlockPlan(const RunSpec& spec) {
   // everything beneath its directory, mounts included: the skill would become writable.
   if (!spec.data_dir_path.empty()) Add(plan, spec.data_dir_path, kReadWrite, false, true);
   DropCoveredRules(plan);
+  return plan;
+}
+
+LandlockPlan BuildLandlockAheadPlan(uint32_t landlock_abi, bool network_off,
+                                    const std::string& node_dir_path) {
+  RunSpec spec;
+  spec.landlock_abi = landlock_abi;
+  spec.network_off = network_off;
+  spec.node_dir_path = node_dir_path;
+  LandlockPlan plan = BuildLandlockPlan(spec);
+  std::erase_if(plan.rules, [](const LandlockPathRule& r) { return !r.ahead; });
   return plan;
 }
 

@@ -26,6 +26,9 @@ struct LandlockPathRule {
   bool module_dir = false;
   uint64_t module_dev = 0;  // with module_dir: the directory the broker checked
   uint64_t module_ino = 0;
+  // No run changes it (the system's directories and devices, the CPU list, node's
+  // directory): a worker started ahead adds it while it waits (CellSpec::landlock_ahead).
+  bool ahead = false;
 };
 
 struct LandlockPlan {
@@ -49,5 +52,13 @@ uint64_t FileOnlyAccess(uint64_t access);
 // the scratch directory and MCP_DATA_DIR read-write. A plain rule beneath another that
 // grants at least the same rights is left out (node's prefix /usr: the system's /usr).
 LandlockPlan BuildLandlockPlan(const RunSpec& spec);
+
+// The part of BuildLandlockPlan that a worker started ahead makes while it waits: the
+// same ABI masks, and the rules marked `ahead` of any run with these three values. No
+// rule a run adds can drop one of them as covered (they are read and execute, the run's
+// are read-only or lie beneath its own directories), so the two parts make the same
+// ruleset as the whole plan.
+LandlockPlan BuildLandlockAheadPlan(uint32_t landlock_abi, bool network_off,
+                                    const std::string& node_dir_path);
 
 }  // namespace skillmcp::worker

@@ -89,15 +89,16 @@ void EnterNamespaces(const std::vector<std::string>& hidden_roots, PendingView& 
 // 9-11. What every process of the run does before node: no capability left (verified),
 //       no_new_privs: exec never grants privileges again (setuid bits, file caps), and an
 //       unprivileged process may install a seccomp filter.
-void DropPrivilegesForGood(const RunSpec& spec, bool will_be_root) {
+void DropPrivilegesForGood(const RunSpec& spec, bool will_be_root, LandlockAhead& landlock) {
   Check(ClearCapabilities());
   if (spec.switch_ids) Check(VerifyIds(spec.uid, spec.gid));
   Check(VerifyCapabilities(will_be_root));
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) FailAndExit({WorkerStep::kNoNewPrivs, errno});
   // 11b. The filesystem allowlist (worker/landlock.h): after no_new_privs, which the
   //      kernel requires, and after the run's mounts (fresh /proc included); fd 7 is still
-  //      open for its rule. Node inherits the domain of the process that forks it.
-  Check(ApplyLandlock(spec, kWorkerSkillDirFd));
+  //      open for its rule. Node inherits the domain of the process that forks it. With
+  //      a ruleset made ahead, only the run's own rules are added to it.
+  Check(ApplyLandlock(spec, kWorkerSkillDirFd, landlock));
 }
 
 // The mirror's own steps before the fork, so that after it the run's first process does
@@ -150,7 +151,7 @@ struct NodeImage {
 // 8d. The run's processes. The worker stays outside as the mirror; without namespaces
 //     it forks node, with them the namespace's init, which clones node (worker/launch.h).
 [[noreturn]] void StartRun(const RunSpec& spec, pid_t broker, bool will_be_root,
-                           bool bootstrap_sealed) {
+                           bool bootstrap_sealed, LandlockAhead& landlock) {
   if (!spec.namespaces) {
     // why fork, not the clone: node's process drops privileges and enters the Landlock
     // domain itself, so the mirror stays outside it, where the script's signals cannot
@@ -160,8 +161,11 @@ struct NodeImage {
     PrepareMirror(broker);
     const pid_t node = fork();
     if (node < 0) FailAndExit({WorkerStep::kFork, errno});
-    if (node > 0) BecomeMirror(node, -1, broker);
-    DropPrivilegesForGood(spec, will_be_root);
+    if (node > 0) {
+      landlock.ruleset.reset();  // the run's, not the mirror's
+      BecomeMirror(node, -1, broker);
+    }
+    DropPrivilegesForGood(spec, will_be_root, landlock);
     const NodeImage image(spec, bootstrap_sealed);
     BecomeNode({spec, image.plan, image.filter, mirror, -1});
   }
@@ -178,13 +182,14 @@ struct NodeImage {
   if (init > 0) {
     status_w.reset();
     self.reset();
+    landlock.ruleset.reset();  // the run's, not the mirror's
     BecomeMirror(init, status_r.get(), broker);
   }
   // The namespace's init (pid 1).
   Check(ResetSignalMask());
   status_r.reset();
   if (spec.fresh_proc) Check(MountFreshProc());
-  DropPrivilegesForGood(spec, will_be_root);
+  DropPrivilegesForGood(spec, will_be_root, landlock);
   // Set after the last credential change (a change of credentials clears it).
   Check(DieWithParentPidfd(SIGKILL, self.get()));
   self.reset();
@@ -204,10 +209,10 @@ void Run() {
   // run (or of the same uid) can open its /proc/<pid>/mem or environ meanwhile. Exec
   // gives node the kernel's usual dumpable state back.
   if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) Check(StepFailed(WorkerStep::kReadSpec, errno));
-  // 1. The cell: what steps 3, 4, 6, 7, 8 and the view ahead need, bounded, strictly decoded. A
-  // worker started
-  //    ahead (fd 3 a socket) takes those steps while it waits for its run; on a pipe the
-  //    whole description comes at once (shared/worker_protocol.h, CellSpec).
+  // 1. The cell: what steps 3, 4, 6, 7, 8, the view ahead and the Landlock rules ahead
+  //    need, bounded, strictly decoded. A worker started ahead (fd 3 a socket) takes
+  //    those steps while it waits for its run; on a pipe the whole description comes at
+  //    once (shared/worker_protocol.h, CellSpec).
   CellSpec cell;
   std::optional<RunSpec> whole;
   Check(ReadCellSpec(kWorkerSpecFd, cell, whole));
@@ -234,6 +239,11 @@ void Run() {
   // IPC namespace; the second half binds what the description names (FinishRunView).
   PendingView view;
   if (cell.view_ahead) EnterNamespaces(cell.hidden_roots, view);
+  // 11b's first half, where the cell asks for it: the Landlock ruleset with the rules no
+  // run changes, each path opened now as the run's user and in the run's view (the cell
+  // asks only once both are settled); the run adds its own to it (worker/landlock.h).
+  LandlockAhead landlock;
+  if (cell.landlock_ahead) Check(PrepareLandlockAhead(cell, landlock));
   // 1 and 2 again: the run itself, which must ask for this very cell, with the script
   // and skill directory descriptors (a worker started ahead receives them now).
   RunSpec spec;
@@ -261,7 +271,7 @@ void Run() {
   // 8d. The run's processes; in them 9. ambient, effective, permitted and inheritable
   //     capabilities cleared, 10. verified, 11. no_new_privs, 11b. Landlock, then in
   //     node's 11c-14 (worker/launch.h).
-  StartRun(spec, broker, will_be_root, bootstrap_sealed);
+  StartRun(spec, broker, will_be_root, bootstrap_sealed, landlock);
 }
 
 }  // namespace

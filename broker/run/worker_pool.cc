@@ -61,12 +61,26 @@ TakeOutcome WorkerPool::Start() const {
     cell.view_ahead = true;
     cell.hidden_roots = config_.hidden_roots;
   }
+  // why only with the run's identity settled, and for a namespaced run only with its view
+  // ahead: each rule's path is opened as the run's user and in the run's view, as it would
+  // be at the run (CellSpec::landlock_ahead).
+  if (config_.landlock_abi > 0 && (cell.ids_ahead || !config_.switch_ids) &&
+      (!config_.namespaces || cell.view_ahead)) {
+    cell.landlock_ahead = true;
+    cell.landlock_abi = config_.landlock_abi;
+    cell.network_off = config_.network_off;
+    cell.node_dir_path = config_.node_dir;
+  }
   std::optional<std::string> frame = EncodeCellSpec(cell);
   if (!frame && cell.view_ahead) {
     // A cell too long for the worker's bound (many long roots): the view follows the
     // description instead, as for the shared run-as uid.
     cell.view_ahead = false;
     cell.hidden_roots.clear();
+    cell.landlock_ahead = false;  // a namespaced run's rules need the view ahead
+    cell.landlock_abi = 0;
+    cell.network_off = false;
+    cell.node_dir_path.clear();
     frame = EncodeCellSpec(cell);
   }
   SpawnRequest req;

@@ -13,7 +13,8 @@
 //   cell       -> the worker's fork of the namespace's init (user and mount namespace, the
 //               view, the pid and IPC namespace)
 //   init       -> node's exec (fresh /proc, Landlock, fork of node, seccomp), of which
-//     landlock   the ruleset's creation -> landlock_restrict_self (one rule a path)
+//     landlock   the run's first Landlock call (the ruleset's creation, or with a ruleset
+//               made while the worker waited, its first rule) -> landlock_restrict_self
 //   node       node's exec -> its exit_group (compare with the floor's)
 //   end        node's exit_group -> the broker's answer (node's teardown, the wake-up of
 //               whoever reaps it and reports the run's end on fd 4, the broker's wake-up,
@@ -42,7 +43,8 @@ const EVENTS = [
   'sched:sched_process_fork', 'sched:sched_process_exec', 'sched:sched_process_exit',
   'syscalls:sys_enter_recvfrom', 'syscalls:sys_enter_sendmsg', 'syscalls:sys_enter_unshare',
   'syscalls:sys_enter_exit_group', 'syscalls:sys_exit_wait4',
-  'syscalls:sys_enter_landlock_create_ruleset', 'syscalls:sys_enter_landlock_restrict_self',
+  'syscalls:sys_enter_landlock_create_ruleset', 'syscalls:sys_enter_landlock_add_rule',
+  'syscalls:sys_enter_landlock_restrict_self',
   'sched:sched_stat_runtime',
 ];
 
@@ -225,8 +227,10 @@ function report(label, events, { driver, broker }, N) {
                  'node main cpu': [], 'others cpu': [], end: [], exit: [], mirror: [], total: [] };
   const landlock = (pids, after) => {
     const at = (ev) => events.find((e) => pids.includes(e.pid) && e.ev === ev && e.t > after)?.t;
-    const created = at('sys_enter_landlock_create_ruleset'), restricted = at('sys_enter_landlock_restrict_self');
-    return created !== undefined && restricted !== undefined ? restricted - created : undefined;
+    const first = [at('sys_enter_landlock_create_ruleset'), at('sys_enter_landlock_add_rule')]
+      .filter((t) => t !== undefined);
+    const restricted = at('sys_enter_landlock_restrict_self');
+    return first.length && restricted !== undefined ? restricted - Math.min(...first) : undefined;
   };
   const mine = events.filter((e) => e.pid === broker);
   for (let i = 0; i < mine.length; i++) {

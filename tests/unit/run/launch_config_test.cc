@@ -197,22 +197,39 @@ TEST(HiddenRoots, TooManyRefuseNamespacedRuns) {
 // mount namespace with a file bound over /proc/uptime. Root only (the mounts).
 TEST(ResolveLaunchConfig, AMaskedProcTurnsOnlyTheFreshProcOff) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to mask /proc in a mount namespace";
+  int said[2];
+  ASSERT_EQ(pipe2(said, O_CLOEXEC), 0);
   const pid_t pid = fork();
   if (pid == 0) {
+    close(said[0]);
     if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
         mount("/dev/null", "/proc/uptime", nullptr, MS_BIND, nullptr) != 0)
       _exit(10);
     LaunchConfigResult r = ResolveLaunchConfig(WorkingEnv(), PrivilegeState{});
-    if (!r.config || !r.config->ready()) _exit(11);
+    if (!r.config) _exit(11);
+    // What the probe said, for the failure message (a pipe far from full).
+    const std::string why =
+        "refusal: " + r.config->refusal + "; namespaces: " + r.config->namespaces_problem +
+        r.config->namespaces_off_reason + "; fresh /proc: " + r.config->fresh_proc_problem;
+    if (write(said[1], why.data(), why.size()) < 0) _exit(15);
+    if (!r.config->ready()) _exit(11);
     if (!r.config->namespaces) _exit(12);  // no user namespaces here at all
     if (r.config->fresh_proc) _exit(13);
     _exit(r.config->fresh_proc_problem.find("fresh /proc") == std::string::npos ? 14 : 0);
   }
+  close(said[1]);
+  std::string why;
+  char buf[512];
+  for (ssize_t n; (n = read(said[0], buf, sizeof buf)) > 0;)
+    why.append(buf, static_cast<size_t>(n));
+  close(said[0]);
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFEXITED(status));
-  if (WEXITSTATUS(status) == 12) GTEST_SKIP() << "this host gives no user namespace to runs";
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: no mask, 11: no runs, 13: fresh /proc on, 14: no reason";
+  if (WEXITSTATUS(status) == 12)
+    GTEST_SKIP() << "this host gives no user namespace to runs: " << why;
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "10: no mask, 11: no runs, 13: fresh /proc on, 14: no reason; " << why;
   // Unmasked (the control): the same probe mounts it.
   LaunchConfigResult r = ResolveLaunchConfig(WorkingEnv(), PrivilegeState{});
   ASSERT_TRUE(r.config.has_value());

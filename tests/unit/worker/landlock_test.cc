@@ -186,6 +186,51 @@ TEST(LandlockPlan, DataDirAndNoRuleForANamespacedRunsTmp) {
   EXPECT_EQ(Find(plan, "/tmp"), nullptr) << "no rule for the private /tmp of a namespaced run";
 }
 
+// What a worker started ahead adds while it waits is exactly the whole plan's `ahead`
+// part, whatever the run adds (a data directory or scratch directory under /usr, node in
+// /usr, module directories), with the same masks; /proc, the skill, the modules, the
+// scratch and data directories are never ahead (a namespaced run's /proc is its own).
+TEST(LandlockPlan, TheRulesAheadAreThoseOfTheWholePlanNoRunChanges) {
+  for (uint32_t abi : {1u, 3u, 4u, 6u, 7u}) {
+    for (const char* node : {"/opt/node", "/usr", "/usr/local/bin", ""}) {
+      for (const char* data : {"", "/srv/data", "/usr/local/share/data", "/etc"}) {
+        for (const char* scratch : {"/tmp/skill-mcp-run.abc", "/usr/tmp/skill-mcp-run.abc"}) {
+          RunSpec s = Spec(abi);
+          s.network_off = abi >= 4;
+          s.node_dir_path = node;
+          s.data_dir_path = data;
+          s.scratch_dir_path = scratch;
+          const LandlockPlan whole = BuildLandlockPlan(s);
+          const LandlockPlan ahead = BuildLandlockAheadPlan(abi, s.network_off, node);
+          const std::string what = std::to_string(abi) + " " + node + " " + data + " " + scratch;
+          EXPECT_EQ(ahead.abi, whole.abi) << what;
+          EXPECT_EQ(ahead.handled_fs, whole.handled_fs) << what;
+          EXPECT_EQ(ahead.handled_net, whole.handled_net) << what;
+          EXPECT_EQ(ahead.scoped, whole.scoped) << what;
+          EXPECT_EQ(ahead.attr_size, whole.attr_size) << what;
+          std::vector<std::string> want, got;
+          for (const LandlockPathRule& r : whole.rules) {
+            if (!r.ahead) continue;
+            // The scratch and data directories are the only rules that may create files.
+            EXPECT_FALSE(r.from_skill_fd || r.module_dir || r.path == "/proc" ||
+                         (r.access & kMakeReg) != 0)
+                << r.path << " is the run's";
+            want.push_back(r.path + " " + std::to_string(r.access) + " " +
+                           std::to_string(r.required) + std::to_string(r.named));
+          }
+          for (const LandlockPathRule& r : ahead.rules)
+            got.push_back(r.path + " " + std::to_string(r.access) + " " +
+                          std::to_string(r.required) + std::to_string(r.named));
+          EXPECT_EQ(got, want) << what;
+          EXPECT_NE(Find(whole, "/proc"), nullptr) << what;
+          EXPECT_FALSE(Find(whole, "/proc")->ahead) << what;
+          EXPECT_NE(Find(ahead, "/usr"), nullptr) << what;
+        }
+      }
+    }
+  }
+}
+
 TEST(LandlockPlan, FileRulesKeepOnlyFileRights) {
   EXPECT_EQ(FileOnlyAccess(HandledFsAccess(7)),
             kExecute | kWriteFile | kReadFile | kTruncate | kIoctlDev);
@@ -220,18 +265,37 @@ struct Tree {
 };
 
 // Runs `body` in a child restricted to `spec`'s ruleset; the child's exit code is what
-// `body` returns (0..125), 126 when ApplyLandlock failed.
-int InChild(const RunSpec& spec, const std::string& skill, const std::function<int()>& body) {
+// `body` returns (0..125), 126 when the ruleset failed. `ahead`: the rules no run changes
+// go into a ruleset made first, as a worker started ahead makes it while it waits.
+int InOneChild(const RunSpec& spec, const std::string& skill, const std::function<int()>& body,
+               bool ahead) {
   pid_t pid = fork();
   if (pid == 0) {
+    LandlockAhead made;
+    if (ahead) {
+      CellSpec cell;
+      cell.landlock_ahead = true;
+      cell.landlock_abi = spec.landlock_abi;
+      cell.network_off = spec.network_off;
+      cell.node_dir_path = spec.node_dir_path;
+      if (PrepareLandlockAhead(cell, made)) _exit(126);
+    }
     int dir = open(skill.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (dir < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) _exit(126);
-    if (ApplyLandlock(spec, dir)) _exit(126);
+    if (ApplyLandlock(spec, dir, made)) _exit(126);
     _exit(body());
   }
   int status = 0;
   waitpid(pid, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 127;
+}
+
+// Both ways, which must agree: the whole ruleset made at the run, and the part no run
+// changes made ahead (CellSpec::landlock_ahead); 200 when they differ.
+int InChild(const RunSpec& spec, const std::string& skill, const std::function<int()>& body) {
+  const int whole = InOneChild(spec, skill, body, false);
+  const int ahead = InOneChild(spec, skill, body, true);
+  return whole == ahead ? whole : 200;
 }
 
 int OpenErr(const std::string& path, int flags) {

@@ -641,17 +641,49 @@ TEST(CellSpecCodec, ADescriptionMatchesTheCellItWasTakenFrom) {
   EXPECT_FALSE(CellMatches(later, other));
 }
 
-// The view ahead: its roots travel with the cell, only where the worker already has the
-// run's identity (a uid of its own, or no switch).
-TEST(CellSpecCodec, TheViewAheadCarriesItsRootsAndOnlyWithTheRunsIdentity) {
+// A cell for a worker that waits with a uid of its own, and the same cell after its
+// frame's payload went through the decoder.
+CellSpec OwnUidCell() {
   CellSpec cell;
   cell.switch_ids = true;
   cell.ids_ahead = true;
   cell.uid = 1879048200;
   cell.gid = 64000;
+  return cell;
+}
+
+std::optional<CellSpec> CellRoundtrip(const CellSpec& cell) {
+  return DecodeCellSpec(EncodeCellSpec(cell).value().substr(kCellSpecPrefixBytes));
+}
+
+// The same cell for a worker under the shared run-as uid, switched after the description.
+CellSpec UnderTheSharedUid(CellSpec cell) {
+  cell.ids_ahead = false;
+  cell.uid = cell.gid = 0;
+  return cell;
+}
+
+// Neither side takes it: IsValidCellSpec refuses it, and it is never encoded.
+bool RefusedCell(const CellSpec& cell) {
+  return !IsValidCellSpec(cell) && !EncodeCellSpec(cell).has_value();
+}
+
+// A run of a uid of its own (OwnUidCell's).
+RunSpec OwnUidRun() {
+  RunSpec spec;
+  spec.switch_ids = true;
+  spec.uid = 1879048200;
+  spec.gid = 64000;
+  return spec;
+}
+
+// The view ahead: its roots travel with the cell, only where the worker already has the
+// run's identity (a uid of its own, or no switch).
+TEST(CellSpecCodec, TheViewAheadCarriesItsRootsAndOnlyWithTheRunsIdentity) {
+  CellSpec cell = OwnUidCell();
   cell.view_ahead = true;
   cell.hidden_roots = {"/srv/skills", "/home/ann/skills"};
-  const auto back = DecodeCellSpec(EncodeCellSpec(cell).value().substr(kCellSpecPrefixBytes));
+  const auto back = CellRoundtrip(cell);
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(*back, cell);
   CellSpec unswitched;
@@ -659,11 +691,7 @@ TEST(CellSpecCodec, TheViewAheadCarriesItsRootsAndOnlyWithTheRunsIdentity) {
   unswitched.hidden_roots = {"/srv/skills"};
   EXPECT_TRUE(IsValidCellSpec(unswitched));
   // The shared run-as uid is switched to after the description: its view follows it.
-  CellSpec shared_uid = cell;
-  shared_uid.ids_ahead = false;
-  shared_uid.uid = shared_uid.gid = 0;
-  EXPECT_FALSE(IsValidCellSpec(shared_uid));
-  EXPECT_FALSE(EncodeCellSpec(shared_uid).has_value());
+  EXPECT_TRUE(RefusedCell(UnderTheSharedUid(cell)));
   CellSpec roots_without_view = cell;
   roots_without_view.view_ahead = false;
   EXPECT_FALSE(IsValidCellSpec(roots_without_view));
@@ -682,11 +710,83 @@ TEST(CellSpecCodec, TheViewAheadCarriesItsRootsAndOnlyWithTheRunsIdentity) {
   EXPECT_FALSE(EncodeCellSpec(long_roots).has_value());
 }
 
+// The Landlock ruleset ahead: its three values travel with the cell, only where the
+// worker already has the run's identity, each checked as in a run description.
+TEST(CellSpecCodec, TheLandlockRulesAheadOnlyWithTheRunsIdentityAndValidValues) {
+  CellSpec cell = OwnUidCell();
+  cell.landlock_ahead = true;
+  cell.landlock_abi = 6;
+  cell.network_off = true;
+  cell.node_dir_path = "/usr/bin";
+  const auto back = CellRoundtrip(cell);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(*back, cell);
+  CellSpec unswitched;
+  unswitched.landlock_ahead = true;
+  unswitched.landlock_abi = 1;
+  EXPECT_TRUE(IsValidCellSpec(unswitched));  // no node directory: no rule for it
+  // why: under the shared run-as uid each path would be opened as the broker.
+  EXPECT_TRUE(RefusedCell(UnderTheSharedUid(cell)));
+  CellSpec no_abi = cell;
+  no_abi.landlock_abi = 0;
+  EXPECT_FALSE(IsValidCellSpec(no_abi));
+  CellSpec unknown_abi = cell;
+  unknown_abi.landlock_abi = kRunSpecMaxLandlockAbi + 1;
+  EXPECT_FALSE(IsValidCellSpec(unknown_abi));
+  CellSpec network_abi3 = cell;
+  network_abi3.landlock_abi = 3;
+  EXPECT_FALSE(IsValidCellSpec(network_abi3));  // refusing TCP needs ABI 4
+  network_abi3.network_off = false;
+  EXPECT_TRUE(IsValidCellSpec(network_abi3));
+  for (const char* bad : {"usr/bin", "/usr/./bin", "//usr", "/usr/bin/"}) {
+    CellSpec c = cell;
+    c.node_dir_path = bad;
+    EXPECT_FALSE(IsValidCellSpec(c)) << bad;
+  }
+  // Without landlock_ahead its values are unset: nothing hides in them.
+  CellSpec values_without = cell;
+  values_without.landlock_ahead = false;
+  EXPECT_FALSE(IsValidCellSpec(values_without));
+  values_without.landlock_abi = 0;
+  values_without.network_off = false;
+  EXPECT_FALSE(IsValidCellSpec(values_without));
+  values_without.node_dir_path.clear();
+  EXPECT_TRUE(IsValidCellSpec(values_without));
+}
+
+TEST(CellSpecCodec, ARunMatchesTheLandlockRulesAheadOnlyWithTheSameValues) {
+  RunSpec spec = OwnUidRun();
+  spec.landlock_abi = 6;
+  spec.network_off = true;
+  spec.node_dir_path = "/usr/bin";
+  CellSpec cell = CellOf(spec);
+  EXPECT_FALSE(cell.landlock_ahead);  // a whole description: nothing waited
+  cell.landlock_ahead = true;
+  cell.landlock_abi = 6;
+  cell.network_off = true;
+  cell.node_dir_path = "/usr/bin";
+  EXPECT_TRUE(CellMatches(cell, spec));
+  // Each of the three values otherwise than the cell's.
+  for (int value = 0; value < 3; ++value) {
+    RunSpec other = spec;
+    if (value == 0) other.landlock_abi = 5;
+    if (value == 1) other.network_off = false;
+    if (value == 2) other.node_dir_path = "/opt/node/bin";
+    EXPECT_FALSE(CellMatches(cell, other)) << value;
+  }
+  // why: a namespaced run's rules must have been looked up in its own view.
+  RunSpec other = spec;
+  other.namespaces = true;
+  other.skill_dir_path = "/srv/skills/a";
+  other.hidden_roots = {"/srv/skills"};
+  EXPECT_FALSE(CellMatches(cell, other));
+  cell.view_ahead = true;
+  cell.hidden_roots = other.hidden_roots;
+  EXPECT_TRUE(CellMatches(cell, other));
+}
+
 TEST(CellSpecCodec, ARunMatchesAViewAheadOnlyWithNamespacesAndTheSameRoots) {
-  RunSpec spec;
-  spec.switch_ids = true;
-  spec.uid = 1879048200;
-  spec.gid = 64000;
+  RunSpec spec = OwnUidRun();
   spec.namespaces = true;
   spec.skill_dir_path = "/srv/skills/a";
   spec.hidden_roots = {"/srv/skills"};
@@ -771,7 +871,7 @@ TEST(RunSpecCorpus, OnlyTheCellFilesDecodeAsCells) {
     EXPECT_EQ(EncodeCellSpec(*cell).value_or("").substr(kCellSpecPrefixBytes), bytes) << e->d_name;
   }
   closedir(d);
-  EXPECT_EQ(accepted, (std::set<std::string>{"cell", "cell-view"}));
+  EXPECT_EQ(accepted, (std::set<std::string>{"cell", "cell-landlock", "cell-view"}));
 }
 
 }  // namespace
