@@ -88,6 +88,30 @@ StepResult ClearCapabilities() {
   return StepOk();
 }
 
+EffectiveCapsOff::~EffectiveCapsOff() { cap_free(saved_); }
+
+StepResult EffectiveCapsOff::Suspend(WorkerStep step) {
+  cap_t now = cap_get_proc();
+  if (now == nullptr) return StepFailed(step, errno);
+  cap_t off = cap_dup(now);
+  if (off == nullptr || cap_clear_flag(off, CAP_EFFECTIVE) != 0 || cap_set_proc(off) != 0) {
+    const int err = errno;
+    cap_free(off);
+    cap_free(now);
+    return StepFailed(step, err);
+  }
+  cap_free(off);
+  cap_free(saved_);
+  saved_ = now;
+  return StepOk();
+}
+
+StepResult EffectiveCapsOff::Restore(WorkerStep step) {
+  if (saved_ == nullptr) return StepFailed(step, EINVAL);
+  if (cap_set_proc(static_cast<cap_t>(saved_)) != 0) return StepFailed(step, errno);
+  return StepOk();
+}
+
 StepResult VerifyCapabilities(bool will_be_root) {
   cap_t now = cap_get_proc();
   cap_t empty = cap_init();

@@ -21,6 +21,23 @@ StepResult DropBoundingSet(bool eperm_is_fatal);
 // kDropAmbient then kDropCaps: ambient cleared; effective, permitted, inheritable empty.
 StepResult ClearCapabilities();
 
+// The effective set emptied while a worker started ahead looks up paths for the run
+// (permitted kept, so Restore gives it back): a lookup then sees the files as the run's
+// user alone, as the same lookup at the run does, after ClearCapabilities. `step` is the
+// step a failure reports.
+class EffectiveCapsOff {
+ public:
+  EffectiveCapsOff() = default;
+  EffectiveCapsOff(const EffectiveCapsOff&) = delete;
+  EffectiveCapsOff& operator=(const EffectiveCapsOff&) = delete;
+  ~EffectiveCapsOff();
+  StepResult Suspend(WorkerStep step);
+  StepResult Restore(WorkerStep step);
+
+ private:
+  void* saved_ = nullptr;  // libcap's cap_t of the sets before Suspend
+};
+
 // kVerifyCaps: re-reads the sets: effective, permitted and inheritable empty, which
 // leaves the ambient set empty too (the kernel keeps it within permitted and
 // inheritable); the bounding set empty too when the worker will be root (the case where

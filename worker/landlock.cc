@@ -9,6 +9,7 @@
 
 #include "shared/landlock_abi.h"
 #include "shared/unique_fd.h"
+#include "worker/caps.h"
 #include "worker/exec.h"
 #include "worker/landlock_rules.h"
 #include "worker/module_dir.h"
@@ -46,8 +47,15 @@ constexpr int kMaxWalkDepth = 64;
 // level down, every other entry the whole rule. Entries are told by device and inode
 // (worker/operator_ids.h), never by name. Never follows a symlink: its target is judged
 // by the rules of where it lies.
-int AddRulesAround(int ruleset, int dir, uint64_t access, const OperatorIds& ops, int depth) {
+// `path` names `dir`; with `walked`, each directory listed is noted there as it is now.
+int AddRulesAround(int ruleset, int dir, uint64_t access, const OperatorIds& ops, int depth,
+                   const std::string& path, std::vector<WalkedDir>* walked) {
   if (depth > kMaxWalkDepth) return ELOOP;
+  if (walked != nullptr) {
+    WalkedDir w{path, {}};
+    if (fstat(dir, &w.seen) != 0) return errno;
+    walked->push_back(std::move(w));
+  }
   if (int err = AddRule(ruleset, dir, access & landlock::kReadDir); err != 0) return err;
   UniqueFd listing(openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!listing.valid()) return errno;
@@ -68,7 +76,7 @@ int AddRulesAround(int ruleset, int dir, uint64_t access, const OperatorIds& ops
       const DirId id = IdOf(st);
       if (S_ISDIR(st.st_mode) && ops.IsOperatorDir(id)) continue;  // nothing granted
       if (S_ISDIR(st.st_mode) && ops.IsAbove(id)) {
-        err = AddRulesAround(ruleset, fd.get(), access, ops, depth + 1);
+        err = AddRulesAround(ruleset, fd.get(), access, ops, depth + 1, path + "/" + name, walked);
         if (err == EACCES) err = 0;  // one the run-as user cannot list: nothing granted there
         if (err != 0) break;
         continue;
@@ -93,8 +101,8 @@ int AddModuleDirRule(int ruleset, const LandlockPathRule& r) {
   return AddRule(ruleset, fd.get(), r.access);
 }
 
-int AddPathRule(int ruleset, const LandlockPathRule& r, int skill_dir_fd,
-                const OperatorIds& ops) {
+int AddPathRule(int ruleset, const LandlockPathRule& r, int skill_dir_fd, const OperatorIds& ops,
+                std::vector<WalkedDir>* walked) {
   if (r.from_skill_fd) return AddRule(ruleset, skill_dir_fd, r.access);
   if (r.module_dir) return AddModuleDirRule(ruleset, r);
   // Opened as the run-as user (after the uid switch): a path that user cannot reach gets
@@ -125,7 +133,8 @@ int AddPathRule(int ruleset, const LandlockPathRule& r, int skill_dir_fd,
     } else if (ops.IsOperatorDir(IdOf(st))) {
       return 0;  // a system path that is one: nothing granted
     }
-    if (ops.IsAbove(IdOf(st))) return AddRulesAround(ruleset, fd.get(), r.access, ops, 0);
+    if (ops.IsAbove(IdOf(st)))
+      return AddRulesAround(ruleset, fd.get(), r.access, ops, 0, r.path, walked);
   }
   return AddRule(ruleset, fd.get(), st, r.access);
 }
@@ -139,16 +148,33 @@ UniqueFd CreateRuleset(const LandlockPlan& plan) {
 }
 
 // Adds the plan's rules, but those marked `ahead` when `skip_ahead` (they are in the
-// ruleset already). The operator's directories are looked up now, as the run-as user and in
-// the run's view (a namespaced run's covers are what its rules would reach).
-int AddRules(int ruleset, const LandlockPlan& plan, int skill_dir_fd, bool skip_ahead) {
-  OperatorIds ops;
-  if (int err = ops.Load(OperatorDirs()); err != 0) return err;
+// ruleset already), each decided by `ops` (the operator's directories as looked up by the
+// caller: as the run-as user and in the run's view, whose covers are what the rules reach).
+int AddRules(int ruleset, const LandlockPlan& plan, int skill_dir_fd, const OperatorIds& ops,
+             bool skip_ahead, std::vector<WalkedDir>* walked) {
   for (const LandlockPathRule& r : plan.rules) {
     if (skip_ahead && r.ahead) continue;
-    if (int err = AddPathRule(ruleset, r, skill_dir_fd, ops); err != 0) return err;
+    if (int err = AddPathRule(ruleset, r, skill_dir_fd, ops, walked); err != 0) return err;
   }
   return 0;
+}
+
+bool SameTime(const timespec& a, const timespec& b) {
+  return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+// Whether the rules made ahead were decided by what holds now: the same operator's
+// directories, and every directory granted around them the same inode, unchanged.
+bool AheadStillHolds(const LandlockAhead& ahead, const OperatorIds& now) {
+  if (!(ahead.ops == now)) return false;
+  for (const WalkedDir& w : ahead.walked) {
+    struct stat st {};
+    if (stat(w.path.c_str(), &st) != 0 || st.st_dev != w.seen.st_dev ||
+        st.st_ino != w.seen.st_ino || !SameTime(st.st_mtim, w.seen.st_mtim) ||
+        !SameTime(st.st_ctim, w.seen.st_ctim))
+      return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -157,25 +183,41 @@ StepResult PrepareLandlockAhead(const CellSpec& cell, LandlockAhead& ahead) {
   const LandlockPlan plan =
       BuildLandlockAheadPlan(cell.landlock_abi, cell.network_off, cell.node_dir_path);
   if (plan.abi == 0) return StepOk();
+  // why: the worker may still hold effective capabilities here (a root broker's worker
+  // keeps them across its uid switch until step 9; inside its user namespace it holds
+  // them all); the run's step makes its lookups with none, so these do too.
+  EffectiveCapsOff caps;
+  if (StepResult r = caps.Suspend(WorkerStep::kLandlock)) return r;
   UniqueFd made = CreateRuleset(plan);
-  if (!made.valid()) return Failed(errno);
+  int err = made.valid() ? 0 : errno;
   // why above the bootstrap's fd: the run's 6 and 7 arrive later, and are refused if
   // those numbers are taken (EEXIST).
-  UniqueFd ruleset(fcntl(made.get(), F_DUPFD_CLOEXEC, kWorkerBootstrapFd + 1));
-  if (!ruleset.valid()) return Failed(errno);
-  if (int err = AddRules(ruleset.get(), plan, -1, /*skip_ahead=*/false); err != 0)
-    return Failed(err);
+  UniqueFd ruleset(err == 0 ? fcntl(made.get(), F_DUPFD_CLOEXEC, kWorkerBootstrapFd + 1) : -1);
+  if (err == 0 && !ruleset.valid()) err = errno;
+  if (err == 0) err = ahead.ops.Load(OperatorDirs());
+  if (err == 0) err = AddRules(ruleset.get(), plan, -1, ahead.ops, false, &ahead.walked);
+  if (StepResult r = caps.Restore(WorkerStep::kLandlock)) return r;
+  if (err != 0) return Failed(err);
   ahead.ruleset = std::move(ruleset);
   return StepOk();
 }
 
 StepResult ApplyLandlock(const RunSpec& spec, int skill_dir_fd, LandlockAhead& ahead) {
   const LandlockPlan plan = BuildLandlockPlan(spec);
-  if (plan.abi == 0) return StepOk();
-  const bool made_ahead = ahead.ruleset.valid();
+  if (plan.abi == 0) {
+    ahead.ruleset.reset();
+    return StepOk();
+  }
+  OperatorIds ops;
+  if (int err = ops.Load(OperatorDirs()); err != 0) return Failed(err);
+  // why: rules made ahead that something since would have decided otherwise (an
+  // operator's directory made or mounted, an entry of a walked directory made, renamed
+  // or removed) are not used; the whole ruleset is made now, as without them.
+  const bool made_ahead = ahead.ruleset.valid() && AheadStillHolds(ahead, ops);
   UniqueFd ruleset = made_ahead ? std::move(ahead.ruleset) : CreateRuleset(plan);
+  ahead.ruleset.reset();
   if (!ruleset.valid()) return Failed(errno);
-  if (int err = AddRules(ruleset.get(), plan, skill_dir_fd, made_ahead); err != 0)
+  if (int err = AddRules(ruleset.get(), plan, skill_dir_fd, ops, made_ahead, nullptr); err != 0)
     return Failed(err);
   if (landlock::RestrictSelf(ruleset.get()) != 0) return Failed(errno);
   return StepOk();

@@ -54,10 +54,10 @@ uint64_t FileOnlyAccess(uint64_t access);
 LandlockPlan BuildLandlockPlan(const RunSpec& spec);
 
 // The part of BuildLandlockPlan that a worker started ahead makes while it waits: the
-// same ABI masks, and the rules marked `ahead` of any run with these three values. No
-// rule a run adds can drop one of them as covered (they are read and execute, the run's
-// are read-only or lie beneath its own directories), so the two parts make the same
-// ruleset as the whole plan.
+// same ABI masks, and the rules marked `ahead` of any run with these three values. The
+// run adds the rest. A rule of this part that the whole plan leaves out as covered by
+// one of the run's (an MCP_DATA_DIR of /dev covers the devices) grants nothing that rule
+// does not, so the two parts allow what the whole plan allows.
 LandlockPlan BuildLandlockAheadPlan(uint32_t landlock_abi, bool network_off,
                                     const std::string& node_dir_path);
 

@@ -30,6 +30,8 @@ class OperatorIds {
   bool IsAbove(DirId id) const;         // a directory one of them lies beneath
   // Whether the directory open at `fd` is one of them or lies beneath one (0, or errno).
   int AtOrBeneath(int fd, bool& found) const;
+  // The same directories found, in the same order (a lookup made earlier still holds).
+  bool operator==(const OperatorIds&) const = default;
 
  private:
   std::vector<DirId> dirs_, above_;

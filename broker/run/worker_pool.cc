@@ -72,15 +72,19 @@ TakeOutcome WorkerPool::Start() const {
     cell.node_dir_path = config_.node_dir;
   }
   std::optional<std::string> frame = EncodeCellSpec(cell);
-  if (!frame && cell.view_ahead) {
-    // A cell too long for the worker's bound (many long roots): the view follows the
-    // description instead, as for the shared run-as uid.
-    cell.view_ahead = false;
-    cell.hidden_roots.clear();
-    cell.landlock_ahead = false;  // a namespaced run's rules need the view ahead
+  // A cell too long for the worker's bound (a long node directory, many long roots): the
+  // rules, then the view, follow the description instead, as for the shared run-as uid
+  // (a namespaced run's rules need the view ahead, so they go first).
+  if (!frame && cell.landlock_ahead) {
+    cell.landlock_ahead = false;
     cell.landlock_abi = 0;
     cell.network_off = false;
     cell.node_dir_path.clear();
+    frame = EncodeCellSpec(cell);
+  }
+  if (!frame && cell.view_ahead) {
+    cell.view_ahead = false;
+    cell.hidden_roots.clear();
     frame = EncodeCellSpec(cell);
   }
   SpawnRequest req;

@@ -752,6 +752,9 @@ TEST(CellSpecCodec, TheLandlockRulesAheadOnlyWithTheRunsIdentityAndValidValues) 
   EXPECT_FALSE(IsValidCellSpec(values_without));
   values_without.node_dir_path.clear();
   EXPECT_TRUE(IsValidCellSpec(values_without));
+  CellSpec only_network = values_without;
+  only_network.network_off = true;
+  EXPECT_TRUE(RefusedCell(only_network));
 }
 
 TEST(CellSpecCodec, ARunMatchesTheLandlockRulesAheadOnlyWithTheSameValues) {
