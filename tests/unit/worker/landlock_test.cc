@@ -269,6 +269,15 @@ struct Tree {
   }
 };
 
+// A run on this host's Tree: its scratch directory, node under /usr, no module directory.
+RunSpec HostSpec(int abi, const Tree& t) {
+  RunSpec spec = Spec(static_cast<uint32_t>(abi));
+  spec.scratch_dir_path = t.scratch;
+  spec.node_dir_path = "/usr";
+  spec.read_dirs = {};
+  return spec;
+}
+
 // Runs `body` in a child restricted to `spec`'s ruleset; the child's exit code is what
 // `body` returns (0..125), 126 when the ruleset failed. `ahead`: the rules no run changes
 // go into a ruleset made first, as a worker started ahead makes it while it waits.
@@ -318,10 +327,7 @@ TEST(LandlockKernel, TheRunReachesOnlyItsAllowlist) {
   const int abi = KernelAbi();
   if (abi <= 0) GTEST_SKIP() << "this kernel has no Landlock (" << strerror(-abi) << ")";
   Tree t;
-  RunSpec spec = Spec(static_cast<uint32_t>(abi));
-  spec.scratch_dir_path = t.scratch;
-  spec.node_dir_path = "/usr";
-  spec.read_dirs = {};
+  RunSpec spec = HostSpec(abi, t);
   EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr(t.skill + "/main.js", O_RDONLY); }), 0);
   EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr(t.skill + "/main.js", O_WRONLY); }),
             EACCES) << "the skill is read-only";
@@ -443,10 +449,7 @@ TEST(LandlockKernel, TheOperatorsDirectoriesAreOutOfReach) {
   if (abi <= 0) GTEST_SKIP() << "this kernel has no Landlock (" << strerror(-abi) << ")";
   if (geteuid() != 0) GTEST_SKIP() << "planting files in the operator's directories needs root";
   Tree t;
-  RunSpec spec = Spec(static_cast<uint32_t>(abi));
-  spec.scratch_dir_path = t.scratch;
-  spec.node_dir_path = "/usr";
-  spec.read_dirs = {};
+  RunSpec spec = HostSpec(abi, t);
   char lib_target[16] = {};
   const bool merged_usr = readlink("/lib", lib_target, sizeof(lib_target) - 1) > 0 &&
                           (std::string(lib_target) == "usr/lib" || std::string(lib_target) == "/usr/lib");
@@ -512,10 +515,7 @@ TEST(LandlockKernel, RulesMadeAheadAreRemadeWhenWhatDecidedThemChanged) {
   if (abi <= 0) GTEST_SKIP() << "this kernel has no Landlock (" << strerror(-abi) << ")";
   if (geteuid() != 0) GTEST_SKIP() << "planting in /usr/lib and /etc needs root";
   Tree t;
-  RunSpec spec = Spec(static_cast<uint32_t>(abi));
-  spec.scratch_dir_path = t.scratch;
-  spec.node_dir_path = "/usr";
-  spec.read_dirs = {};
+  RunSpec spec = HostSpec(abi, t);
   const std::string tag = std::to_string(getpid());
   // 1. An operator's directory made meanwhile where nothing was walked: /usr was granted
   //    whole (no operator's directory under it then); the run must not reach the new one.
@@ -603,10 +603,7 @@ TEST(LandlockKernel, TheConfiguredSysconfdirIsOutOfReach) {
   Tree t;
   PlantedConfig p;
   if (!p.error.empty()) GTEST_SKIP() << p.error;
-  RunSpec spec = Spec(static_cast<uint32_t>(abi));
-  spec.scratch_dir_path = t.scratch;
-  spec.node_dir_path = "/usr";
-  spec.read_dirs = {};
+  RunSpec spec = HostSpec(abi, t);
   const int planted_err = InChild(spec, t.skill, [&] { return OpenErr(p.planted, O_RDONLY); });
   const int sibling_err = InChild(spec, t.skill, [&] { return OpenErr(p.sibling, O_RDONLY); });
   const int usr_err = InChild(spec, t.skill, [&] { return OpenErr("/usr/bin/env", O_RDONLY); });
@@ -632,10 +629,7 @@ TEST(LandlockKernel, ADataDirAboveAnOperatorsDirectoryIsGrantedAroundIt) {
   if (!p.error.empty()) GTEST_SKIP() << p.error;
   const std::string link = t.root + "/data-link";
   ASSERT_EQ(symlink(p.parent.c_str(), link.c_str()), 0);
-  RunSpec spec = Spec(static_cast<uint32_t>(abi));
-  spec.scratch_dir_path = t.scratch;
-  spec.node_dir_path = "/usr";
-  spec.read_dirs = {};
+  RunSpec spec = HostSpec(abi, t);
   for (const std::string& data : {link, p.parent}) {
     spec.data_dir_path = data;
     EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr(p.planted, O_RDONLY); }), EACCES)
@@ -665,10 +659,7 @@ TEST(LandlockKernel, ADataDirInAnOperatorsDirectoryFailsTheStep) {
   p.left.Dir(sub);
   const std::string link = t.root + "/op-link";
   ASSERT_EQ(symlink(p.dir.c_str(), link.c_str()), 0);
-  RunSpec spec = Spec(static_cast<uint32_t>(abi));
-  spec.scratch_dir_path = t.scratch;
-  spec.node_dir_path = "/usr";
-  spec.read_dirs = {};
+  RunSpec spec = HostSpec(abi, t);
   std::vector<int> got;
   for (const std::string& data : {p.dir, sub, link}) {
     spec.data_dir_path = data;
@@ -693,10 +684,7 @@ TEST(LandlockKernel, ANamedPathThroughASymlinkIsNotFollowed) {
   ASSERT_EQ(symlink(t.other.c_str(), link.c_str()), 0);
   ASSERT_EQ(symlink(t.root.c_str(), via.c_str()), 0);
   const std::string other_name = t.other.substr(t.root.size());
-  RunSpec spec = Spec(static_cast<uint32_t>(abi));
-  spec.scratch_dir_path = t.scratch;
-  spec.node_dir_path = "/usr";
-  spec.read_dirs = {};
+  RunSpec spec = HostSpec(abi, t);
   const std::string target = t.other + "/written";
   for (const std::string& data : {link, via + other_name}) {
     spec.data_dir_path = data;
@@ -736,9 +724,7 @@ TEST(LandlockKernel, ASymlinkedModuleDirGrantsNothing) {
   Tree t;
   const std::string modules = t.root + "/node_modules";
   ASSERT_EQ(symlink(t.other.c_str(), modules.c_str()), 0);
-  RunSpec spec = Spec(static_cast<uint32_t>(abi));
-  spec.scratch_dir_path = t.scratch;
-  spec.node_dir_path = "/usr";
+  RunSpec spec = HostSpec(abi, t);
   spec.read_dirs = {CheckedModuleDir(modules)};
   EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr(modules + "/secret", O_RDONLY); }),
             EACCES) << "the link's target is not granted";
@@ -764,9 +750,7 @@ TEST(LandlockKernel, AModuleDirOthersMayWriteGrantsNothing) {
   Tree t;
   const std::string modules = t.root + "/node_modules";
   ASSERT_EQ(rename(t.other.c_str(), modules.c_str()), 0);
-  RunSpec spec = Spec(static_cast<uint32_t>(abi));
-  spec.scratch_dir_path = t.scratch;
-  spec.node_dir_path = "/usr";
+  RunSpec spec = HostSpec(abi, t);
   spec.read_dirs = {CheckedModuleDir(modules)};
   ASSERT_EQ(chmod(modules.c_str(), 0777), 0);
   EXPECT_EQ(InChild(spec, t.skill, [&] { return OpenErr(modules + "/secret", O_RDONLY); }),
@@ -784,9 +768,7 @@ TEST(LandlockKernel, AModuleDirSwappedSinceTheBrokersCheckGrantsNothing) {
   Tree t;
   const std::string modules = t.root + "/node_modules";
   ASSERT_EQ(mkdir(modules.c_str(), 0755), 0);
-  RunSpec spec = Spec(static_cast<uint32_t>(abi));
-  spec.scratch_dir_path = t.scratch;
-  spec.node_dir_path = "/usr";
+  RunSpec spec = HostSpec(abi, t);
   spec.read_dirs = {CheckedModuleDir(modules)};
   ASSERT_EQ(rename(modules.c_str(), (t.root + "/checked").c_str()), 0);
   ASSERT_EQ(rename(t.other.c_str(), modules.c_str()), 0);
@@ -800,9 +782,7 @@ TEST(LandlockKernel, SignalsStayWithinTheRun) {
   const int abi = KernelAbi();
   if (abi < 6) GTEST_SKIP() << "signal scoping needs Landlock ABI 6 (this kernel: " << abi << ")";
   Tree t;
-  RunSpec spec = Spec(static_cast<uint32_t>(abi));
-  spec.scratch_dir_path = t.scratch;
-  spec.node_dir_path = "/usr";
+  RunSpec spec = HostSpec(abi, t);
   const pid_t parent = getpid();
   EXPECT_EQ(InChild(spec, t.skill, [&] { return kill(parent, 0) == 0 ? 0 : errno; }), EPERM);
   EXPECT_EQ(InChild(spec, t.skill, [&] { return kill(getpid(), 0) == 0 ? 0 : errno; }), 0);
