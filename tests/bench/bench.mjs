@@ -11,6 +11,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
+import { benchStateDir } from './state_dir.mjs';
+
 const bin = process.argv[2] ?? process.env.SKILL_MCP_BIN;
 if (!bin) { console.error('usage: bench.mjs PATH/TO/skill-mcp'); process.exit(2); }
 const N = Number(process.env.BENCH_N ?? 30);
@@ -103,8 +105,12 @@ async function peakRss(root) {
   return { skills, hwmKiB: hwm, anonKiB: anon, fileKiB: file };
 }
 
+// The runs' brokers take the installed path where this is root (state_dir.mjs).
+const stateParent = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-bench-state-'));
+const runState = benchStateDir(stateParent);
+
 async function runOverhead(root, extraEnv = {}) {
-  const b = startBroker({ SKILLS_DIR: root, MCP_CONFIRM_MODE: 'auto', ...extraEnv });
+  const b = startBroker({ SKILLS_DIR: root, MCP_CONFIRM_MODE: 'auto', ...runState.env, ...extraEnv });
   await b.init();
   const script = path.join(root, 'skill-00', 'scripts', 'one.js');
   const args = { name: 'skill-00', script: 'scripts/one.js', args: [] };
@@ -154,6 +160,7 @@ try {
   console.log(`peak RSS after skill_list (${rss.skills} skills): ${(rss.hwmKiB / 1024).toFixed(1)} MiB ` +
               `(now: ${(rss.anonKiB / 1024).toFixed(1)} MiB private, ` +
               `${(rss.fileKiB / 1024).toFixed(1)} MiB shared library and file pages)`);
+  console.log(`the runs' brokers: ${runState.note}`);
   console.log(`bare node one-line script (median): ${fmt(ov.bare)} ms`);
   console.log(`confirmed skill_run of it, end to end (median): ${fmt(ov.run)} ms`);
   console.log(`run overhead: ${fmt(ov.run - ov.bare)} ms (ratio ${(ov.run / ov.bare).toFixed(2)}x bare node; ` +
@@ -184,4 +191,5 @@ try {
               '(the read-path rows are printed by the read benchmark)');
 } finally {
   fs.rmSync(root, { recursive: true, force: true });
+  fs.rmSync(stateParent, { recursive: true, force: true });
 }

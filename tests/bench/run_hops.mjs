@@ -39,6 +39,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
+import { benchStateDir } from './state_dir.mjs';
+
 const EVENTS = [
   'sched:sched_process_fork', 'sched:sched_process_exec', 'sched:sched_process_exit',
   'syscalls:sys_enter_recvfrom', 'syscalls:sys_enter_sendmsg', 'syscalls:sys_enter_unshare',
@@ -60,11 +62,14 @@ async function main() {
   try {
     // RUN_HOPS_ENV (a JSON object) adds to the broker's environment in both sittings, e.g.
     // '{"SKILL_MCP_LANDLOCK":"off"}' to see what one layer costs.
-    const extra = JSON.parse(process.env.RUN_HOPS_ENV || '{}');
+    const given = JSON.parse(process.env.RUN_HOPS_ENV || '{}');
+    const state = benchStateDir(dir, given);
+    console.log(`run_hops: ${state.note}`);
+    const extra = { ...state.env, ...given };
     const sittings = [['every layer on', {}], ['SKILL_MCP_NAMESPACES=off', { SKILL_MCP_NAMESPACES: 'off' }]];
     for (const [name, own] of sittings) {
       const env = { ...extra, ...own };
-      const label = Object.keys(extra).length ? `${name}, with ${JSON.stringify(extra)}` : name;
+      const label = Object.keys(given).length ? `${name}, with ${JSON.stringify(given)}` : name;
       const data = path.join(dir, 'perf.data');
       const pids = path.join(dir, 'pids.json');
       const rec = spawnSync('perf', ['record', '-q', '-a', '-o', data, ...EVENTS.flatMap((e) => ['-e', e]), '--',
