@@ -54,28 +54,15 @@ inline constexpr char kNodeBootstrap[] = R"JS((function () {
 'use strict';
 const fs = require('fs');
 const path = require('path');
-const { pathToFileURL } = require('url');
+// -e removes the global require (leaveNoEvalTrace) before the ES module way needs 'url'.
+const builtin = require;
 const viaEval = typeof process._eval === 'string';
 // The CommonJS loader's Module class. node -e has loaded the public 'module' already; as
 // a main module the bootstrap takes the class from its own module object and loads
 // 'module' (and with it the ES module loader) only for an ES module script.
 const Module = viaEval ? require('module') : module.constructor;
 if (viaEval) {
-  for (const k of ['require', 'module', 'exports', '__filename', '__dirname']) delete globalThis[k];
-  delete process._eval;
-  for (const k of Module.builtinModules) {
-    const d = Object.getOwnPropertyDescriptor(globalThis, k);
-    if (d && d.set && !d.enumerable && k !== 'process') delete globalThis[k];
-  }
-  const globalProto = Object.getPrototypeOf(globalThis);
-  Object.defineProperty(globalProto, 'module', {
-    configurable: true,
-    get() { return undefined; },
-    set(v) {
-      delete globalProto.module;
-      if (v !== Module) globalThis.module = v;
-    },
-  });
+  leaveNoEvalTrace();
 } else {
   try { fs.closeSync(8); } catch {}
   delete Module._cache[module.filename];
@@ -89,13 +76,19 @@ const fail = (what) => {
 if (typeof file !== 'string' || !path.isAbsolute(file)) fail('no script path was given to the bootstrap');
 let bytes;
 try {
-  const size = fs.fstatSync(6).size;
-  const buf = Buffer.allocUnsafe(size);
+  // Up to 16 KiB without fstat, whose Stats object costs node 0.6 M instructions
+  // (tests/bench/README.md, "Issue 11, fifteenth pass"); a larger script goes into a
+  // buffer of its own size, the one an ES module's hooks get whole.
+  let buf = Buffer.allocUnsafe(16384);
   let off = 0;
-  while (off < size) {
-    const n = fs.readSync(6, buf, off, size - off, off);
-    if (n === 0) break;
+  for (let n; off < buf.length && (n = fs.readSync(6, buf, off, buf.length - off, off)) !== 0;)
     off += n;
+  if (off === buf.length) {
+    const whole = Buffer.allocUnsafe(Math.max(fs.fstatSync(6).size, off));
+    buf.copy(whole, 0, 0, off);
+    buf = whole;
+    for (let n; off < buf.length && (n = fs.readSync(6, buf, off, buf.length - off, off)) !== 0;)
+      off += n;
   }
   bytes = buf.subarray(0, off);
   fs.closeSync(6);
@@ -104,32 +97,6 @@ try {
 }
 process.argv = [process.execPath, file, ...process.argv.slice(viaEval ? 2 : 3)];
 process.execArgv = [];
-// The nearest package.json's "type" and path, as node 20 finds it: the search stops at a
-// node_modules directory; an unreadable file counts as absent, an invalid one fails.
-const packageScope = () => {
-  let dir = file;
-  for (;;) {
-    const cut = dir.lastIndexOf(path.sep);
-    dir = dir.slice(0, cut);
-    if (dir.endsWith(path.sep + 'node_modules')) return { type: 'none' };
-    const pj = dir + path.sep + 'package.json';
-    let text;
-    // statSync first: cheaper than building a thrown ENOENT at every level.
-    if (fs.statSync(pj, { throwIfNoEntry: false })?.isFile()) {
-      try { text = fs.readFileSync(pj, 'utf8'); } catch { text = undefined; }
-    }
-    if (text !== undefined) {
-      let type;
-      try {
-        type = JSON.parse(text.charCodeAt(0) === 0xFEFF ? text.slice(1) : text).type;
-      } catch (e) {
-        fail('Error parsing ' + pj + ': ' + e.message);
-      }
-      return { type: type === 'module' || type === 'commonjs' ? type : 'none', pj };
-    }
-    if (cut <= 0) return { type: 'none' };
-  }
-};
 const runModule = () => {
   const ext = path.extname(file);
   if (ext !== '' && ext !== '.js' && ext !== '.mjs') {
@@ -142,7 +109,7 @@ const runModule = () => {
     fail('ES module scripts need node 20.6 or newer (module.register); this node is ' +
          process.version);
   }
-  const url = pathToFileURL(file).href;
+  const url = builtin('url').pathToFileURL(file).href;
   // Only the entry's exact URL is answered here, never stat'ed or realpath'ed, and its
   // bytes are the ones read from fd 6: node's own resolve would follow a swapped path.
   const hooks = `let entry, source;
@@ -164,7 +131,35 @@ export async function load(u, c, next) {
   });
 };
 if (file.endsWith('.mjs')) return runModule();
-const scope = file.endsWith('.cjs') ? { type: 'commonjs' } : packageScope();
+// The nearest package.json's "type" and path, as node 20 finds it: the search stops at a
+// node_modules directory; an unreadable file counts as absent, an invalid one fails.
+// Inline, not a function: node would parse a function twice (ahead, then when called).
+let scope = { type: 'commonjs' };
+if (!file.endsWith('.cjs')) {
+  scope = { type: 'none' };
+  for (let dir = file; ;) {
+    const cut = dir.lastIndexOf(path.sep);
+    dir = dir.slice(0, cut);
+    if (dir.endsWith(path.sep + 'node_modules')) break;
+    const pj = dir + path.sep + 'package.json';
+    let text;
+    // statSync first: cheaper than building a thrown ENOENT at every level.
+    if (fs.statSync(pj, { throwIfNoEntry: false })?.isFile()) {
+      try { text = fs.readFileSync(pj, 'utf8'); } catch { text = undefined; }
+    }
+    if (text !== undefined) {
+      let type;
+      try {
+        type = JSON.parse(text.charCodeAt(0) === 0xFEFF ? text.slice(1) : text).type;
+      } catch (e) {
+        fail('Error parsing ' + pj + ': ' + e.message);
+      }
+      scope = { type: type === 'module' || type === 'commonjs' ? type : 'none', pj };
+      break;
+    }
+    if (cut <= 0) break;
+  }
+}
 if (scope.type === 'module') return runModule();
 let source = bytes.toString('utf8');
 if (source.charCodeAt(0) === 0xFEFF) source = source.slice(1);
@@ -227,15 +222,36 @@ try {
     delete Module._cache[file];
     process.mainModule = undefined;
     if (scope.pj && file.endsWith('.js') && !file.includes('/node_modules/')) {
-      process.emitWarning('Module type of ' + pathToFileURL(file).href + ' is not specified and ' +
-          "it doesn't parse as CommonJS.\nReparsing as ES module because module syntax was " +
-          'detected. This incurs a performance overhead.\nTo eliminate this warning, add ' +
-          '"type": "module" to ' + scope.pj + '.', { code: 'MODULE_TYPELESS_PACKAGE_JSON' });
+      const url = builtin('url').pathToFileURL(file).href;
+      process.emitWarning('Module type of ' + url + ' is not specified and it doesn\'t ' +
+          'parse as CommonJS.\nReparsing as ES module because module syntax was detected. ' +
+          'This incurs a performance overhead.\nTo eliminate this warning, add "type": ' +
+          '"module" to ' + scope.pj + '.', { code: 'MODULE_TYPELESS_PACKAGE_JSON' });
     }
     return runModule();  // eslint-disable-line no-unsafe-finally
   }
 }
 m.loaded = true;
+
+// Compiled only when called, where the code above is at every start (tests/bench/README.md,
+// "Issue 11, fifteenth pass"): what node -e defines, removed (the -e way only).
+function leaveNoEvalTrace() {
+  for (const k of ['require', 'module', 'exports', '__filename', '__dirname']) delete globalThis[k];
+  delete process._eval;
+  for (const k of Module.builtinModules) {
+    const d = Object.getOwnPropertyDescriptor(globalThis, k);
+    if (d && d.set && !d.enumerable && k !== 'process') delete globalThis[k];
+  }
+  const globalProto = Object.getPrototypeOf(globalThis);
+  Object.defineProperty(globalProto, 'module', {
+    configurable: true,
+    get() { return undefined; },
+    set(v) {
+      delete globalProto.module;
+      if (v !== Module) globalThis.module = v;
+    },
+  });
+}
 })();
 )JS";
 

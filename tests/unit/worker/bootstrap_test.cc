@@ -49,7 +49,8 @@ class BootstrapTest : public ::testing::Test {
   // The line the probe prints when run the given way, without the worker: node exec'd
   // directly with the worker's argv, the script at fd 6 and, for kMainFd, the sealed copy.
   std::string RunDirect(BootstrapVia via) { return RunDirect(via, script_); }
-  std::string RunDirect(BootstrapVia via, const std::string& script) {
+  // `offset`: where fd 6's file offset stands at exec (the bootstrap reads from 0 anyway).
+  std::string RunDirect(BootstrapVia via, const std::string& script, off_t offset = 0) {
     int p[2];
     if (pipe(p) != 0) return "pipe failed";
     const pid_t child = fork();
@@ -57,7 +58,9 @@ class BootstrapTest : public ::testing::Test {
       // stdout first: the pipe may sit where 6 or 8 go.
       if (dup2(p[1], 1) != 1) _exit(120);
       const int fd = open(script.c_str(), O_RDONLY);
-      if (fd < 0 || dup2(fd, 6) != 6 || chdir(dir_.path().c_str()) != 0) _exit(120);
+      if (fd < 0 || lseek(fd, offset, SEEK_SET) != offset || dup2(fd, 6) != 6 ||
+          chdir(dir_.path().c_str()) != 0)
+        _exit(120);
       close(worker::kWorkerBootstrapFd);
       if (via == BootstrapVia::kMainFd && !worker::SealBootstrap()) _exit(121);
       RunSpec spec;
@@ -107,6 +110,33 @@ TEST_F(BootstrapTest, BothWaysRunEsModuleScripts) {
   for (BootstrapVia via : {BootstrapVia::kEval, BootstrapVia::kMainFd}) {
     EXPECT_EQ(RunDirect(via, mjs), "esm function undefined\n") << static_cast<int>(via);
     EXPECT_EQ(RunDirect(via, detected), "esm / undefined\n") << static_cast<int>(via);
+  }
+}
+
+// The bootstrap reads fd 6 from offset 0: up to 16 KiB at once, a larger script into a
+// buffer of its size. Scripts of every size around that bound run whole, both ways,
+// whatever the descriptor's offset, as CommonJS and as ES modules. Each script counts its
+// own lines; a cut one prints less, or fails to compile.
+TEST_F(BootstrapTest, BothWaysRunTheWholeScriptWhateverItsSizeAndOffset) {
+  const std::string head = "let n = 0;\n", tail = "console.log(n);\n", line = "n++;\n";
+  for (size_t size : {size_t{100}, size_t{16383}, size_t{16384}, size_t{16385}, size_t{32768},
+                      size_t{100000}}) {
+    const size_t lines = (size - head.size() - tail.size() - 3) / line.size();
+    std::string text = head;
+    for (size_t i = 0; i < lines; ++i) text += line;
+    text += "//" + std::string(size - text.size() - tail.size() - 3, 'x') + "\n" + tail;
+    ASSERT_EQ(text.size(), size);
+    for (const char* ext : {".js", ".mjs"}) {
+      const std::string path = dir_.Sub("sized-" + std::to_string(size) + ext);
+      WriteFile(path, text);
+      for (BootstrapVia via : {BootstrapVia::kEval, BootstrapVia::kMainFd}) {
+        for (off_t offset : {off_t{0}, static_cast<off_t>(size / 2), static_cast<off_t>(size)}) {
+          EXPECT_EQ(RunDirect(via, path, offset), std::to_string(lines) + "\n")
+              << size << " bytes" << ext << ", offset " << offset << ", way "
+              << static_cast<int>(via);
+        }
+      }
+    }
   }
 }
 
