@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <ctime>
 
+#include "shared/borrowed_clone.h"
 #include "shared/unique_fd.h"
 
 namespace skillmcp {
@@ -20,7 +21,8 @@ constexpr int kFree = 0;
 constexpr int kTaken = 1;
 constexpr int kFailed = 2;
 
-// The forked probe: async-signal-safe calls only (the broker may have threads).
+// The probe, in the broker's memory (CloneSharingMemory): system calls on its own stack
+// and nothing else; every signal stays blocked (a process of the uid may signal it).
 [[noreturn]] void RunProbe(uint32_t uid) {
   // why: a group of its own, so the broker can kill the probe's child with it on timeout.
   if (setpgid(0, 0) != 0) _exit(kFailed);
@@ -39,9 +41,11 @@ constexpr int kFailed = 2;
   __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct none[2] = {};
   if (syscall(SYS_capset, &header, none) != 0) _exit(kFailed);
-  // A bare clone, like fork without glibc's handlers; the child only exits.
-  const pid_t child =
-      static_cast<pid_t>(syscall(SYS_clone, SIGCHLD, nullptr, nullptr, nullptr, nullptr));
+  // vfork: the child borrows this memory, the broker's (a fork would copy the broker's
+  // page tables and leave its pages copy-on-write), and only exits. errno is shared with
+  // the broker, which may write it meanwhile (CloneSharingMemory): an error read wrongly
+  // is still "taken" or "failed", never "free", which only the child's exit gives.
+  const pid_t child = vfork();
   if (child == 0) _exit(kFree);
   if (child < 0) _exit(errno == EAGAIN ? kTaken : kFailed);
   int status = 0;
@@ -51,28 +55,33 @@ constexpr int kFailed = 2;
   _exit(kFree);
 }
 
+int ProbeEntry(void* uid) { RunProbe(*static_cast<const uint32_t*>(uid)); }
+
 int64_t NowMs() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
 }
 
-enum class Wait { kReaped, kRunning, kLost };
+enum class Wait { kEnded, kRunning, kLost };
 
-// Reaps `pid` if it ends within `wait_ms`; kRunning when it is still there (running or
-// stopped: a stop is no exit, for waitpid without WUNTRACED and for a pidfd alike).
-Wait ReapWithin(pid_t pid, int wait_ms, int* status) {
+// Whether `pid` ends within `wait_ms`, without reaping it: until the caller does, its pid
+// and process group stay its own. kRunning when it is still there (running or stopped: a
+// stop is no exit, for waitid without WSTOPPED and for a pidfd alike).
+Wait EndsWithin(pid_t pid, int wait_ms, siginfo_t* info) {
   const int64_t deadline = NowMs() + wait_ms;
   UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
   for (;;) {
-    const pid_t got = waitpid(pid, status, WNOHANG);
-    if (got == pid) return Wait::kReaped;
-    if (got < 0 && errno != EINTR) return Wait::kLost;  // not ours to kill any more
+    *info = {};
+    // No errno read while the probe shares it; WNOHANG never fails with EINTR.
+    if (waitid(P_PID, static_cast<id_t>(pid), info, WEXITED | WNOHANG | WNOWAIT) != 0)
+      return Wait::kLost;  // not ours any more
+    if (info->si_pid == pid) return Wait::kEnded;
     const int64_t left = deadline - NowMs();
     if (left <= 0) return Wait::kRunning;
     if (pidfd) {
       pollfd p{pidfd.get(), POLLIN, 0};
-      poll(&p, 1, static_cast<int>(left));  // EINTR or ready: ask waitpid again
+      poll(&p, 1, static_cast<int>(left));  // EINTR or ready: ask waitid again
     } else {
       const timespec ms{0, 1000000};  // no pidfd (kernel before 5.3): look every 1 ms
       nanosleep(&ms, nullptr);
@@ -83,24 +92,46 @@ Wait ReapWithin(pid_t pid, int wait_ms, int* status) {
 }  // namespace
 
 UidProcesses ProbeUidProcesses(uint32_t uid) {
-  const pid_t pid = fork();
+  // Not fork: a copy of the broker for each probe (one per run where each run has a uid
+  // of its own) cost its page tables, then a copy-on-write fault on each page the broker
+  // wrote next (tests/bench/README.md, fifteenth pass). The probe shares the broker's
+  // memory instead and runs beside it; not CLONE_VFORK: the broker would sleep
+  // unkillably in the clone for as long as a process of the uid kept the probe stopped.
+  // A process of the uid can still neither trace the probe nor read its memory (its
+  // effective and saved uids stay the broker's; ptrace needs all three), and no handler
+  // runs in it (every signal blocked but glibc's two internal ones, whose handlers ignore
+  // another process's and whose default action kills the probe: "taken").
+  ChildStack stack;
+  const uint32_t probed = uid;  // read by the probe: lives until it is reaped
+  const pid_t pid = CloneSharingMemory(ProbeEntry, const_cast<uint32_t*>(&probed), stack);
   if (pid < 0) return UidProcesses::kUnknown;
-  if (pid == 0) RunProbe(uid);
   setpgid(pid, pid);  // as the child does: whichever runs first (EACCES after is harmless)
-  int status = 0;
   // why bounded: once switched, any process of the uid may stop the probe or its child
   // (kill(-1, SIGSTOP)); an unbounded wait would freeze the broker's event loop.
-  const Wait waited = ReapWithin(pid, kProbeWaitMs, &status);
-  if (waited == Wait::kLost) return UidProcesses::kUnknown;
-  if (waited == Wait::kRunning) {
-    kill(-pid, SIGKILL);  // the probe's group: the probe and its child, stopped or not
-    kill(pid, SIGKILL);   // in case the group was never made
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    return UidProcesses::kUnknown;  // why: fail closed, the uid counts as taken
+  siginfo_t info{};
+  const Wait waited = EndsWithin(pid, kProbeWaitMs, &info);
+  if (waited == Wait::kLost) {
+    // why no kill: reaped by someone else, so the pid may be another process's now; and
+    // the stack is kept, in case that was not the end of everything it started.
+    stack.Abandon();
+    return UidProcesses::kUnknown;
   }
-  if (!WIFEXITED(status)) return UidProcesses::kUnknown;
-  switch (WEXITSTATUS(status)) {
+  const bool exited = waited == Wait::kEnded && info.si_code == CLD_EXITED;
+  if (!exited) {
+    // why: a probe stopped past the wait, or killed by a process of the uid, may leave its
+    // vfork child stopped on the probe's stack, in the broker's memory; continued later,
+    // it would write there. Its group (the probe's pid, reserved until the reap below) is
+    // killed, and the stack, which the killed child may still touch for an instant, is
+    // never unmapped (68 KiB, only where a process of the uid interferes).
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+    stack.Abandon();
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!exited) return UidProcesses::kUnknown;  // why: fail closed, the uid counts as taken
+  switch (info.si_status) {
     case kFree:
       return UidProcesses::kNone;
     case kTaken:

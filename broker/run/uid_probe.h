@@ -20,9 +20,10 @@ enum class UidProcesses { kNone, kSome, kUnknown };
 // (SIGSTOP) by any process of the uid; past this it is killed and the uid counts as taken.
 inline constexpr int kProbeWaitMs = 100;
 
-// Forks the probe and waits for it at most kProbeWaitMs; a probe that has not ended by
-// then is killed with its child and reaped. Needs CAP_SETUID and CAP_KILL. Any failure or
-// timeout is kUnknown, which callers treat as kSome (fail closed).
+// Starts the probe (beside the caller, in its memory: shared/borrowed_clone.h) and waits
+// for it at most kProbeWaitMs; a probe that has not ended by then is killed with its child
+// and reaped. Needs CAP_SETUID and CAP_KILL. Any failure or timeout is kUnknown, which
+// callers treat as kSome (fail closed).
 UidProcesses ProbeUidProcesses(uint32_t uid);
 
 }  // namespace skillmcp
