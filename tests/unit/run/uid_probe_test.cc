@@ -220,7 +220,7 @@ TEST(ProbeUidProcesses, LeavesTheCallersPagesWritableWithoutAFault) {
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   std::vector<char> memory(kPages * page, 1);  // every page touched: resident and writable
   const auto faults = [] {
-    rusage u {};
+    rusage u{};
     getrusage(RUSAGE_SELF, &u);
     return u.ru_minflt;
   };
@@ -239,9 +239,10 @@ TEST(ProbeUidProcesses, LeavesTheCallersPagesWritableWithoutAFault) {
   const long before_control = faults();
   write_all(4);
   const long after_fork = faults() - before_control;
-  EXPECT_GE(after_fork, static_cast<long>(kPages)) << "control: a fork leaves the pages copy-on-write";
+  EXPECT_GE(after_fork, static_cast<long>(kPages))
+      << "control: a fork leaves the pages copy-on-write";
   EXPECT_LT(after_probe, static_cast<long>(kPages / 8)) << "the probe left the caller's pages "
-                                                          "to fault on their next write";
+                                                           "to fault on their next write";
 }
 
 // The blind spot the docs state: root creates a user namespace mapping 0 to the uid and
@@ -316,7 +317,12 @@ TEST(ProbeUidProcesses, DoesNotSeeTheUidInAUserNamespaceRootCreated) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to create and map a user namespace";
   constexpr uint32_t kUid = 1879113050;
   std::string status, skip;
-  const pid_t child = StartUncounted(kUid, [] { for (;;) pause(); }, &status, &skip);
+  const pid_t child = StartUncounted(
+      kUid,
+      [] {
+        for (;;) pause();
+      },
+      &status, &skip);
   if (child < 0) GTEST_SKIP() << skip;
   const UidProcesses seen = ProbeUidProcesses(kUid);
   Stop(child);
@@ -337,7 +343,12 @@ TEST(ProbeUidProcesses, AProbeKilledByTheUidLeavesNothingInTheCallersMemory) {
     GTEST_SKIP() << "no kcmp() here to compare memories: " << strerror(errno);
   constexpr uint32_t kUid = 1879113051;
   std::string status, skip;
-  const pid_t stopper = StartUncounted(kUid, [] { for (;;) kill(-1, SIGSTOP); }, &status, &skip);
+  const pid_t stopper = StartUncounted(
+      kUid,
+      [] {
+        for (;;) kill(-1, SIGSTOP);
+      },
+      &status, &skip);
   if (stopper < 0) GTEST_SKIP() << skip;
   // A process of the uid leading its own group (a probe) with another process of its
   // group beside it (its vfork child, which the stopper has stopped: the probe waits for
@@ -349,8 +360,7 @@ TEST(ProbeUidProcesses, AProbeKilledByTheUidLeavesNothingInTheCallersMemory) {
     if (pid == stopper || !RealUidAndGroup(pid, &uid, &group, &state)) return false;
     if (uid != kUid || group != pid) return false;
     for (pid_t other : Pids()) {
-      if (other != pid && RealUidAndGroup(other, &uid, &group, &state) && group == pid)
-        return true;
+      if (other != pid && RealUidAndGroup(other, &uid, &group, &state) && group == pid) return true;
     }
     return false;
   };

@@ -119,8 +119,8 @@ TEST_F(BootstrapTest, BothWaysRunEsModuleScripts) {
 // own lines; a cut one prints less, or fails to compile.
 TEST_F(BootstrapTest, BothWaysRunTheWholeScriptWhateverItsSizeAndOffset) {
   const std::string head = "let n = 0;\n", tail = "console.log(n);\n", line = "n++;\n";
-  for (size_t size : {size_t{100}, size_t{16383}, size_t{16384}, size_t{16385}, size_t{32768},
-                      size_t{100000}}) {
+  for (size_t size :
+       {size_t{100}, size_t{16383}, size_t{16384}, size_t{16385}, size_t{32768}, size_t{100000}}) {
     const size_t lines = (size - head.size() - tail.size() - 3) / line.size();
     std::string text = head;
     for (size_t i = 0; i < lines; ++i) text += line;
