@@ -80,8 +80,7 @@ CF
   SYSTEMD_IMAGE="localhost/skill-mcp-test-systemd:$(sha256sum "${recipe}" | cut -c1-12)"
   if podman image exists "${SYSTEMD_IMAGE}"; then return 0; fi
   log "podman build ${SYSTEMD_IMAGE}"
-  # --cpu-shares=2: only the CPU the build and tests leave idle (build_product_image).
-  podman build --pull=never --network=host --cpu-shares=2 -t "${SYSTEMD_IMAGE}" -f "${recipe}" "${DEPLOY_CACHE}" \
+  podman build --pull=never --network=host -t "${SYSTEMD_IMAGE}" -f "${recipe}" "${DEPLOY_CACHE}" \
     >"${DEPLOY_CACHE}/systemd-image.log" 2>&1 ||
     fail "building the systemd image failed; see ${DEPLOY_CACHE}/systemd-image.log"
 }
@@ -96,12 +95,7 @@ build_product_image() { # $1: the build's log
   exec 8>"${DEPLOY_CACHE}/product-image.lock"
   flock 8
   local rc=0
-  # why --cpu-shares=2: the build stage's compiler runs in a cgroup of its own, which
-  # the scheduler weighs as one nice-0 task beside the tests' whole session (a cgroup is
-  # outside every autogroup, so prepare-images.sh's nice does not reach it): it took half
-  # the CPU from the tests running meanwhile. Two shares of 1024: only the CPU they
-  # leave idle. Nothing else competing, it still gets all of it.
-  podman build --pull=never --network=host --cpu-shares=2 --build-arg BASE="${BASE_IMAGE}" \
+  podman build --pull=never --network=host --build-arg BASE="${BASE_IMAGE}" \
     -f "${SOURCE_ROOT}/packaging/container/Containerfile" \
     --ignorefile "${SOURCE_ROOT}/packaging/container/containerignore" \
     -t "${PRODUCT_IMAGE}" "${SOURCE_ROOT}" >"$1" 2>&1 || rc=$?
