@@ -115,16 +115,23 @@ TEST(ProbeUidProcesses, AProbeCaughtByTheUidKeepsTheCallersEffectiveAndSavedUids
   constexpr uint32_t kUid = 1879113031;
   const pid_t stopper = StartStopper(kUid);
   ASSERT_GT(stopper, 0);
+  // Probes until told to stop (never killed in a probe, which would leave that probe
+  // stopped for good): a probe lives some microseconds unless the stopper catches it (then
+  // 100 ms), and on a loaded machine the stopper may miss many in a row.
+  int enough[2];
+  ASSERT_EQ(pipe2(enough, O_NONBLOCK), 0);
   const pid_t prober = fork();
   ASSERT_GE(prober, 0);
   if (prober == 0) {
-    for (int i = 0; i < 20; ++i) ProbeUidProcesses(kUid);
+    char c;
+    while (read(enough[0], &c, 1) != 1) ProbeUidProcesses(kUid);
     _exit(0);
   }
   int seen = 0;
   std::string wrong;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (waitpid(prober, nullptr, WNOHANG) == 0 && std::chrono::steady_clock::now() < deadline) {
+  while (seen < 5 && waitpid(prober, nullptr, WNOHANG) == 0 &&
+         std::chrono::steady_clock::now() < deadline) {
     std::error_code ec;
     for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
       const std::string name = entry.path().filename();
@@ -146,8 +153,10 @@ TEST(ProbeUidProcesses, AProbeCaughtByTheUidKeepsTheCallersEffectiveAndSavedUids
     }
     usleep(2000);
   }
-  kill(prober, SIGKILL);
+  (void)!write(enough[1], "s", 1);
   waitpid(prober, nullptr, 0);
+  close(enough[0]);
+  close(enough[1]);
   Stop(stopper);
   EXPECT_GT(seen, 0) << "no probe was seen under the uid";
   EXPECT_EQ(wrong, "") << "a probe ran with the uid as its effective or saved uid";
