@@ -2,12 +2,11 @@
 # Builds what the deploy tests need ahead of them, into BUILD_DIR/deploy-cache: the
 # images they share (the debootstrapped base and the systemd image, tests/deploy/lib.sh),
 # then the product's own image (the container test's; its build stage compiles the
-# project), and meanwhile, with SKILL_MCP_DEPLOY_AHEAD=1, the Debian package (deb.sh's),
-# which needs no image and so is built from the start, beside debootstrap. .ci/run starts
-# this in the background from the start: debootstrap and apt mostly wait on the mirror,
-# and the compiles take the CPU the unit and integration tests leave idle. Each build
-# holds a lock the tests take too (lib.sh: fds 9, 8 and 7), so a test that starts first
-# waits for it and then finds what it built; run by hand it is only a head start.
+# project), then, with SKILL_MCP_DEPLOY_AHEAD=1, the Debian package (deb.sh's). .ci/run
+# starts it in the background from the start: debootstrap and apt mostly wait on the
+# mirror, and the compiles take the CPU the unit and integration tests leave idle. Each
+# build holds a lock the tests take too (lib.sh: fds 9, 8 and 7), so a test that starts
+# first waits for it and then finds what it built; run by hand it is only a head start.
 # Exits 77 where the container tests cannot run, as they do.
 # Usage: prepare-images.sh BUILD_DIR SOURCE_ROOT
 set -euo pipefail
@@ -16,11 +15,21 @@ DEPLOY_CACHE=${build}/deploy-cache
 # shellcheck source=lib.sh
 source "${SOURCE_ROOT}/tests/deploy/lib.sh"
 started=$(date +%s)
-# The Debian package, for deb.sh (lib.sh: DEB_AHEAD), where it can be built here. It needs
-# no image, so it starts at once, in parallel with the chain of images: built after the
-# product image, it had come last (1090 s into a CI run of 1176, with deploy-deb waiting
-# 232 s for it).
-build_deb_ahead() {
+require_podman
+ensure_systemd_image
+log "images ready in $(($(date +%s) - started)) s: ${BASE_IMAGE}, ${SYSTEMD_IMAGE}"
+exec 9>&- # the shared images are there: the tests that need only them may start
+# Then the product's image, whose build stage compiles the project (lib.sh): the
+# container test's own build finds its layers cached. Its build stage is kept for that
+# test, which removes it once it has built.
+if build_product_image "${DEPLOY_CACHE}/container-build-ahead.log"; then
+  log "${PRODUCT_IMAGE} built ahead in $(($(date +%s) - started)) s"
+else
+  log "building ${PRODUCT_IMAGE} ahead failed (${DEPLOY_CACHE}/container-build-ahead.log); the container test builds and reports it"
+fi
+# And the Debian package, for deb.sh (lib.sh: DEB_AHEAD), where it can be built here.
+if [[ ${SKILL_MCP_DEPLOY_AHEAD:-} == 1 ]] && command -v dpkg-buildpackage >/dev/null; then
+  lock_deb_ahead
   key=$(deb_tree_key)
   rm -rf "${DEB_AHEAD}"
   mkdir -p "${DEB_AHEAD}/${key}"
@@ -34,29 +43,5 @@ build_deb_ahead() {
     rm -rf "${DEB_AHEAD}"
     log "building the Debian package ahead failed (${DEPLOY_CACHE}/deb-build-ahead.log); deb.sh builds and reports it"
   fi
-}
-deb_pid=""
-if [[ ${SKILL_MCP_DEPLOY_AHEAD:-} == 1 ]] && command -v dpkg-buildpackage >/dev/null; then
-  mkdir -p "${DEPLOY_CACHE}"
-  # The lock is taken here, before the build forks, and the build's copy of fd 7 holds it
-  # to its end: deb.sh can never find the directory half made.
-  lock_deb_ahead
-  build_deb_ahead &
-  deb_pid=$!
   unlock_deb_ahead
-  # Waited for however this script ends (a host without podman skips below), so that
-  # nothing outlives it: .ci/run waits for this script in turn.
-  trap 'wait "${deb_pid}" || true' EXIT
-fi
-require_podman
-ensure_systemd_image
-log "images ready in $(($(date +%s) - started)) s: ${BASE_IMAGE}, ${SYSTEMD_IMAGE}"
-exec 9>&- # the shared images are there: the tests that need only them may start
-# Then the product's image, whose build stage compiles the project (lib.sh): the
-# container test's own build finds its layers cached. Its build stage is kept for that
-# test, which removes it once it has built.
-if build_product_image "${DEPLOY_CACHE}/container-build-ahead.log"; then
-  log "${PRODUCT_IMAGE} built ahead in $(($(date +%s) - started)) s"
-else
-  log "building ${PRODUCT_IMAGE} ahead failed (${DEPLOY_CACHE}/container-build-ahead.log); the container test builds and reports it"
 fi
