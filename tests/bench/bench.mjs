@@ -105,9 +105,10 @@ async function peakRss(root) {
   return { skills, hwmKiB: hwm, anonKiB: anon, fileKiB: file };
 }
 
-// The runs' brokers take the installed path where this is root (state_dir.mjs).
+// The runs' brokers take the installed path where this is root (state_dir.mjs); made in
+// the try below, whose finally removes it even when its chown fails.
 const stateParent = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-bench-state-'));
-const runState = benchStateDir(stateParent);
+let runState;
 
 async function runOverhead(root, extraEnv = {}) {
   const b = startBroker({ SKILLS_DIR: root, MCP_CONFIRM_MODE: 'auto', ...runState.env, ...extraEnv });
@@ -142,6 +143,7 @@ async function runOverhead(root, extraEnv = {}) {
 
 const root = makeTree(32);
 try {
+  runState = benchStateDir(stateParent);
   const start = await coldStart(root);
   const base = await spawnBaseline();
   const rss = await peakRss(root);

@@ -10,10 +10,16 @@
 // with the script open at fd 6 as the worker leaves it; stdout /dev/null, and then a pipe
 // read to the end for bare and main-fd: a run's stdout is a pipe, and node builds a socket
 // stream for a pipe where it writes /dev/null synchronously (README.md, "Issue 11, sixth
-// pass"). Wall medians and 10th percentiles; with valgrind installed, also callgrind's
+// pass"). And one way the worker does not take, measured as the floor of another design:
+//   snapshot node --snapshot-blob <blob> one.js, the blob a user-land startup snapshot
+//            (node --build-snapshot) whose main function only reads fd 6 and compiles it
+//            as the main module: node's own main-module start skipped (README.md, "Issue
+//            11, sixteenth pass").
+// Wall medians and 10th percentiles; with valgrind installed, also callgrind's
 // instruction counts of node with V8's randomness fixed (--single-threaded
 // --random-seed=1), which do not move with the machine's load (tests/bench/README.md,
-// "5. The run path, third pass").
+// "5. The run path, third pass"); with GNU time installed, node's minor page faults, which
+// callgrind does not count.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -42,6 +48,41 @@ const ways = [
   ['main-fd, stdout a pipe (a run)', mainFd, 'pipe'],
 ];
 
+// The snapshot floor's blobs: one for the wall-clock starts, one for callgrind's, whose
+// V8 flags differ (node refuses a blob built under other flags). null where this node
+// cannot build one.
+const snapshotEntry = path.join(dir, 'snapshot-entry.js');
+fs.writeFileSync(snapshotEntry, `const fs = require('fs');
+const path = require('path');
+require('v8').startupSnapshot.setDeserializeMainFunction(() => {
+  const Module = require('module');
+  const file = process.argv[1];
+  const m = new Module(file, null);
+  m.id = '.';
+  m.filename = file;
+  m.paths = Module._nodeModulePaths(path.dirname(file));
+  process.mainModule = m;
+  // From offset 0, whatever fd 6's shared offset (every start here shares one).
+  const buf = Buffer.allocUnsafe(fs.fstatSync(6).size);
+  for (let off = 0, n; off < buf.length && (n = fs.readSync(6, buf, off, buf.length - off, off)) !== 0;)
+    off += n;
+  m._compile(buf.toString('utf8'), file, 'commonjs');
+});
+`);
+function buildBlob(name, flags) {
+  const blob = path.join(dir, name);
+  const r = spawnSync(process.execPath, [...flags, '--snapshot-blob', blob, '--build-snapshot',
+    snapshotEntry], { cwd: dir, env, encoding: 'utf8' });
+  return r.status === 0 ? blob : null;
+}
+const blob = buildBlob('floor.blob', []);
+const ccFlags = ['--single-threaded', '--random-seed=1'];
+const ccBlob = buildBlob('floor-callgrind.blob', ccFlags);
+if (blob) {
+  ways.push(['snapshot floor', ['--snapshot-blob', blob, script], 'ignore', ccBlob]);
+  ways.push(['snapshot floor, stdout a pipe', ['--snapshot-blob', blob, script], 'pipe', ccBlob]);
+}
+
 const spawnNode = (cmd, argv, out) =>
   spawnSync(cmd, argv, { stdio: stdio(out), cwd: dir, env, encoding: 'utf8' });
 const wall = ways.map(() => []);
@@ -55,19 +96,41 @@ for (let i = 0; i < N; i++) {
 }
 const q = (a, f) => [...a].sort((x, y) => x - y)[Math.floor(a.length * f)];
 console.log(`node ${process.version}, ${N} interleaved starts each, load ${os.loadavg()[0].toFixed(1)}`);
-console.log('| way | wall median | over bare | wall p10 | over bare | instructions | over bare |');
-console.log('|---|---|---|---|---|---|---|');
+if (!blob) console.log('snapshot floor: SKIP (this node could not build a startup snapshot)');
+console.log('| way | wall median | over bare | wall p10 | over bare | instructions | over bare | ' +
+            'page faults |');
+console.log('|---|---|---|---|---|---|---|---|');
 
 // Callgrind's total for node alone (children untraced), or null without valgrind.
-function instructions(argv, out) {
+function instructions(argv, out, callgrindBlob) {
   const opts = ['--tool=callgrind', '--callgrind-out-file=/dev/null'];
-  const args = [...opts, process.execPath, '--single-threaded', '--random-seed=1', ...argv];
+  if (callgrindBlob !== undefined) {
+    if (callgrindBlob === null) return null;
+    argv = ['--snapshot-blob', callgrindBlob, ...argv.slice(2)];
+  }
+  const args = [...opts, process.execPath, ...ccFlags, ...argv];
   const r = spawnSync('valgrind', args, { stdio: ['ignore', out, 'pipe', 'ignore', 'ignore',
     'ignore', fd6, 'ignore', fd8], cwd: dir, env, encoding: 'utf8' });
   const m = /refs:\s+([\d,]+)/.exec(r.stderr || '');
   return m ? Number(m[1].replaceAll(',', '')) : null;
 }
-const ir = ways.map(([, argv, out]) => instructions(argv, out));
+const ir = ways.map(([, argv, out, callgrindBlob]) => instructions(argv, out, callgrindBlob));
+// Minor page faults (GNU time's %R), the median of 5 starts, or null without GNU time.
+function pageFaults(argv, out) {
+  if (!fs.existsSync('/usr/bin/time')) return null;
+  const counts = [];
+  for (let i = 0; i < 5; i++) {
+    const faultsStdio = stdio(out);
+    faultsStdio[2] = 'pipe';  // GNU time's line, after whatever node wrote there
+    const r = spawnSync('/usr/bin/time', ['-f', 'faults %R', process.execPath, ...argv],
+                        { stdio: faultsStdio, cwd: dir, env, encoding: 'utf8' });
+    const m = /faults (\d+)\s*$/.exec(r.stderr || '');
+    if (r.status !== 0 || !m) return null;
+    counts.push(Number(m[1]));
+  }
+  return q(counts, 0.5);
+}
+const faults = ways.map(([, argv, out]) => pageFaults(argv, out));
 const fmt = (x) => x.toFixed(2);
 const signed = (x, d = 2) => (x < 0 ? '' : '+') + x.toFixed(d);
 ways.forEach(([name], k) => {
@@ -75,7 +138,8 @@ ways.forEach(([name], k) => {
   const [m0, p0] = [q(wall[0], 0.5), q(wall[0], 0.1)];
   const irCell = ir[k] === null ? 'SKIP (no valgrind)' : `${(ir[k] / 1e6).toFixed(1)} M`;
   const irOver = ir[k] === null ? '' : `${signed((ir[k] - ir[0]) / 1e6, 1)} M`;
+  const faultCell = faults[k] === null ? 'SKIP (no GNU time)' : String(faults[k]);
   console.log(`| ${name} | ${fmt(m)} ms | ${signed(m - m0)} ms | ${fmt(p)} ms | ${signed(p - p0)} ms | ` +
-              `${irCell} | ${irOver} |`);
+              `${irCell} | ${irOver} | ${faultCell} |`);
 });
 fs.rmSync(dir, { recursive: true, force: true });
