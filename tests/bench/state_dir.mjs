@@ -24,6 +24,10 @@ export function benchStateDir(parent, given = {}) {
     return { env: {}, note: 'SKILL_MCP_USER is not numeric: no state directory made, every run shares one uid' };
   }
   const dir = path.join(parent, 'state');
+  // The broker, as the service uid, must reach the directory: a mkdtemp parent is 0700,
+  // and behind it the broker ran every run under the shared uid (doctor: "cannot resolve
+  // the state directory ...: Permission denied") while this said otherwise.
+  fs.chmodSync(parent, 0o755);
   fs.mkdirSync(dir, { mode: 0o700 });
   fs.chownSync(dir, service, service);
   const off = given.SKILL_MCP_RUN_UIDS === 'off';
