@@ -5,7 +5,11 @@
 //   3. a confirmed skill_run of a one-line node script, end to end, against bare
 //      `node script.js`, interleaved, medians; the difference is the run overhead
 //      without namespaces (also with SKILL_MCP_NAMESPACES=on, the cell of the default
-//      auto, with SKILL_MCP_LANDLOCK=off, and with /bin/true pinned as interpreter).
+//      auto, then with SKILL_MCP_NETWORK=off too, the one layer that is off by default,
+//      with SKILL_MCP_LANDLOCK=off, and with /bin/true pinned as interpreter). The floor
+//      is node spawned by this process, as a client would; the worker started ahead
+//      spawns node from a small process, so part of that spawn is off the run's path
+//      (run_hops.mjs gives the kernel's view, hop by hop).
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -50,14 +54,23 @@ function startBroker(env) {
     while ((nl = buf.indexOf('\n')) >= 0) {
       const msg = JSON.parse(buf.slice(0, nl));
       buf = buf.slice(nl + 1);
-      waiters.get(msg.id)?.(msg);
+      waiters.get(msg.id)?.resolve(msg);
       waiters.delete(msg.id);
     }
   });
+  // A broker that refuses to start (a boot error) fails the calls, not the benchmark.
+  child.stdin.on('error', () => {});  // EPIPE once it is gone; the exit says why
+  let exited = null;
+  child.on('exit', (code) => {
+    exited = new Error(`the broker exited (${code}) before answering`);
+    for (const w of waiters.values()) w.reject(exited);
+    waiters.clear();
+  });
   let id = 0;
-  const call = (method, params) => new Promise((resolve) => {
+  const call = (method, params) => new Promise((resolve, reject) => {
+    if (exited) return reject(exited);
     const my = ++id;
-    waiters.set(my, resolve);
+    waiters.set(my, { resolve, reject });
     child.stdin.write(JSON.stringify({ jsonrpc: '2.0', id: my, method, params }) + '\n');
   });
   const init = () => call('initialize', { protocolVersion: '2025-06-18', capabilities: {},
@@ -153,6 +166,10 @@ try {
   const shell = await runOverhead(root, { SKILL_MCP_NODE: '/bin/true', SKILL_MCP_NAMESPACES: 'off' });
   // The same run in its cell: its own user, mount, pid and IPC namespace (the default).
   const ns = await runOverhead(root, { SKILL_MCP_NAMESPACES: 'on' });
+  // And with the one layer off by default: TCP refused (Landlock ABI 4+; a broker that
+  // cannot refuses to start, and the row says so).
+  const netOff = await runOverhead(root, { SKILL_MCP_NAMESPACES: 'on', SKILL_MCP_NETWORK: 'off' })
+    .catch((e) => ({ error: e.message }));
   // What the Landlock allowlist and the scratch TMPDIR cost (on by default where the
   // kernel has Landlock): node and /bin/true runs without the allowlist.
   const noLandlock = await runOverhead(root, { SKILL_MCP_LANDLOCK: 'off' });
@@ -182,6 +199,11 @@ try {
     ['peak RSS, 32 skills', `${(rss.hwmKiB / 1024).toFixed(1)} MiB`, '-', '-', '<= 8 MiB'],
     ['confirmed run, every layer on', `${fmt(ns.run)} ms`, `${fmt(ns.bare)} ms (bare node)`,
      `${signed(ns.run - ns.bare)} ms (paired ${signed(ns.paired)} ms)`, '<= +1.0 ms'],
+    netOff.error
+      ? ['confirmed run, every layer on, network off too', `SKIP (${netOff.error})`, '-', '-', '']
+      : ['confirmed run, every layer on, network off too', `${fmt(netOff.run)} ms`,
+         `${fmt(netOff.bare)} ms (bare node)`,
+         `${signed(netOff.run - netOff.bare)} ms (paired ${signed(netOff.paired)} ms)`, '<= +1.0 ms'],
     ['confirmed run, namespaces off', `${fmt(ov.run)} ms`, `${fmt(ov.bare)} ms (bare node)`,
      `${signed(ov.run - ov.bare)} ms (paired ${signed(ov.paired)} ms)`, ''],
     ['confirmed run of /bin/true', `${fmt(shell.run)} ms`, `${fmt(base)} ms (spawn /bin/true)`,
