@@ -1,5 +1,5 @@
 // JSON string escaping at memory speed, byte for byte what nlohmann::json's dump() writes
-// with ensure_ascii false (README.md "Performance"): \" \\ \b \f \n \r \t, other control
+// with ensure_ascii false (docs/performance.md): \" \\ \b \f \n \r \t, other control
 // bytes as \u00xx (lower-case hex), everything else verbatim.
 #pragma once
 

@@ -1,7 +1,7 @@
 // ICU, opened with dlopen on first use instead of being linked: its libraries are about
 // 3 MiB of the broker's resident pages and most of its start-up relocations, and only a
 // non-ASCII skill name or file path (collation) or the non-ASCII text of a confirmation
-// prompt needs them (README.md "Performance"). ASCII takes table paths that the tests
+// prompt needs them (docs/performance.md). ASCII takes table paths that the tests
 // check against ICU itself.
 #pragma once
 

@@ -44,7 +44,7 @@
 //   own prototype swallows that one assignment and removes itself.
 //   The bootstrap's own names live inside a function and do not leak.
 // Why a hook and not a path: node loads an ES module only by URL, and its default resolve
-// realpaths that URL, which would run whatever the path names now (README.md, "node and
+// realpaths that URL, which would run whatever the path names now (worker/README.md, "node and
 // the open script").
 #pragma once
 

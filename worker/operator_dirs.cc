@@ -20,7 +20,7 @@ std::vector<std::string> Build() {
   // why each: <sysconfdir>/skill-mcp holds skill-mcp.env (packaging/meson.build), which may
   // carry the operator's settings and secrets, and /etc/skill-mcp is where the package puts
   // it; the credstore directories are every place systemd's LoadCredential= and
-  // LoadCredentialEncrypted= read secrets from (systemd.exec(5); README.md): a run has no
+  // LoadCredentialEncrypted= read secrets from (systemd.exec(5); docs/deployment.md): a run has no
   // business in any of them. /usr/lib's lie under the /usr rule (and /lib's on a
   // merged-/usr host); /run's under no rule, but a namespaced run's view shows /run.
   std::vector<std::string> dirs = {"/etc/skill-mcp",         "/etc/credstore",

@@ -11,8 +11,8 @@
 // - `name`, `description` and `when-to-use` (or `when_to_use`) are read when they are
 //   strings under the YAML 1.2 core schema (`description: yes` is the string "yes"). A
 //   value of another type (`description: 1.10`, `true`, a list, an empty value) counts as
-//   absent and the skill is still served, as the TypeScript server does (README.md,
-//   "Tools"). `name_present` tells a null or non-string `name` from a missing one
+//   absent and the skill is still served, as the TypeScript server does (docs/wire.md
+//   §1). `name_present` tells a null or non-string `name` from a missing one
 //   (the former is a `name-mismatch`).
 // - Top-level keys other than kKnownFrontmatterKeys are ignored and reported by name as
 //   one `declaration` issue (a `hooks:` key means nothing here; its author should know).

@@ -19,7 +19,7 @@ inline constexpr char kFileLimit[] = "file-limit";
 inline constexpr char kSkillLimit[] = "skill-limit";
 inline constexpr char kGrant[] = "grant";
 inline constexpr char kEnvironUnscrubbed[] = "environ-unscrubbed";
-// The Skills over MCP extension (README.md, "Skills over MCP"): a skill the tools serve
+// The Skills over MCP extension (docs/wire.md §9): a skill the tools serve
 // but skills/list leaves out, and why.
 inline constexpr char kSkillsExtName[] = "skills-ext-name";
 inline constexpr char kSkillsExtFrontmatter[] = "skills-ext-frontmatter";

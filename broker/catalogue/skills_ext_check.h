@@ -1,4 +1,4 @@
-// Which served skills the Skills over MCP extension lists (README.md, "Skills over MCP").
+// Which served skills the Skills over MCP extension lists (docs/wire.md §9).
 // The tools serve every skill the catalogue holds; `skills/list` and `skills/get` serve only
 // those whose entry can keep the extension's promises:
 // - the skill path's final segment (the directory name) equals the frontmatter `name`, and

@@ -1,5 +1,5 @@
 // A strictly parsed YAML node rendered as JSON, for the skills extension's `frontmatter`
-// (README.md, "Skills over MCP"): the author's keys in the author's order, scalars typed by
+// (docs/wire.md §9): the author's keys in the author's order, scalars typed by
 // the YAML 1.2 core schema (yaml_strict.h), so `description: yes` stays the string "yes".
 #pragma once
 

@@ -46,7 +46,7 @@ int RunConnect(const std::string& socket_path) {
     fprintf(stderr,
             "skill-mcp connect: cannot connect to %s: %s\n"
             "  Is the service up (systemctl status skill-mcp.socket)? Is your user in the "
-            "group allowed to use it (see README, \"systemd service\")?\n",
+            "group allowed to use it (see skill-mcp(1), SYSTEMD SERVICE)?\n",
             socket_path.c_str(), strerror(err));
     return 1;
   }

@@ -1,4 +1,4 @@
-// Untrusted text shown to the person who confirms a run (README, "The fence and the gate"):
+// Untrusted text shown to the person who confirms a run (docs/wire.md §6):
 // an argument must not be able to draw a fake line, reorder what is shown, hide characters
 // or push the facts out of view.
 #pragma once

@@ -1,5 +1,5 @@
-// The spent-token record shared by every broker that signs with one key (README, "The fence
-// and the gate"): with MCP_CONFIRM_SECRET set, a token spent on one connection must be spent
+// The spent-token record shared by every broker that signs with one key (docs/wire.md
+// §6): with MCP_CONFIRM_SECRET set, a token spent on one connection must be spent
 // for every other connection and after a restart, so the record lives on disk.
 //
 //   <state dir>/spent-tokens/<32 hex digits of the nonce>-<expiry, unix seconds>

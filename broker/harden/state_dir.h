@@ -1,5 +1,5 @@
-// The host-wide state directory every broker of the host shares (README, "The fence and
-// the gate"; docs/isolation.md, "Own identity per run"): the spent-token record and the
+// The host-wide state directory every broker of the host shares (docs/configuration.md,
+// "The state directory"; docs/isolation.md, "Own identity per run"): the spent-token record and the
 // per-run uid locks live in it. Resolved from SKILL_MCP_STATE_DIR, $STATE_DIRECTORY
 // (systemd StateDirectory=), for a broker started as root kHostStateDir (the unit's own
 // directory, made before the privilege drop: PrepareHostStateDir), else

@@ -36,8 +36,8 @@ Envelope ReadEnvelope(const Json& params) {
 
 std::optional<int64_t> CacheTtlMs(std::string_view method) {
   // Why these values: the catalogue is read once at start and never reloaded while the
-  // process lives (README "Performance"), so lists may be kept for an hour; a file may
-  // change under a running server (README "Skills over MCP"), so reads are never cached.
+  // process lives (docs/architecture.md, "Start"), so lists may be kept for an hour; a file may
+  // change under a running server (docs/wire.md §9), so reads are never cached.
   constexpr int64_t kFixedForProcess = 3600000;
   if (method == "tools/list" || method == "prompts/list" || method == "resources/list" ||
       method == "resources/templates/list" || method == "server/discover") {

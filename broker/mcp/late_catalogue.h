@@ -1,4 +1,4 @@
-// The catalogue scanned after start (README.md "Performance"): the broker answers
+// The catalogue scanned after start (docs/architecture.md, "Start"): the broker answers
 // `initialize` first and scans right after it, so a client's first answer does not wait
 // for the disk. Whatever needs the catalogue before then loads it on the spot, and a
 // client that sends nothing still gets it scanned once the loop has been idle briefly.

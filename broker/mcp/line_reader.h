@@ -9,7 +9,7 @@
 
 namespace skillmcp {
 
-inline constexpr size_t kMaxMessageBytes = 4 * 1024 * 1024;  // documented in README
+inline constexpr size_t kMaxMessageBytes = 4 * 1024 * 1024;  // docs/wire.md §10
 static_assert(kMaxMessageBytes % (1 << 20) == 0, "the refusal states it in whole MiB");
 
 class LineReader {

@@ -1,6 +1,6 @@
 // The server's outgoing messages: queued, and written only as fast as the client reads,
 // so a client that stops reading never stops the event loop (timeouts, kills, reaping,
-// signals). README "Wire decisions" states the numbers below.
+// signals). docs/wire.md §10 states the numbers below.
 #pragma once
 
 #include <cstdint>

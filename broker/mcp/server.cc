@@ -115,7 +115,7 @@ void McpServer::Register() {
   });
   On("ping", [](const RpcMessage&, Reply r, const Envelope&) { r.ResultJson("{}"); });
   On("server/discover", [this](const RpcMessage&, Reply r, const Envelope&) { Discover(r); });
-  // The lists are fixed while the process lives: serialised once (README.md "Performance").
+  // The lists are fixed while the process lives: serialised once (docs/performance.md).
   On("tools/list", [this](const RpcMessage&, Reply r, const Envelope&) {
     r.ResultJson(view_.cache->Get("tools/list", [this] {
       return DumpJson(ToolDefinitions(run_ != nullptr));

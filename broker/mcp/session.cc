@@ -48,7 +48,7 @@ void Reply::ResultJson(JsonParts result, bool stamped) const {
   if (state_->answered) return;
   if (state_->modern && !stamped) {
     // The fields go in after the opening brace of whichever part holds it; a multi-MiB
-    // body is shifted in place, not copied (README.md "Performance").
+    // body is shifted in place, not copied (docs/performance.md).
     std::string& first = result.head.empty() ? result.body : result.head;
     if (&first == &result.body && !first.empty() && first.front() == '{') {
       const bool empty_object = first.size() > 1 && first[1] == '}';
@@ -165,7 +165,7 @@ void Session::Consume(std::string_view data) {
 }
 
 // Why: past kOutputPauseBytes queued, reading stops, so a client that does not read
-// cannot make the broker hold more than that plus one answer (README "Wire decisions").
+// cannot make the broker hold more than that plus one answer (docs/wire.md §10).
 void Session::PauseInput() {
   if (input_paused_ || closed_) return;
   input_paused_ = true;

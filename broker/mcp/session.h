@@ -74,7 +74,7 @@ class Session {
 
   // JSON-RPC 2.0 answers a message whose id is unknown with "id": null; the 2025-11-25
   // schema allows only a string or integer there and makes the id optional, so from that
-  // revision on such an error carries no "id" (README "Wire decisions").
+  // revision on such an error carries no "id" (docs/wire.md §10).
   void SetOmitNullErrorId(bool omit) { omit_null_error_id_ = omit; }
 
   // Sends a request to the client; `handler` gets its answer or a timeout after

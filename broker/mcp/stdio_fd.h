@@ -1,5 +1,5 @@
 // How the broker reads stdin and writes stdout without ever blocking its event loop, and
-// without changing a descriptor it shares with other processes (README "Wire decisions").
+// without changing a descriptor it shares with other processes (docs/wire.md §10).
 //   socket (systemd Accept=yes): recv/sendmsg with MSG_DONTWAIT, the file is left alone;
 //   pipe, FIFO, tty: a private non-blocking description opened through /proc/self/fd,
 //     else (no /proc) O_NONBLOCK on the shared one, put back at exit;

@@ -1,7 +1,7 @@
 // Whether runs can get their own user, mount, pid and IPC namespace here (auto or on):
 // tried once at boot, the way a run would, by the real worker in its probe mode.
 // `doctor` probes synchronously; `serve` probes on its event loop after start, so the
-// probe does not delay the first answer (README.md "Performance").
+// probe does not delay the first answer (docs/architecture.md, "Start").
 #pragma once
 
 #include <sys/types.h>

@@ -103,7 +103,7 @@ std::string ResolveRunIdentity(const EnvStore& env, const PrivilegeState& p, Lau
                                    ") cannot be written by a run: give the run-as group " +
                                    std::to_string(c.gid) +
                                    " write and search on it, and a default ACL so runs "
-                                   "share what they write (README, \"Own identity per run\")");
+                                   "share what they write (docs/deployment.md)");
   }
   if (!c.run_uids_warning.empty()) LOG_WARN("per-run uids: %s", c.run_uids_warning.c_str());
   c.run_uids = std::make_shared<RunUidPool>(std::move(dir.fd), dir.path, range, [](uint32_t uid) {

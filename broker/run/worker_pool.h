@@ -1,6 +1,6 @@
 // One worker started ahead of the run that will use it, so the spawn and exec of the
 // worker and the run-independent part of its sequence are off a run's critical path
-// (README.md "Performance"). It is started with run-independent descriptors only (0..5:
+// (docs/performance.md). It is started with run-independent descriptors only (0..5:
 // /dev/null, its pipes, the spec socket, the pinned node) and told its cell at once
 // (shared/worker_protocol.h, CellSpec: whether it switches ids and, with a uid of its
 // own taken now from a range of at least kUidsAheadMinRange, that identity, and whether

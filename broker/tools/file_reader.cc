@@ -69,8 +69,8 @@ std::optional<FileContent> ReadBounded(const OpenedFile& file, uint64_t cap) {
   }
   out.bytes.resize(got);
   out.truncated = file.size > cap;
-  // The cut comes first and the text test looks at exactly the bytes returned (README,
-  // "Tools"): a cut through a multi-byte character makes the entry base64, never a
+  // The cut comes first and the text test looks at exactly the bytes returned (docs/wire.md
+  // §2): a cut through a multi-byte character makes the entry base64, never a
   // silently shortened text.
   out.text = IsText(out.bytes);
   return out;

@@ -1,5 +1,5 @@
 // A forward-only JSON writer into one growing buffer, for the answers that carry bulk
-// (skill_file, resources/read) and the cached lists (README.md "Performance"). Its output
+// (skill_file, resources/read) and the cached lists (docs/performance.md). Its output
 // is byte for byte nlohmann::json's dump(-1, ' ', false, replace) of the same values, which
 // the tests (tests/unit/tools/json_writer_test.cc) hold it to.
 #pragma once

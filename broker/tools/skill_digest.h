@@ -1,4 +1,4 @@
-// sha256 digests of bundle files for the skills extension (README.md, "Skills over MCP"),
+// sha256 digests of bundle files for the skills extension (docs/wire.md §9),
 // read through the same OpenBundleFile descriptor discipline as resources/read and
 // skill_file, so a digest covers exactly the bytes those paths would serve.
 #pragma once

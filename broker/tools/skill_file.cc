@@ -22,7 +22,7 @@ void ErrorEntry(JsonWriter& w, const std::string& path, const std::string& error
 }
 
 // An empty path names no file at all: the request itself is malformed, so the whole
-// call fails (README, "Tools") rather than one entry.
+// call fails (docs/wire.md §2) rather than one entry.
 std::optional<ToolResult> RefuseEmptyPath(const std::vector<std::string>& paths) {
   for (size_t i = 0; i < paths.size(); ++i) {
     if (paths[i].empty()) {
@@ -35,7 +35,7 @@ std::optional<ToolResult> RefuseEmptyPath(const std::vector<std::string>& paths)
 }
 
 // Written straight into the answer's buffer, escaped for both JSON layers in one pass
-// (the payload is JSON text inside the JSON-RPC line; README.md "Performance").
+// (the payload is JSON text inside the JSON-RPC line; docs/performance.md).
 void ContentEntry(JsonWriter& w, const std::string& path, const OpenedFile& file,
                   const FileContent& content) {
   w.BeginObject();

@@ -26,7 +26,7 @@ OrderedJson SkillListPayload(const CatalogueView& view) {
     e["name"] = s.name;
     if (s.description) e["description"] = *s.description;
     if (s.when_to_use) e["whenToUse"] = *s.when_to_use;
-    e["source"] = s.root;  // the root it was found under (README.md, skill_list)
+    e["source"] = s.root;  // the root it was found under (docs/wire.md §2)
     e["files"] = s.files.size();
     e["bytes"] = s.bytes;
     if (const SkillGrants* g = view.grants->Find(s.name)) {
@@ -45,7 +45,7 @@ OrderedJson SkillListPayload(const CatalogueView& view) {
 
 }  // namespace
 
-// Built once: the catalogue and the grants are fixed after boot (README.md "Performance").
+// Built once: the catalogue and the grants are fixed after boot (docs/performance.md).
 ToolResult SkillList(const CatalogueView& view) {
   ToolResult r;
   r.text = view.cache->Get("skill_list", [&view] {

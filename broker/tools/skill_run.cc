@@ -23,7 +23,7 @@ ToolResult Gate(OrderedJson payload, bool is_error) {
   r.payload = std::move(payload);
   r.is_error = is_error;
   r.indented = true;  // confirmation payloads are 2-space indented (docs/wire.md)
-  r.show_hidden = true;  // what the user approves shows every character (README)
+  r.show_hidden = true;  // what the user approves shows every character (docs/wire.md §6)
   return r;
 }
 

@@ -21,7 +21,7 @@ namespace skillmcp {
 inline constexpr size_t kMaxRunArgs = 64;
 inline constexpr size_t kMaxRunArgBytes = 8192;
 // How long a confirmation prompt may stay unanswered before the call ends with nothing
-// run (documented in the README).
+// run (docs/wire.md §6).
 inline constexpr int64_t kElicitationTimeoutMs = 300000;
 // The key of the confirmation prompt in a 2026-07-28 input_required round (docs/wire.md §8).
 inline constexpr std::string_view kConfirmInputKey = "confirm";

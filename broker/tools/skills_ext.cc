@@ -42,7 +42,7 @@ std::optional<size_t> ParseCursor(const Json& params, std::string_view prefix, s
 }
 
 OrderedJson Cacheable(OrderedJson result) {
-  // Why ttlMs 0: files can change under a running server (README.md, "Skills over MCP"),
+  // Why ttlMs 0: files can change under a running server (docs/wire.md §9),
   // so no freshness is promised; private: skills are this deployment's, not for a shared
   // cache.
   result["ttlMs"] = 0;

@@ -1,5 +1,5 @@
-// The Skills over MCP extension, `io.modelcontextprotocol/skills` (README.md, "Skills over
-// MCP"): skills/list, skills/get and resources/directory/read over the boot catalogue.
+// The Skills over MCP extension, `io.modelcontextprotocol/skills` (docs/wire.md
+// §9): skills/list, skills/get and resources/directory/read over the boot catalogue.
 //
 // Decisions (each tested in tests/unit/tools/skills_ext_test.cc and
 // tests/integration/skills_extension.test.mjs):

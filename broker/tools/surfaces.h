@@ -16,7 +16,7 @@ inline constexpr const char* kResourceScheme = "skill://";
 struct SurfaceAnswer {
   OrderedJson result;
   // When not empty: the result as minified JSON text, and `result` is unused (the bulk
-  // answer of resources/read is written straight into it; README.md "Performance").
+  // answer of resources/read is written straight into it; docs/performance.md).
   std::string result_json;
   int error_code = 0;  // 0: success
   std::string error_message;
@@ -24,7 +24,7 @@ struct SurfaceAnswer {
 };
 
 // An error answer; with `uri`, the error names it in `data` too, so a client can match it
-// without parsing the message (README, "Wire decisions").
+// without parsing the message (docs/wire.md §10).
 SurfaceAnswer SurfaceError(int code, std::string message, std::optional<std::string> uri = {});
 
 // The result of an answer as JSON, whichever form it was built in.

@@ -21,7 +21,7 @@ struct ToolResult {
   OrderedJson payload;
   // When not empty: the payload already serialised and escaped as the inside of a JSON
   // string (JsonWriter, levels 2), and `payload` is unused. The bulk answers take this
-  // form so their bytes are written once (README.md "Performance").
+  // form so their bytes are written once (docs/performance.md).
   std::string text;
   bool is_error = false;
   bool indented = false;  // confirmation payloads are 2-space indented (docs/wire.md)

@@ -1,5 +1,5 @@
 // tools/list: names, input schemas and annotations as the TypeScript skill-mcp sends them
-// (README.md, "Tools" and "Wire decisions").
+// (docs/wire.md §2 and §10).
 #pragma once
 
 #include <nlohmann/json.hpp>

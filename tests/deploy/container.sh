@@ -74,7 +74,7 @@ for variant in plain setid locked root namespaces; do
   uid=10001 gid=10001 bounding='null'
   [[ ${variant} != plain ]] && uid=10002 gid=10002
   # Started as root, the broker makes the container's own /var/lib/skill-mcp before it
-  # leaves root, so each run gets a uid of its own from the default range (README).
+  # leaves root, so each run gets a uid of its own from the default range (docs/deployment.md).
   [[ ${variant} == root ]] && uid=1879048192-1879113727
   # A root broker narrows its bounding set to SETUID/SETGID/KILL before it leaves uid 0.
   [[ ${variant} == root ]] && bounding='"00000000000000e0"'

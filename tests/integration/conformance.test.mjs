@@ -2,7 +2,7 @@
 // skill-mcp. The suite speaks HTTP only, so supergateway bridges it to the stdio server in
 // its stateless mode: one fresh skill-mcp per HTTP request, which is exactly the
 // 2026-07-28 lifecycle. The scenarios here are those that apply to a stdio server without
-// the suite's diagnostic tools; README.md ("Conformance") lists the others and why.
+// the suite's diagnostic tools; docs/wire.md (§11) lists the others and why.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

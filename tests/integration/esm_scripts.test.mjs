@@ -1,4 +1,4 @@
-// Module scripts through skill_run behave as `node script` (README.md, "Running a script"):
+// Module scripts through skill_run behave as `node script` (docs/wire.md §4):
 // each case runs one file of a real skill through the server (preview, then the token)
 // and the same file with a plain `node <file> <args>` from the skill directory, and the
 // two must agree on stdout and the exit code. The scripts print only what node's module

@@ -1,5 +1,5 @@
-// The confirmation gate against a hostile or unusual client (README, "The fence and the
-// gate"): one approval runs once on the whole host, a cancelled call withdraws its prompt,
+// The confirmation gate against a hostile or unusual client (docs/wire.md
+// §6): one approval runs once on the whole host, a cancelled call withdraws its prompt,
 // the prompt shows every character, and the gate's answers carry the reference's fields.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';

@@ -292,7 +292,7 @@ export function spawnRaw(env = {}) {
   return raw;
 }
 
-/** SKILL.md body as README.md defines it: after the closing `---` line and its line break. */
+/** SKILL.md body as docs/wire.md §2 says: after the closing `---` line and its line break. */
 export function bodyOf(skillMdText) {
   assert.ok(skillMdText.startsWith('---\n'));
   const close = skillMdText.indexOf('\n---', 3);

@@ -1,5 +1,5 @@
-// Discovery and declarations as a client of the TypeScript skill-mcp sees them (README.md,
-// "Tools" and "Configuration"): on a tree laid out like a public skills repository (skills under
+// Discovery and declarations as a client of the TypeScript skill-mcp sees them (docs/wire.md
+// §1): on a tree laid out like a public skills repository (skills under
 // skills/<name>, a template/ whose frontmatter name differs, a spec/ without SKILL.md),
 // then rule by rule: source, body, wrong-type fields, the declaration version, unknown
 // frontmatter keys, '%' in names and the root list of SKILLS_DIR / MCP_SKILLS_PATH.

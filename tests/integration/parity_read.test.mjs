@@ -1,5 +1,5 @@
-// Wire parity of the read side with the TypeScript skill-mcp (README, "Tools" and "Wire
-// decisions"): skill_file's empty path and per-path messages, the 1 MiB cut before the
+// Wire parity of the read side with the TypeScript skill-mcp (docs/wire.md §2 and
+// §10): skill_file's empty path and per-path messages, the 1 MiB cut before the
 // text test, resources/read of a large file, resource errors carrying {uri}, the names
 // and titles of prompts and resources, the input schemas' dialect; and the command line
 // (--help after any command, the man page always built).

@@ -1,5 +1,5 @@
 // serve probes the run namespaces after start, so the first answer does not wait for
-// the probe (README.md "Performance"). A skill_run that arrives before the probe has
+// the probe (docs/architecture.md, "Start"). A skill_run that arrives before the probe has
 // decided must wait for it and then get exactly the layers `doctor` reports: never a
 // refusal for "not decided yet", never a run with a layer assumed. The run here is sent
 // in the same write as `initialize`, with a token a first broker signed (the same

@@ -459,7 +459,7 @@ describe('token lifetime and restarts', () => {
   test('with the same MCP_CONFIRM_SECRET a token survives a restart', async () => {
     const secret = randomBytes(32).toString('hex');
     const m = marker();
-    // A secret needs the shared spent record (README): a state directory the broker's
+    // A secret needs the shared spent record (docs/wire.md §6): a state directory the broker's
     // service user owns (nobody, when the test runs as root).
     const state = join(tree.base, 'state');
     mkdirSync(state, { mode: 0o700 });

@@ -204,7 +204,7 @@ describe('own identity per run: doctor', () => {
     const warned = doctor(ROOT_MODE, { MCP_DATA_DIR: data });
     assert.match(warned.stdout, /run-identity: on\n.*warning: MCP_DATA_DIR \(.*\/data\) cannot be written by a run: give the run-as group 64100 write and search/, warned.stdout);
     chownSync(data, 0, RUN_AS_UID);
-    chmodSync(data, 0o2770);  // what README tells the operator to do
+    chmodSync(data, 0o2770);  // what docs/deployment.md tells the operator to do
     const fine = doctor(ROOT_MODE, { MCP_DATA_DIR: data });
     assert.match(fine.stdout, /run-identity: on\n/, fine.stdout);
     assert.doesNotMatch(fine.stdout, /MCP_DATA_DIR \(.*\) cannot be written/, fine.stdout);

@@ -1,7 +1,7 @@
 // Skills over MCP (`io.modelcontextprotocol/skills`): skills/list, skills/get and
 // resources/directory/read through the official SDK client's raw request API, checked the
 // way a skills-aware host checks them: every listed file read back with resources/read
-// and verified against its sha256 digest and size (README.md, "Skills over MCP").
+// and verified against its sha256 digest and size (docs/wire.md §9).
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -284,8 +284,8 @@ describe('a file changed under a running server', () => {
 // in the 2026-07-28 revision (`--protocol-era modern`), where it also checks the
 // revision's result shapes (resultType, ttlMs, cacheScope). The Inspector needs node
 // >= 22.19, which the CI image may not have: point SKILL_MCP_INSPECTOR at its
-// `mcp-inspector` script and SKILL_MCP_INSPECTOR_NODE at such a node (README.md, "Skills
-// over MCP"), else these cases SKIP saying so, or fail under SKILL_MCP_REQUIRE_TOOLS=1
+// `mcp-inspector` script and SKILL_MCP_INSPECTOR_NODE at such a node (docs/wire.md
+// §9), else these cases SKIP saying so, or fail under SKILL_MCP_REQUIRE_TOOLS=1
 // (tests/integration/README.md).
 describe('the MCP Inspector CLI: --verify and directory reads, in both eras', () => {
   const inspector = process.env.SKILL_MCP_INSPECTOR;

@@ -1,4 +1,4 @@
-// Root entries from SKILLS_DIR / MCP_SKILLS_PATH (README.md, "Configuration"): split on ':',
+// Root entries from SKILLS_DIR / MCP_SKILLS_PATH (docs/configuration.md, "Skills"): split on ':',
 // each trimmed, empty ones skipped, relative ones resolved against the working directory.
 #include <gtest/gtest.h>
 

@@ -85,7 +85,7 @@ TEST(Declaration, UnknownMajorVersionRefusedWholesale) {
   EXPECT_TRUE(HasDeclIssue(p, "version 2")) << Issues(p);
 }
 
-// `version` must be the integer 1 (README.md, "Tools"): anything else is an
+// `version` must be the integer 1 (docs/wire.md §5): anything else is an
 // unknown version, so the block is refused wholesale.
 TEST(Declaration, VersionForms) {
   auto ok = [](const std::string& v) {

@@ -1,5 +1,5 @@
-// Discovery and declarations as the TypeScript skill-mcp does them (README.md, "Tools"
-// and "Configuration"): source, body, order, wrong-type fields, the
+// Discovery and declarations as the TypeScript skill-mcp does them (docs/wire.md §1
+// and docs/configuration.md): source, body, order, wrong-type fields, the
 // declaration version, problem paths, unknown frontmatter keys and '%' in file names.
 #include <fcntl.h>
 #include <gtest/gtest.h>

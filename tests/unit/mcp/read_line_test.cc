@@ -1,6 +1,6 @@
 // The fast read path (broker/tools/json_writer, shared/json_escape, shared/base64, the
 // cached lists) against an oracle: nlohmann::json's own serialisation of the same payload,
-// wrapped and dumped the way every answer was before (README.md "Performance").
+// wrapped and dumped the way every answer was before (docs/performance.md).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sodium.h>
@@ -124,7 +124,7 @@ TEST(Base64, MatchesLibsodiumForEveryLengthUpTo300) {
 }
 
 // A skill on disk, and the oracle: the payload built with nlohmann from the files' bytes
-// by the rules of README.md "Tools", wrapped and dumped as every answer was before.
+// by the rules of docs/wire.md §2, wrapped and dumped as every answer was before.
 class ReadLineTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -34,7 +34,7 @@ TEST(RelPath, RefusesPercentEscape) {
   EXPECT_EQ(CheckRelativePath("a%2Fb"), PathRefusal::kPercent);
 }
 
-// Any '%' makes a path unusable, not only a valid %XX escape (README.md, "Tools").
+// Any '%' makes a path unusable, not only a valid %XX escape (docs/wire.md §1).
 TEST(RelPath, RefusesAnyPercent) {
   for (const char* path : {"c%zz.txt", "100%.txt", "%", "a/b%", "dir%/x", "50%%"}) {
     EXPECT_EQ(CheckRelativePath(path), PathRefusal::kPercent) << path;
