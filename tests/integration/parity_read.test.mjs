@@ -194,6 +194,24 @@ describe('command line', () => {
     assert.doesNotMatch(r.stderr, /cannot connect/);
   });
 
+  test('every variable --help names is in docs/configuration.md and the man page', () => {
+    const help = run(['--help']).stdout;
+    const names = new Set(help.match(/\b(?:SKILLS_DIR|TMPDIR|MCP_[A-Z_]+|SKILL_MCP_[A-Z_]+)\b/g));
+    // SKILL_MCP_LIMIT_* is named by its suffixes on the next line.
+    for (const suffix of ['NPROC', 'AS_MB', 'DATA_MB', 'CPU_SECONDS', 'FSIZE_MB', 'NOFILE']) {
+      assert.match(help, new RegExp(`\\b${suffix}\\b`), `--help names SKILL_MCP_LIMIT_${suffix}`);
+      names.add(`SKILL_MCP_LIMIT_${suffix}`);
+    }
+    names.delete('SKILL_MCP_LIMIT_');
+    assert.ok(names.size > 20, `--help names the settings: ${[...names]}`);
+    const docs = readFileSync(join(REPO, 'docs', 'configuration.md'), 'utf8');
+    const man = readFileSync(join(REPO, 'packaging', 'man', 'skill-mcp.1.scd'), 'utf8');
+    for (const name of names) {
+      assert.ok(docs.includes(`\`${name}\``), `docs/configuration.md documents ${name}`);
+      assert.ok(man.includes(`*${name}*`), `the man page documents ${name}`);
+    }
+  });
+
   test('the man page is a required build product', (t) => {
     const man = process.env.SKILL_MCP_MAN;
     if (!man) {
