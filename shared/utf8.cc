@@ -52,6 +52,8 @@ constexpr char kReplacement[] = "\xEF\xBF\xBD";  // U+FFFD
 
 }  // namespace
 
+size_t Utf8SequenceLength(std::string_view s, size_t i) { return SequenceLength(s, i); }
+
 std::string RepairUtf8(std::string_view bytes, bool cut) {
   std::string out;
   out.reserve(bytes.size());

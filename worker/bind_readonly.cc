@@ -6,6 +6,8 @@
 
 #include <cerrno>
 
+#include "shared/lines.h"
+#include "shared/mountinfo.h"
 #include "shared/path_prefix.h"
 #include "shared/small_file.h"
 
@@ -34,37 +36,6 @@ unsigned long KeptMountFlags(int fd) {
   return flags;
 }
 
-bool IsOctal(char c) { return c >= '0' && c <= '7'; }
-
-// The mountinfo field with its \ooo escapes (space, tab, newline, backslash) decoded;
-// false for a backslash not followed by three octal digits.
-bool Unescape(std::string_view field, std::string* out) {
-  out->clear();
-  for (size_t i = 0; i < field.size(); ++i) {
-    if (field[i] != '\\') {
-      out->push_back(field[i]);
-      continue;
-    }
-    if (i + 3 >= field.size()) return false;
-    if (!IsOctal(field[i + 1]) || !IsOctal(field[i + 2]) || !IsOctal(field[i + 3])) return false;
-    out->push_back(static_cast<char>((field[i + 1] - '0') * 64 + (field[i + 2] - '0') * 8 +
-                                     (field[i + 3] - '0')));
-    i += 3;
-  }
-  return true;
-}
-
-// The fifth space-separated field of one mountinfo line (the mount point, escaped).
-bool MountPointField(std::string_view line, std::string_view* out) {
-  for (int skip = 0; skip < 4; ++skip) {
-    size_t sp = line.find(' ');
-    if (sp == std::string_view::npos) return false;
-    line.remove_prefix(sp + 1);
-  }
-  *out = line.substr(0, line.find(' '));
-  return !out->empty();
-}
-
 }  // namespace
 
 int RemountBindReadOnly(const std::string& path, int fd) {
@@ -75,13 +46,11 @@ int RemountBindReadOnly(const std::string& path, int fd) {
 bool HasMountBeneath(std::string_view mountinfo, std::string_view path, bool* ok) {
   *ok = true;
   std::string point;
-  while (!mountinfo.empty()) {
-    const size_t nl = mountinfo.find('\n');
-    std::string_view line = mountinfo.substr(0, nl);
-    mountinfo.remove_prefix(nl == std::string_view::npos ? mountinfo.size() : nl + 1);
+  MountInfoEntry e;
+  for (std::string_view line : Lines(mountinfo)) {
     if (line.empty()) continue;
-    std::string_view field;
-    if (!MountPointField(line, &field) || !Unescape(field, &point)) {
+    if (!ParseMountInfoLine(line, &e) || e.mount_point.empty() ||
+        !DecodeMountInfoField(e.mount_point, &point)) {
       *ok = false;
       return false;
     }

@@ -6,6 +6,7 @@
 #include "broker/catalogue/reasons.h"
 #include "broker/catalogue/yaml_json.h"
 #include "broker/catalogue/yaml_strict.h"
+#include "shared/lines.h"
 #include "shared/utf8.h"
 
 namespace skillmcp {
@@ -46,12 +47,7 @@ bool IsDeclarationKeyLine(std::string_view line) {
 std::optional<LineSpan> FindDeclarationLines(std::string_view fm) {
   std::optional<LineSpan> span;
   int line_no = 0;
-  size_t pos = 0;
-  while (pos < fm.size()) {
-    size_t eol = fm.find('\n', pos);
-    if (eol == std::string_view::npos) eol = fm.size();
-    std::string_view line = fm.substr(pos, eol - pos);
-    pos = eol + 1;
+  for (std::string_view line : Lines(fm)) {
     ++line_no;
     if (span && span->last == 0) {
       bool top_level = !line.empty() && line[0] != ' ' && line[0] != '\t' && line[0] != '#' &&

@@ -174,20 +174,14 @@ std::string DisplaySafe(std::string_view s) {
   if (IsValidUtf8(s)) return std::string(s);
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) {
-    // Take the longest valid run starting here, one character at a time.
-    size_t len = 1;
-    auto b = static_cast<unsigned char>(s[i]);
-    if (b >= 0xC2 && b <= 0xDF)
-      len = 2;
-    else if (b >= 0xE0 && b <= 0xEF)
-      len = 3;
-    else if (b >= 0xF0 && b <= 0xF4)
-      len = 4;
-    if (i + len <= s.size() && IsValidUtf8(s.substr(i, len))) {
+    // Take the character starting here whole, or show its first byte.
+    const size_t len = Utf8SequenceLength(s, i);
+    if (len > 0) {
       out.append(s.substr(i, len));
       i += len - 1;
     } else {
       static const char kHex[] = "0123456789abcdef";
+      const auto b = static_cast<unsigned char>(s[i]);
       out += "\\x";
       out.push_back(kHex[b >> 4]);
       out.push_back(kHex[b & 0xF]);

@@ -9,6 +9,8 @@
 #include <sstream>
 #include <vector>
 
+#include "shared/lines.h"
+
 namespace skillmcp {
 namespace {
 
@@ -40,12 +42,7 @@ std::optional<YamlError> CheckNestingDepth(std::string_view text, int max_depth)
   int flow = 0;
   long block_scalar_parent = -1;  // content column threshold of an open block scalar
   int line_no = 0;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t eol = text.find('\n', pos);
-    if (eol == std::string_view::npos) eol = text.size();
-    std::string_view line = text.substr(pos, eol - pos);
-    pos = eol + 1;
+  for (std::string_view line : Lines(text)) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "shared/mountinfo.h"
 #include "shared/small_file.h"
 
 namespace skillmcp {
@@ -27,29 +28,6 @@ bool HasWord(std::string_view list, std::string_view word, char sep) {
   for (std::string_view w : Split(list, sep))
     if (w == word) return true;
   return false;
-}
-
-// mountinfo escapes space, tab, newline and backslash as \ooo.
-std::string Unescape(std::string_view s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size()) {
-      int v = 0;
-      bool ok = true;
-      for (size_t k = 1; k <= 3; ++k) {
-        char c = s[i + k];
-        if (c < '0' || c > '7') ok = false;
-        v = v * 8 + (c - '0');
-      }
-      if (ok) {
-        out += static_cast<char>(v);
-        i += 3;
-        continue;
-      }
-    }
-    out += s[i];
-  }
-  return out;
 }
 
 std::string Trim(std::string s) {
@@ -92,18 +70,15 @@ CgroupFacts ReadCgroupFacts(std::string_view proc_cgroup, std::string_view mount
                             const TextReader& read, const WritableCheck& writable) {
   CgroupFacts f;
   std::string v2_mount, v1_memory_mount, v1_pids_mount;
-  for (std::string_view line : Split(mountinfo, '\n')) {
-    size_t dash = line.find(" - ");
-    if (dash == std::string_view::npos) continue;
-    std::vector<std::string_view> left = Split(line.substr(0, dash), ' ');
-    std::vector<std::string_view> right = Split(line.substr(dash + 3), ' ');
-    if (left.size() < 5 || right.size() < 3) continue;
-    std::string point = Unescape(left[4]);
-    if (right[0] == "cgroup2" && (v2_mount.empty() || point == "/sys/fs/cgroup")) {
+  for (const MountInfoEntry& e : ParseMountInfo(mountinfo)) {
+    if (!e.has_fs) continue;
+    std::string point;
+    DecodeMountInfoField(e.mount_point, &point);  // a stray backslash stays as it is
+    if (e.fs_type == "cgroup2" && (v2_mount.empty() || point == "/sys/fs/cgroup")) {
       v2_mount = point;
-    } else if (right[0] == "cgroup") {
-      if (HasWord(right[2], "memory", ',')) v1_memory_mount = point;
-      if (HasWord(right[2], "pids", ',')) v1_pids_mount = point;
+    } else if (e.fs_type == "cgroup") {
+      if (HasWord(e.super_options, "memory", ',')) v1_memory_mount = point;
+      if (HasWord(e.super_options, "pids", ',')) v1_pids_mount = point;
     }
   }
   f.v1_memory_or_pids = !v1_memory_mount.empty() || !v1_pids_mount.empty();

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "shared/mountinfo.h"
 #include "shared/small_file.h"
 
 namespace skillmcp {
@@ -92,24 +93,9 @@ bool Beneath(const std::string& path, std::string_view dir) {
 // The mount point of the mountinfo line that holds `path` most specifically, and its root.
 bool MountOf(std::string_view mountinfo, std::string_view mount_point, std::string* root) {
   bool found = false;
-  size_t at = 0;
-  while (at < mountinfo.size()) {
-    size_t end = mountinfo.find('\n', at);
-    if (end == std::string_view::npos) end = mountinfo.size();
-    std::string_view line = mountinfo.substr(at, end - at);
-    at = end + 1;
-    // "id parent major:minor root mount-point options ..."
-    std::string_view field[5];
-    size_t pos = 0;
-    int n = 0;
-    for (; n < 5 && pos <= line.size(); ++n) {
-      size_t sp = line.find(' ', pos);
-      if (sp == std::string_view::npos) sp = line.size();
-      field[n] = line.substr(pos, sp - pos);
-      pos = sp + 1;
-    }
-    if (n < 5 || field[4] != mount_point) continue;
-    *root = std::string(field[3]);  // the last one wins: it is the one on top
+  for (const MountInfoEntry& e : ParseMountInfo(mountinfo)) {
+    if (e.mount_point != mount_point) continue;
+    *root = std::string(e.root);  // the last one wins: it is the one on top
     found = true;
   }
   return found;

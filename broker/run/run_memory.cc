@@ -10,6 +10,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "shared/mountinfo.h"
 #include "shared/small_file.h"
 
 namespace skillmcp {
@@ -172,26 +173,9 @@ std::string RunMemoryBlindness(std::string_view mountinfo, bool cap_sys_ptrace) 
   // The last /proc mount listed is the one on top, the one the broker reads.
   std::string_view options;
   bool found = false;
-  size_t at = 0;
-  while (at < mountinfo.size()) {
-    size_t nl = mountinfo.find('\n', at);
-    if (nl == std::string_view::npos) nl = mountinfo.size();
-    std::string_view line = mountinfo.substr(at, nl - at);
-    at = nl + 1;
-    // "<id> <parent> <dev> <root> <mount point> <options> [optional...] - <fs> <src> <super>"
-    size_t sep = line.find(" - ");
-    if (sep == std::string_view::npos) continue;
-    std::vector<std::string_view> head;
-    for (size_t p = 0; p < sep && head.size() < 5;) {
-      size_t sp = line.find(' ', p);
-      if (sp == std::string_view::npos || sp > sep) sp = sep;
-      head.push_back(line.substr(p, sp - p));
-      p = sp + 1;
-    }
-    std::string_view tail = line.substr(sep + 3);
-    if (head.size() < 5 || head[4] != "/proc" || tail.substr(0, 5) != "proc ") continue;
-    size_t last = tail.rfind(' ');
-    options = last == std::string_view::npos ? std::string_view() : tail.substr(last + 1);
+  for (const MountInfoEntry& e : ParseMountInfo(mountinfo)) {
+    if (!e.has_fs || e.mount_point != "/proc" || e.fs_type != "proc") continue;
+    options = e.super_options;
     found = true;
   }
   if (!found) return "";

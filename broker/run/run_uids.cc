@@ -10,6 +10,8 @@
 #include <charconv>
 #include <cstring>
 
+#include "shared/lines.h"
+
 namespace skillmcp {
 namespace {
 
@@ -65,12 +67,7 @@ bool RangeMapped(std::string_view uid_map, RunUidRange range) {
   bool progress = true;
   while (progress && next <= range.last) {
     progress = false;
-    size_t at = 0;
-    while (at < uid_map.size()) {
-      size_t end = uid_map.find('\n', at);
-      if (end == std::string_view::npos) end = uid_map.size();
-      std::string_view line = uid_map.substr(at, end - at);
-      at = end + 1;
+    for (std::string_view line : Lines(uid_map)) {
       uint64_t f[3];
       int n = 0;
       size_t pos = 0;

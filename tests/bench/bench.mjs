@@ -15,6 +15,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
+import { onJsonLines } from './json_lines.mjs';
 import { benchStateDir } from './state_dir.mjs';
 
 const bin = process.argv[2] ?? process.env.SKILL_MCP_BIN;
@@ -46,17 +47,10 @@ function makeTree(skills) {
 function startBroker(env) {
   const child = spawn(bin, [], { env: { PATH: process.env.PATH, HOME: os.tmpdir(), ...env },
                                  stdio: ['pipe', 'pipe', 'ignore'] });
-  let buf = '';
   const waiters = new Map();
-  child.stdout.on('data', (d) => {
-    buf += d;
-    let nl;
-    while ((nl = buf.indexOf('\n')) >= 0) {
-      const msg = JSON.parse(buf.slice(0, nl));
-      buf = buf.slice(nl + 1);
-      waiters.get(msg.id)?.resolve(msg);
-      waiters.delete(msg.id);
-    }
+  onJsonLines(child.stdout, (msg) => {
+    waiters.get(msg.id)?.resolve(msg);
+    waiters.delete(msg.id);
   });
   // A broker that refuses to start (a boot error) fails the calls, not the benchmark.
   child.stdin.on('error', () => {});  // EPIPE once it is gone; the exit says why

@@ -39,6 +39,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
+import { onJsonLines } from './json_lines.mjs';
 import { benchStateDir } from './state_dir.mjs';
 
 const EVENTS = [
@@ -103,15 +104,8 @@ async function drive(bin, pidsFile, N) {
            ...JSON.parse(process.env.RUN_HOPS_ENV || '{}') },
     stdio: ['pipe', 'pipe', 'ignore'],
   });
-  let buf = '';
   const waiters = new Map();
-  child.stdout.on('data', (d) => {
-    buf += d;
-    for (let nl; (nl = buf.indexOf('\n')) >= 0; buf = buf.slice(nl + 1)) {
-      const msg = JSON.parse(buf.slice(0, nl));
-      waiters.get(msg.id)?.(msg);
-    }
-  });
+  onJsonLines(child.stdout, (msg) => waiters.get(msg.id)?.(msg));
   let id = 0;
   const call = (method, params) => new Promise((resolve) => {
     waiters.set(++id, resolve);

@@ -10,6 +10,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
+import { onJsonLines } from './json_lines.mjs';
+
 const bin = process.argv[2] ?? process.env.SKILL_MCP_BIN;
 if (!bin) { console.error('usage: soak.mjs PATH/TO/skill-mcp'); process.exit(2); }
 const RUNS = Number(process.env.SOAK_RUNS ?? 1000);
@@ -35,19 +37,12 @@ function startBroker(root) {
   const child = spawn(bin, [], { env, stdio: ['pipe', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => { stderr += d; if (stderr.length > 65536) stderr = stderr.slice(-32768); });
-  let buf = '';
   const waiters = new Map();
-  child.stdout.on('data', (d) => {
-    buf += d;
-    let nl;
-    while ((nl = buf.indexOf('\n')) >= 0) {
-      const msg = JSON.parse(buf.slice(0, nl));
-      buf = buf.slice(nl + 1);
-      const w = waiters.get(msg.id);
-      if (!w) throw new Error(`an answer nobody asked for: ${JSON.stringify(msg).slice(0, 200)}`);
-      waiters.delete(msg.id);
-      w(msg);
-    }
+  onJsonLines(child.stdout, (msg) => {
+    const w = waiters.get(msg.id);
+    if (!w) throw new Error(`an answer nobody asked for: ${JSON.stringify(msg).slice(0, 200)}`);
+    waiters.delete(msg.id);
+    w(msg);
   });
   let id = 0;
   const send = (method, params) => {

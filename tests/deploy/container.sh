@@ -19,15 +19,11 @@
 # which the doctor must report as failing (a demanded uid switch cannot happen).
 # Usage: container.sh BUILD_DIR SOURCE_ROOT
 set -euo pipefail
-build=$(realpath "$1") SOURCE_ROOT=$(realpath "$2")
-here=${SOURCE_ROOT}/tests/deploy
-DEPLOY_CACHE=${build}/deploy-cache
 # shellcheck source=lib.sh
-source "${here}/lib.sh"
-started=$(date +%s)
+source "$(realpath "$2")/tests/deploy/lib.sh" "$1" "$2"
 
 require_podman
-command -v node >/dev/null || skip "node is not installed on the host (it drives the MCP client)"
+require_node
 ensure_base_image
 
 image=${PRODUCT_IMAGE}

@@ -10,12 +10,8 @@
 # policy has it for system users (files they own may outlive the package).
 # Usage: deb.sh BUILD_DIR SOURCE_ROOT
 set -euo pipefail
-build=$(realpath "$1") SOURCE_ROOT=$(realpath "$2")
-here=${SOURCE_ROOT}/tests/deploy
-DEPLOY_CACHE=${build}/deploy-cache
 # shellcheck source=lib.sh
-source "${here}/lib.sh"
-started=$(date +%s)
+source "$(realpath "$2")/tests/deploy/lib.sh" "$1" "$2"
 
 for tool in dpkg-buildpackage dpkg-checkbuilddeps lintian dh; do
   command -v "${tool}" >/dev/null || skip "${tool} is not installed (run tests/deploy/prepare-host.sh)"
@@ -66,7 +62,7 @@ grep -v "running with root privileges" "${stage}/lintian.txt" || true
 echo "ok - lintian --fail-on warning is clean"
 
 require_podman
-command -v node >/dev/null || skip "node is not installed on the host (it drives the MCP client)"
+require_node
 ensure_systemd_image
 start_systemd_container
 trap 'podman rm -f -t 0 "${CTR}" >/dev/null 2>&1 || true; rm -rf "${stage}"' EXIT

@@ -3,7 +3,14 @@
 # systemd image per host, reused across tests and runs; their inputs are cached
 # under the build directory (DEPLOY_CACHE). Everything is built locally: no registry.
 #
-# Needs: DEPLOY_CACHE (a directory under the build dir), SOURCE_ROOT.
+# Sourced with the tests' own arguments, `source lib.sh BUILD_DIR SOURCE_ROOT`: sets build,
+# SOURCE_ROOT, here (this folder), DEPLOY_CACHE (a directory under the build dir) and
+# started (the test's start, in seconds).
+build=$(realpath "$1") SOURCE_ROOT=$(realpath "$2")
+here=${SOURCE_ROOT}/tests/deploy
+DEPLOY_CACHE=${build}/deploy-cache
+# shellcheck disable=SC2034 # the tests read it
+started=$(date +%s)
 
 BASE_IMAGE=localhost/bookworm-minbase
 # Runtime libraries of the two binaries, node from Debian, and systemd as PID 1.
@@ -12,6 +19,9 @@ SYSTEMD_IMAGE_PACKAGES="systemd systemd-sysv dbus nodejs libyaml-cpp0.7 libsodiu
 log() { printf '%s %s\n' "$(date +%T)" "$*"; }
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*"; exit 1; }
+require_node() {
+  command -v node >/dev/null || skip "node is not installed on the host (it drives the MCP client)"
+}
 
 # Exits 77 (meson's skip) with the reason when this host cannot run the container tests.
 require_podman() {

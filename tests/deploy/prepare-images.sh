@@ -10,11 +10,8 @@
 # Exits 77 where the container tests cannot run, as they do.
 # Usage: prepare-images.sh BUILD_DIR SOURCE_ROOT
 set -euo pipefail
-build=$(realpath "$1") SOURCE_ROOT=$(realpath "$2")
-DEPLOY_CACHE=${build}/deploy-cache
 # shellcheck source=lib.sh
-source "${SOURCE_ROOT}/tests/deploy/lib.sh"
-started=$(date +%s)
+source "$(realpath "$2")/tests/deploy/lib.sh" "$1" "$2"
 require_podman
 ensure_systemd_image
 log "images ready in $(($(date +%s) - started)) s: ${BASE_IMAGE}, ${SYSTEMD_IMAGE}"

@@ -16,15 +16,11 @@
 #     broker shares the unit's /var/lib/skill-mcp
 # Usage: systemd-e2e.sh BUILD_DIR SOURCE_ROOT
 set -euo pipefail
-build=$(realpath "$1") SOURCE_ROOT=$(realpath "$2")
-here=${SOURCE_ROOT}/tests/deploy
-DEPLOY_CACHE=${build}/deploy-cache
 # shellcheck source=lib.sh
-source "${here}/lib.sh"
-started=$(date +%s)
+source "$(realpath "$2")/tests/deploy/lib.sh" "$1" "$2"
 
 require_podman
-command -v node >/dev/null || skip "node is not installed on the host (it drives the MCP client)"
+require_node
 ensure_systemd_image
 
 stage=$(mktemp -d)

@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { freshDir, removeDir, skillMd } from './fixtures.mjs';
-import { BIN, callJson, connect, rpcOver, serverEnv, sleep } from './lib.mjs';
+import { launcher, rpcOver, runForJson, serverEnv, sleep } from './lib.mjs';
 
 // Runs the operations named in argv[2]: {key: [op, arg]}; prints {key: outcome}.
 const PROBE_JS = `'use strict';
@@ -120,27 +120,9 @@ after(() => {
   if (outsideTmp) removeDir(outsideTmp.base);
 });
 
-// The broker as root (it switches runs to its run-as user), or as uid 65534 via setpriv.
-function launcher(asUser) {
-  return asUser
-    ? { command: 'setpriv', args: ['--reuid=65534', '--regid=65534', '--clear-groups', BIN] }
-    : { command: BIN, args: [] };
-}
-
-async function runProbe(tree, env, ops, { asUser = false, skill = 'probe' } = {}) {
-  const conn = await connect({ env: { SKILLS_DIR: tree.root, MCP_CONFIRM_MODE: 'auto', ...env },
-                               ...launcher(asUser) });
-  try {
-    const call = { name: skill, script: 'scripts/probe.js', args: [JSON.stringify(ops)] };
-    const first = await callJson(conn.client, 'skill_run', call);
-    assert.equal(first.json?.status, 'confirmation-required', first.text);
-    const done = await callJson(conn.client, 'skill_run', { ...call, confirmToken: first.json.confirmToken });
-    assert.equal(done.isError, false, done.text);
-    assert.equal(done.json.exitCode, 0, done.text);
-    return JSON.parse(done.json.stdout);
-  } finally {
-    await conn.close();
-  }
+function runProbe(tree, env, ops, { asUser = false, skill = 'probe' } = {}) {
+  return runForJson({ env: { SKILLS_DIR: tree.root, MCP_CONFIRM_MODE: 'auto', ...env }, ...launcher(asUser) },
+                    { name: skill, script: 'scripts/probe.js', args: [JSON.stringify(ops)] });
 }
 
 function doctor(env, asUser = false) {

@@ -16,7 +16,7 @@ import { after, before, describe, test } from 'node:test';
 import { spawnSync } from 'node:child_process';
 
 import { skillMd } from './fixtures.mjs';
-import { BIN, callJson, connect, serverEnv } from './lib.mjs';
+import { confirmedRun, connect, launcher, serverEnv } from './lib.mjs';
 
 const PROBE_JS = `'use strict';
 const fs = require('node:fs');
@@ -52,21 +52,13 @@ before(() => {
 });
 after(() => { if (base) rmSync(base, { recursive: true, force: true }); });
 
-function launcher(asUser) {
-  return asUser
-    ? { command: 'setpriv', args: ['--reuid=65534', '--regid=65534', '--clear-groups', BIN] }
-    : { command: BIN, args: [] };
-}
-
 // The run's outcome: the probe's JSON, or { refused: text } when the run did not start.
 async function run(env, args, asUser) {
   const conn = await connect({ env: { SKILLS_DIR: root, MCP_CONFIRM_MODE: 'auto', MCP_SKILL_RUN: GRANT,
                                       SKILL_MCP_NAMESPACES: 'off', ...env }, ...launcher(asUser) });
   try {
     const call = { name: 'probe', script: 'scripts/probe.js', args };
-    const first = await callJson(conn.client, 'skill_run', call);
-    assert.equal(first.json?.status, 'confirmation-required', first.text);
-    const done = await callJson(conn.client, 'skill_run', { ...call, confirmToken: first.json.confirmToken });
+    const done = await confirmedRun(conn.client, call);
     if (done.isError) return { refused: done.text };
     assert.equal(done.json.exitCode, 0, done.text);
     return JSON.parse(done.json.stdout);

@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { freshDir, removeDir, skillMd } from './fixtures.mjs';
-import { BIN, callJson, connect, serverEnv } from './lib.mjs';
+import { BIN, callJson, confirmedRun, connect, serverEnv } from './lib.mjs';
 
 const ARGS = ['plain', 'two words', '--flag=x', '-e', ''];
 
@@ -105,9 +105,7 @@ function direct(script, args) {
 /** The same file through skill_run: the preview, then the confirmed run's receipt. */
 async function throughServer(conn, script, args) {
   const call = { name: 'esm', script, args };
-  const first = await callJson(conn.client, 'skill_run', call);
-  assert.equal(first.json?.status, 'confirmation-required', first.text);
-  const done = await callJson(conn.client, 'skill_run', { ...call, confirmToken: first.json.confirmToken });
+  const done = await confirmedRun(conn.client, call);
   assert.equal(done.isError, false, done.text);
   assert.equal(done.json.timedOut, false, done.text);
   return done.json;

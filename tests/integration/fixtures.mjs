@@ -143,61 +143,37 @@ export function buildDiscoveryTree() {
   mkdirSync(join(rootA, 'dir-md', 'SKILL.md'), { recursive: true });
   // malformed-frontmatter
   write(join(rootA, 'malformed', 'SKILL.md'), skillMd('name: malformed\ndescription: [unclosed', '\nbody\n'));
+  // A skill in rootA whose `mcp-host:` block is `hostLines`, bundling scripts/run.js.
+  const declSkill = (name, description, hostLines, body) => {
+    write(join(rootA, name, 'SKILL.md'),
+          skillMd([`name: ${name}`, `description: ${description}`, 'mcp-host:', ...hostLines].join('\n'), body));
+    write(join(rootA, name, 'scripts', 'run.js'), 'process.exit(0);\n');
+  };
   // declaration: unknown keys (skill keeps its instructions)
-  write(
-    join(rootA, 'decl-unknown', 'SKILL.md'),
-    skillMd(
-      [
-        'name: decl-unknown',
-        'description: Declaration with unknown keys.',
-        'mcp-host:',
-        '  version: 1',
-        '  colour: blue',
-        '  run:',
-        '    - script: scripts/run.js',
-        '      interpreter: node',
-        '      flavour: vanilla',
-      ].join('\n'),
-      '\nunknown keys body\n',
-    ),
-  );
-  write(join(rootA, 'decl-unknown', 'scripts', 'run.js'), 'process.exit(0);\n');
+  declSkill('decl-unknown', 'Declaration with unknown keys.', [
+    '  version: 1',
+    '  colour: blue',
+    '  run:',
+    '    - script: scripts/run.js',
+    '      interpreter: node',
+    '      flavour: vanilla',
+  ], '\nunknown keys body\n');
   // declaration: an anchor and an alias inside the block
-  write(
-    join(rootA, 'decl-anchor', 'SKILL.md'),
-    skillMd(
-      [
-        'name: decl-anchor',
-        'description: Declaration using an anchor.',
-        'mcp-host:',
-        '  version: 1',
-        '  run:',
-        '    - &entry',
-        '      script: scripts/run.js',
-        '      interpreter: node',
-        '    - *entry',
-      ].join('\n'),
-      '\nanchor body\n',
-    ),
-  );
-  write(join(rootA, 'decl-anchor', 'scripts', 'run.js'), 'process.exit(0);\n');
+  declSkill('decl-anchor', 'Declaration using an anchor.', [
+    '  version: 1',
+    '  run:',
+    '    - &entry',
+    '      script: scripts/run.js',
+    '      interpreter: node',
+    '    - *entry',
+  ], '\nanchor body\n');
   // declaration: an unknown major version
-  write(
-    join(rootA, 'decl-v2', 'SKILL.md'),
-    skillMd(
-      [
-        'name: decl-v2',
-        'description: Declaration from the future.',
-        'mcp-host:',
-        '  version: 2',
-        '  run:',
-        '    - script: scripts/run.js',
-        '      interpreter: node',
-      ].join('\n'),
-      '\nversion two body\n',
-    ),
-  );
-  write(join(rootA, 'decl-v2', 'scripts', 'run.js'), 'process.exit(0);\n');
+  declSkill('decl-v2', 'Declaration from the future.', [
+    '  version: 2',
+    '  run:',
+    '    - script: scripts/run.js',
+    '      interpreter: node',
+  ], '\nversion two body\n');
   // duplicate-name: "dup" in both roots
   write(join(rootA, 'dup', 'SKILL.md'), skillMd('name: dup\ndescription: dup in A', '\nA\n'));
   write(join(rootB, 'dup', 'SKILL.md'), skillMd('name: dup\ndescription: dup in B', '\nB\n'));

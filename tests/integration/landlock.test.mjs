@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { freshDir, removeDir, skillMd } from './fixtures.mjs';
-import { BIN, callJson, connect, serverEnv } from './lib.mjs';
+import { BIN, launcher, runForJson, serverEnv } from './lib.mjs';
 
 const PROBE_JS = `'use strict';
 const fs = require('node:fs');
@@ -147,32 +147,14 @@ after(() => {
   if (paths?.shm) rmSync(paths.shm, { force: true });
 });
 
-// The broker as root (it switches runs to its run-as user), or as uid 65534 via setpriv.
-function launcher(asUser) {
-  return asUser
-    ? { command: 'setpriv', args: ['--reuid=65534', '--regid=65534', '--clear-groups', BIN] }
-    : { command: BIN, args: [] };
-}
-
-async function run(env, { asUser = false, script = 'scripts/probe.js', args, command } = {}) {
-  const conn = await connect({
+function run(env, { asUser = false, script = 'scripts/probe.js', args, command } = {}) {
+  return runForJson({
     // The fixtures live in the host's /tmp, which a namespaced run does not see: the
     // namespaces are off unless a case turns them on (the combined case does).
     env: { SKILLS_DIR: root, MCP_CONFIRM_MODE: 'auto', SKILL_MCP_LANDLOCK: 'auto',
            SKILL_MCP_NAMESPACES: 'off', ...env },
     ...(command ? { command, args: [BIN] } : launcher(asUser)),
-  });
-  try {
-    const call = { name: 'probe', script, args: args ?? [JSON.stringify({ ...paths, port })] };
-    const first = await callJson(conn.client, 'skill_run', call);
-    assert.equal(first.json?.status, 'confirmation-required', first.text);
-    const done = await callJson(conn.client, 'skill_run', { ...call, confirmToken: first.json.confirmToken });
-    assert.equal(done.isError, false, done.text);
-    assert.equal(done.json.exitCode, 0, done.text);
-    return JSON.parse(done.json.stdout);
-  } finally {
-    await conn.close();
-  }
+  }, { name: 'probe', script, args: args ?? [JSON.stringify({ ...paths, port })] });
 }
 
 function doctor(env, asUser = false) {

@@ -121,6 +121,43 @@ export async function callJson(client, name, args = {}) {
   return { isError: result.isError === true, text, json, result };
 }
 
+/** setpriv's words that drop a command to uid and gid 65534 (nobody), no groups. */
+export const AS_NOBODY = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'];
+
+/** connect()'s command and args for the broker as this user, or (asNobody) as uid 65534. */
+export function launcher(asNobody) {
+  return asNobody
+    ? { command: AS_NOBODY[0], args: [...AS_NOBODY.slice(1), BIN] }
+    : { command: BIN, args: [] };
+}
+
+/**
+ * skill_run twice: the first call must ask for confirmation, the second brings its
+ * token. The confirmed call's callJson result.
+ */
+export async function confirmedRun(client, call) {
+  const first = await callJson(client, 'skill_run', call);
+  assert.equal(first.json?.status, 'confirmation-required', first.text);
+  return callJson(client, 'skill_run', { ...call, confirmToken: first.json.confirmToken });
+}
+
+/**
+ * On a fresh connection (connect()'s options), a confirmed skill_run that must succeed
+ * and exit 0; the JSON its script printed. `label` starts the failure messages.
+ */
+export async function runForJson(connectOptions, call, label = '') {
+  const conn = await connect(connectOptions);
+  try {
+    const done = await confirmedRun(conn.client, call);
+    const why = label ? `${label}: ${done.text}` : done.text;
+    assert.equal(done.isError, false, why);
+    assert.equal(done.json.exitCode, 0, why);
+    return JSON.parse(done.json.stdout);
+  } finally {
+    await conn.close();
+  }
+}
+
 /**
  * Known keys must appear in this relative order; a key ending in `?` is optional,
  * any other listed key is required. Keys the list does not name are tolerated

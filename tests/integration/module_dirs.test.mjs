@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { freshDir, removeDir, skillMd } from './fixtures.mjs';
-import { BIN, callJson, connect, serverEnv } from './lib.mjs';
+import { BIN, runForJson, serverEnv } from './lib.mjs';
 
 const PROBE_JS = `'use strict';
 const fs = require('node:fs');
@@ -74,22 +74,11 @@ function plant() {
 before(() => { if (IS_ROOT) plant(); });
 after(() => { if (base) removeDir(base); });
 
-async function run(env = {}) {
-  const conn = await connect({
+function run(env = {}) {
+  return runForJson({
     env: { SKILLS_DIR: paths.roots, MCP_CONFIRM_MODE: 'auto', SKILL_MCP_LANDLOCK: 'auto',
            SKILL_MCP_NAMESPACES: 'off', ...env },
-  });
-  try {
-    const call = { name: 'probe', script: 'scripts/probe.js', args: [JSON.stringify(paths)] };
-    const first = await callJson(conn.client, 'skill_run', call);
-    assert.equal(first.json?.status, 'confirmation-required', first.text);
-    const done = await callJson(conn.client, 'skill_run', { ...call, confirmToken: first.json.confirmToken });
-    assert.equal(done.isError, false, done.text);
-    assert.equal(done.json.exitCode, 0, done.text);
-    return JSON.parse(done.json.stdout);
-  } finally {
-    await conn.close();
-  }
+  }, { name: 'probe', script: 'scripts/probe.js', args: [JSON.stringify(paths)] });
 }
 
 function landlockAbi() {

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { freshDir, removeDir, skillMd } from './fixtures.mjs';
-import { BIN, callJson, connect, serverEnv } from './lib.mjs';
+import { BIN, runForJson, serverEnv } from './lib.mjs';
 
 // Prints what the script can see, and leaves a file in /tmp named by argv[2]. It also
 // tries to write and to mkdir in the skills root, and reports the per-mount options
@@ -86,20 +86,9 @@ after(() => {
   rmSync(hostFile, { force: true });
 });
 
-async function runView(env, leave, skillsRoot = root) {
-  const conn = await connect({ env: { SKILLS_DIR: skillsRoot, MCP_CONFIRM_MODE: 'auto', ...env } });
-  try {
-    const args = { name: 'view', script: 'scripts/view.js', args: [leave, hostFile] };
-    const first = await callJson(conn.client, 'skill_run', args);
-    assert.equal(first.json?.status, 'confirmation-required', first.text);
-    const done = await callJson(conn.client, 'skill_run',
-                                { ...args, confirmToken: first.json.confirmToken });
-    assert.equal(done.isError, false, done.text);
-    assert.equal(done.json.exitCode, 0, done.text);
-    return JSON.parse(done.json.stdout);
-  } finally {
-    await conn.close();
-  }
+function runView(env, leave, skillsRoot = root) {
+  return runForJson({ env: { SKILLS_DIR: skillsRoot, MCP_CONFIRM_MODE: 'auto', ...env } },
+                    { name: 'view', script: 'scripts/view.js', args: [leave, hostFile] });
 }
 
 // The doctor line of a host whose kernel or sandbox refuses the run-as user a user

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { freshDir, removeDir, skillMd } from './fixtures.mjs';
-import { BIN, callJson, connect, serverEnv } from './lib.mjs';
+import { AS_NOBODY, BIN, runForJson, serverEnv } from './lib.mjs';
 
 // Prints what the run sees: its modules, the options of the mounts at its skill directory
 // and at the two node_modules, and whether it could write in them.
@@ -67,27 +67,16 @@ function launcher(options, mnt, stage, asUser, inner = false) {
     'chmod -R a+rX "$2" && { [ "$4" = root ] || chown -R 65534:65534 "$2"; } && ' +
     '{ [ "$5" = no ] || { mkdir "$2/skills/probe/inner" && ' +
     'mount -t tmpfs -o mode=0777 tmpfs "$2/skills/probe/inner"; }; } && shift 5 && exec "$@"';
-  const broker = asUser ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', BIN] : [BIN];
+  const broker = asUser ? [...AS_NOBODY, BIN] : [BIN];
   return { command: 'unshare',
            args: ['--mount', '--propagation', 'private', '--', 'sh', '-c', script, 'sh',
                   options, mnt, stage, asUser ? 'user' : 'root', inner ? 'yes' : 'no', ...broker] };
 }
 
 async function runProbe(options, mnt, stage, asUser, env, inner = false) {
-  const conn = await connect({
+  return runForJson({
     env: { SKILLS_DIR: join(mnt, 'skills'), MCP_CONFIRM_MODE: 'auto', ...env },
-    ...launcher(options, mnt, stage, asUser, inner) });
-  try {
-    const call = { name: 'probe', script: 'scripts/probe.js' };
-    const first = await callJson(conn.client, 'skill_run', call);
-    assert.equal(first.json?.status, 'confirmation-required', first.text);
-    const done = await callJson(conn.client, 'skill_run', { ...call, confirmToken: first.json.confirmToken });
-    assert.equal(done.isError, false, `${options}: ${done.text}`);
-    assert.equal(done.json.exitCode, 0, `${options}: ${done.text}`);
-    return JSON.parse(done.json.stdout);
-  } finally {
-    await conn.close();
-  }
+    ...launcher(options, mnt, stage, asUser, inner) }, { name: 'probe', script: 'scripts/probe.js' }, options);
 }
 
 // Whether this host lets root mount a tmpfs with `options` in a private mount namespace
