@@ -1,5 +1,7 @@
 // The worker protocol: everything the broker (broker/run/spawn) and skill-mcp-worker
-// agree on, typed both ways. docs/run-description.md describes it in prose.
+// agree on, typed both ways. docs/run-description.md describes it in prose. The codecs:
+// shared/run_spec_codec.cc, cell_spec_codec.cc and worker_frames_codec.cc, over the wire
+// primitives of shared/worker_wire.h; the phrase for each step: worker_step_wording.cc.
 //
 // Descriptor layout when the worker starts. Spawn places 0..7 with dup2 (so none
 // of them is close-on-exec across the exec of the worker: they must reach it) and
@@ -128,7 +130,7 @@ inline constexpr size_t kRunSpecMaxHiddenRoots = 64;
 inline constexpr size_t kRunSpecMaxReadDirs = 64;
 inline constexpr uint32_t kRunSpecMaxLandlockAbi = 7;  // == landlock::kKnownAbi
 
-// The wire format (little-endian, no padding; see shared/worker_protocol.cc):
+// The wire format (little-endian, no padding; shared/run_spec_codec.cc):
 //   "SMRS" u32 version | u8 probe u8 switch_ids u8 seccomp u8 namespaces | u32 uid
 //   u32 gid | u64 nproc,address_space,data,cpu_seconds,fsize,nofile | str script_path |
 //   u32 argc, argc x str | u32 envc, envc x str | str seccomp_bpf | str skill_dir_path |
