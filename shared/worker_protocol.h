@@ -165,10 +165,11 @@ std::optional<RunSpec> DecodeRunSpec(std::string_view bytes);
 // ---- the cell, for a worker started ahead --------------------------------------------
 // What a worker started ahead of its run (broker/run/worker_pool.h) is told when it
 // starts, before the run is known: whether it will switch ids and, where the run's uid is
-// already its own, that identity, and whether it builds the run's view ahead. It takes its
-// steps 3, 4, 6, 7 (own session, descriptors, the sealed bootstrap, securebits, bounding
-// set), with ids_ahead 8 (the identity switch) and with view_ahead the first half of 8b
-// and 8c while it waits. The run description that follows must ask for the same
+// already its own, that identity, and whether it builds the run's view ahead. It takes the
+// cell's steps while it waits (worker/main.cc, TakeCellSteps): own session, descriptors,
+// the sealed bootstrap, securebits, bounding set, with ids_ahead the identity switch, with
+// view_ahead the view's first half and the pid and IPC namespace, with landlock_ahead the
+// ruleset's first half. The run description that follows must ask for the same
 // (CellMatches), or the worker refuses it (kReadSpec, EINVAL): what was set up ahead is
 // what the run asked for.
 struct CellSpec {
