@@ -240,12 +240,20 @@ std::optional<std::string> EncodeCellSpec(const CellSpec& cell);
 std::optional<CellSpec> DecodeCellSpec(std::string_view payload);
 
 // ---- setup steps -------------------------------------------------------------------
-// In the order they happen. One exit-code convention for every launch: a step that fails
-// writes one WorkerReport{step, errno} on fd 4 and the process exits with the step's
-// value. kSpawn is the broker's forked child before the worker runs (placing the
-// descriptors, exec of the worker). The values live in 200..230, a range no ordinary
-// exit uses (signal deaths reported by shells are 128+N, at most 192); the report is
-// trusted first and the exit code second (a script could itself exit 205).
+// One exit-code convention for every launch: a step that fails writes one
+// WorkerReport{step, errno} on fd 4 and the process exits with the step's value. kSpawn
+// is the broker's forked child before the worker runs (placing the descriptors, exec of
+// the worker). The values live in 200..230, a range no ordinary exit uses (signal deaths
+// reported by shells are 128+N, at most 192); the report is trusted first and the exit
+// code second (a script could itself exit 205).
+// The values name the steps, roughly in the order of a run whose cell settles nothing
+// ahead. No numbering can follow the order of every path: the limits (205) come after the
+// identity switch (208-211) and the view (212-214) where the cell settled those ahead and
+// before them where it did not; 201, 202, 204, 206, 207 run twice; the mirror takes 221
+// and 223 before the fork (215). The order on each path is worker/main.cc's two lists
+// (TakeCellSteps, then TakeRunSteps and StartRun), spelled out in docs/run-description.md
+// ("Steps and exit codes"). The values stay fixed: reports, exit codes in operators' logs
+// and the fuzz corpus carry them.
 enum class WorkerStep : int32_t {
   kSpawn = 200,          // broker's child: dup2 into 0..7, exec of the worker
   kReadSpec = 201,       // read the cell, or fd 3 to EOF (bounded), and decode; again for
