@@ -116,7 +116,7 @@ int CompileWorkerPolicy(std::string* bpf) {
   // The rules as a binary tree over the syscall number rather than a linear list: the
   // same decisions, but the kernel converts, JIT-compiles and caches a shallower program
   // when the filter is installed, on every run's path just before node's exec (about
-  // 190 -> 125 us a load on tests/bench/README.md's thirteenth-pass guest).
+  // 190 -> 125 us a load on a small virtual machine).
   rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_OPTIMIZE, 2);
   if (rc < 0) return rc;
   for (const SyscallGroup& group : WorkerPolicyGroups()) {

@@ -1,6 +1,6 @@
 // Children that share their parent's memory instead of copying it: a copy of the broker's
 // address space is dear (its page tables, then a copy-on-write fault on each page the
-// parent writes next: tests/bench/README.md, eighth and fifteenth passes).
+// parent writes next, on the path of every run).
 //   - CloneBorrowingMemory: until the child execs, the way glibc's posix_spawn starts a
 //     program; the broker starts a worker so (broker/run/spawn.cc), and a namespace's
 //     init starts node's process (worker/launch.cc).

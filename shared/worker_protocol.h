@@ -1,5 +1,7 @@
 // The worker protocol: everything the broker (broker/run/spawn) and skill-mcp-worker
-// agree on, typed both ways. docs/run-description.md describes it in prose.
+// agree on, typed both ways. docs/run-description.md describes it in prose. The codecs:
+// shared/run_spec_codec.cc, cell_spec_codec.cc and worker_frames_codec.cc, over the wire
+// primitives of shared/worker_wire.h; the phrase for each step: worker_step_wording.cc.
 //
 // Descriptor layout when the worker starts. Spawn places 0..7 with dup2 (so none
 // of them is close-on-exec across the exec of the worker: they must reach it) and
@@ -128,7 +130,7 @@ inline constexpr size_t kRunSpecMaxHiddenRoots = 64;
 inline constexpr size_t kRunSpecMaxReadDirs = 64;
 inline constexpr uint32_t kRunSpecMaxLandlockAbi = 7;  // == landlock::kKnownAbi
 
-// The wire format (little-endian, no padding; see shared/worker_protocol.cc):
+// The wire format (little-endian, no padding; shared/run_spec_codec.cc):
 //   "SMRS" u32 version | u8 probe u8 switch_ids u8 seccomp u8 namespaces | u32 uid
 //   u32 gid | u64 nproc,address_space,data,cpu_seconds,fsize,nofile | str script_path |
 //   u32 argc, argc x str | u32 envc, envc x str | str seccomp_bpf | str skill_dir_path |
@@ -163,10 +165,11 @@ std::optional<RunSpec> DecodeRunSpec(std::string_view bytes);
 // ---- the cell, for a worker started ahead --------------------------------------------
 // What a worker started ahead of its run (broker/run/worker_pool.h) is told when it
 // starts, before the run is known: whether it will switch ids and, where the run's uid is
-// already its own, that identity, and whether it builds the run's view ahead. It takes its
-// steps 3, 4, 6, 7 (own session, descriptors, the sealed bootstrap, securebits, bounding
-// set), with ids_ahead 8 (the identity switch) and with view_ahead the first half of 8b
-// and 8c while it waits. The run description that follows must ask for the same
+// already its own, that identity, and whether it builds the run's view ahead. It takes the
+// cell's steps while it waits (worker/main.cc, TakeCellSteps): own session, descriptors,
+// the sealed bootstrap, securebits, bounding set, with ids_ahead the identity switch, with
+// view_ahead the view's first half and the pid and IPC namespace, with landlock_ahead the
+// ruleset's first half. The run description that follows must ask for the same
 // (CellMatches), or the worker refuses it (kReadSpec, EINVAL): what was set up ahead is
 // what the run asked for.
 struct CellSpec {
@@ -237,12 +240,20 @@ std::optional<std::string> EncodeCellSpec(const CellSpec& cell);
 std::optional<CellSpec> DecodeCellSpec(std::string_view payload);
 
 // ---- setup steps -------------------------------------------------------------------
-// In the order they happen. One exit-code convention for every launch: a step that fails
-// writes one WorkerReport{step, errno} on fd 4 and the process exits with the step's
-// value. kSpawn is the broker's forked child before the worker runs (placing the
-// descriptors, exec of the worker). The values live in 200..230, a range no ordinary
-// exit uses (signal deaths reported by shells are 128+N, at most 192); the report is
-// trusted first and the exit code second (a script could itself exit 205).
+// One exit-code convention for every launch: a step that fails writes one
+// WorkerReport{step, errno} on fd 4 and the process exits with the step's value. kSpawn
+// is the broker's forked child before the worker runs (placing the descriptors, exec of
+// the worker). The values live in 200..230, a range no ordinary exit uses (signal deaths
+// reported by shells are 128+N, at most 192); the report is trusted first and the exit
+// code second (a script could itself exit 205).
+// The values name the steps, roughly in the order of a run whose cell settles nothing
+// ahead. No numbering can follow the order of every path: the limits (205) come after the
+// identity switch (208-211) and the view (212-214) where the cell settled those ahead and
+// before them where it did not; 201, 202, 204, 206, 207 run twice; the mirror takes 221
+// and 223 before the fork (215). The order on each path is worker/main.cc's two lists
+// (TakeCellSteps, then TakeRunSteps and StartRun), spelled out in docs/run-description.md
+// ("Steps and exit codes"). The values stay fixed: reports, exit codes in operators' logs
+// and the fuzz corpus carry them.
 enum class WorkerStep : int32_t {
   kSpawn = 200,          // broker's child: dup2 into 0..7, exec of the worker
   kReadSpec = 201,       // read the cell, or fd 3 to EOF (bounded), and decode; again for

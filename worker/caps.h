@@ -9,13 +9,14 @@ namespace skillmcp::worker {
 // and NO_CAP_AMBIENT_RAISE. Without CAP_SETPCAP it is skipped unless
 // `missing_cap_is_fatal` (see caps.cc: the bounding step then makes sure a root worker
 // has nothing to regain). A new user namespace starts with the default (unlocked)
-// securebits, so step 8b locks them again inside it, where CAP_SETPCAP is held (true).
+// securebits, so the view's first half locks them again inside it, where CAP_SETPCAP is
+// held (true).
 StepResult LockSecurebits(bool missing_cap_is_fatal = false);
 
 // kDropBounding: drop every capability present in the bounding set. With
 // `eperm_is_fatal` false, EPERM (no CAP_SETPCAP) is tolerated: right for a worker that
-// will not be root at exec (step 7 passes whether a uid stays 0; step 8b, inside the
-// run's user namespace where CAP_SETPCAP is held, passes true).
+// will not be root at exec (the cell's drop passes whether a uid stays 0; the view's first
+// half, inside the run's user namespace where CAP_SETPCAP is held, passes true).
 StepResult DropBoundingSet(bool eperm_is_fatal);
 
 // kDropAmbient then kDropCaps: ambient cleared; effective, permitted, inheritable empty.

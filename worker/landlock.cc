@@ -184,7 +184,7 @@ StepResult PrepareLandlockAhead(const CellSpec& cell, LandlockAhead& ahead) {
       BuildLandlockAheadPlan(cell.landlock_abi, cell.network_off, cell.node_dir_path);
   if (plan.abi == 0) return StepOk();
   // why: the worker may still hold effective capabilities here (a root broker's worker
-  // keeps them across its uid switch until step 9; inside its user namespace it holds
+  // keeps them across its uid switch until kDropCaps; inside its user namespace it holds
   // them all); the run's step makes its lookups with none, so these do too.
   EffectiveCapsOff caps;
   if (StepResult r = caps.Suspend(WorkerStep::kLandlock)) return r;

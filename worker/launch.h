@@ -1,7 +1,7 @@
-// Node's process: steps 11c-14. Under the namespace's init it is cloned with
-// CLONE_VM | CLONE_VFORK, which copies no address space for a process that is about
-// to exec (a fork and the faults that follow it cost about 0.7 ms more on the slower
-// machine of tests/bench/README.md, "Issue 11, seventh pass"). The parent is suspended until node's exec gives the child
+// Node's process: kParentDeath, kChdir, kSeccomp, kExec. Under the namespace's init it is
+// cloned with CLONE_VM | CLONE_VFORK, which copies no address space for a process that is
+// about to exec (a fork and the faults that follow it cost about 0.7 ms more on a slow
+// virtual machine). The parent is suspended until node's exec gives the child
 // memory of its own, or the child exits; until then the child makes system calls only,
 // on data the parent built (the ExecPlan, the prepared seccomp program): it allocates
 // nothing, has no signal handler to run, and runs nothing of the script's.
@@ -19,14 +19,14 @@ struct NodeLaunch {
   const RunSpec& spec;
   const ExecPlan& plan;
   const seccomp::PreparedPolicy* policy;  // nullptr: no filter (spec.seccomp false)
-  pid_t parent;                           // for the parent-death check (11c)
+  pid_t parent;                           // for the parent-death check (kParentDeath)
   int close_first;                        // a descriptor of the parent's node must not keep, or -1
 };
 
-// Node's steps in the calling process: empty signal mask, 11c the parent-death signal
-// (SIGKILL) checked against `parent`, 12 the skill directory as its cwd and fd 7
-// closed, 13 the filter, 14 the exec; any failure is reported on fd 4 and exits with the
-// step's code, as every step does. System calls only.
+// Node's steps in the calling process: empty signal mask (kFork), kParentDeath the
+// parent-death signal (SIGKILL) checked against `parent`, kChdir the skill directory as
+// its cwd and fd 7 closed, kSeccomp the filter, kExec the exec; any failure is reported on
+// fd 4 and exits with the step's code, as every step does. System calls only.
 [[noreturn]] void BecomeNode(const NodeLaunch& launch);
 
 // BecomeNode in a child cloned with CLONE_VM | CLONE_VFORK. Returns in the parent once

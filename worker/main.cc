@@ -1,12 +1,14 @@
 // skill-mcp-worker: one per skill_run. The broker forks, lays out the descriptors named in
 // shared/worker_protocol.h and execs this binary; it restricts itself step by step and execs
-// the pinned interpreter. The sequence below is ordered and all-fatal: a step that fails
-// reports WorkerReport{step, errno} on fd 4 and exits with the step's code, so a
-// half-restricted process never runs anything (shared/worker_protocol.h).
-// A probe (RunSpec::probe) stops after the run-independent namespace steps and exits 0.
-// After the identity and namespace steps the worker starts the run and stays outside as
-// its mirror (worker/cell.h: the process shape, and why node is never pid 1; with
-// namespaces init clones node's process, worker/launch.h).
+// the pinned interpreter. It reads as two ordered lists, every step fatal: TakeCellSteps,
+// what a worker started ahead does while it waits for its run, and TakeRunSteps, the run
+// itself, which ends in StartRun, the run's processes. Each step is named by the
+// WorkerStep code a failure reports: the process it fails in writes WorkerReport{step,
+// errno} on fd 4 and exits with that code, so a half-restricted process never runs
+// anything (shared/worker_protocol.h). A whole description on a pipe takes the same steps
+// in the same order. A probe (RunSpec::probe) takes its own short list (Probe) and exits 0.
+// The worker stays outside the run as its mirror (worker/cell.h: the process shape, and
+// why node is never pid 1; with namespaces init clones node's process, worker/launch.h).
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -46,15 +48,15 @@ void Check(const StepResult& result) {
 // the pid and IPC namespace and its init, which mounts the fresh /proc when asked (the
 // broker asks again without it on failure).
 [[noreturn]] void Probe(const RunSpec& spec) {
-  if (spec.switch_ids) Check(SwitchIds(spec.uid, spec.gid));
-  Check(EnterUserNamespace());
-  Check(MountPrivateTmp());
-  Check(CoverOperatorConfig());
-  Check(EnterPidIpcNamespace());
+  if (spec.switch_ids) Check(SwitchIds(spec.uid, spec.gid));  // kSetGroups..kSetUid
+  Check(EnterUserNamespace());                                // kUserNamespace
+  Check(MountPrivateTmp());                                   // kMountView
+  Check(CoverOperatorConfig());                               // kMountView
+  Check(EnterPidIpcNamespace());                              // kPidNamespace
   const pid_t init = fork();
   if (init < 0) FailAndExit({WorkerStep::kFork, errno});
   if (init == 0) {
-    if (spec.fresh_proc) Check(MountFreshProc());
+    if (spec.fresh_proc) Check(MountFreshProc());  // kMountProc
     _exit(getpid() == 1 ? 0 : static_cast<int>(WorkerStep::kPidNamespace));
   }
   int status = 0;
@@ -64,7 +66,8 @@ void Check(const StepResult& result) {
   _exit(WIFEXITED(status) ? WEXITSTATUS(status) : static_cast<int>(WorkerStep::kFork));
 }
 
-// 8. Refuse root and the broker's ids, switch every id, and stay non-dumpable.
+// kRefuseRootIds, kSetGroups, kSetGid, kSetUid: refuse root and the broker's ids, switch
+// every id, and stay non-dumpable (kSetUid).
 void SwitchIdentity(uint32_t uid, uint32_t gid) {
   Check(CheckTargetIds(uid, gid));
   Check(SwitchIds(uid, gid));
@@ -73,12 +76,13 @@ void SwitchIdentity(uint32_t uid, uint32_t gid) {
   if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) Check(StepFailed(WorkerStep::kSetUid, errno));
 }
 
-// 8b's first half and 8c (worker/namespaces.h, worker/cell.h). The worker holds
-// CAP_SETPCAP over the new user namespace, so the bounding set is emptied now even where
-// step 7 lacked the capability. why the securebits again: unshare(CLONE_NEWUSER) resets
-// them to the unlocked default, so step 6's lock is gone; they are locked anew here
-// (kSecurebits, as the second bounding drop reports kDropBounding), for root and
-// unprivileged brokers alike, before CAP_SETPCAP goes with the capability steps.
+// kUserNamespace, kMountView, kSecurebits, kDropBounding, kPidNamespace: the view's first
+// half and the pid and IPC namespace (worker/namespaces.h, worker/cell.h). The worker
+// holds CAP_SETPCAP over the new user namespace, so the bounding set is emptied now even
+// where the first drop lacked the capability. why the securebits again: unshare
+// (CLONE_NEWUSER) resets them to the unlocked default, so the first lock is gone; they
+// are locked anew here, for root and unprivileged brokers alike, before CAP_SETPCAP goes
+// with the capability steps.
 void EnterNamespaces(const std::vector<std::string>& hidden_roots, PendingView& view) {
   Check(BeginRunView(hidden_roots, view));
   Check(LockSecurebits(/*missing_cap_is_fatal=*/true));
@@ -86,25 +90,26 @@ void EnterNamespaces(const std::vector<std::string>& hidden_roots, PendingView& 
   Check(EnterPidIpcNamespace());
 }
 
-// 9-11. What every process of the run does before node: no capability left (verified),
-//       no_new_privs: exec never grants privileges again (setuid bits, file caps), and an
-//       unprivileged process may install a seccomp filter.
+// What every process of the run does before node, in the process that becomes node or
+// clones it: no capability left (verified), and no_new_privs: exec never grants
+// privileges again (setuid bits, file caps), and an unprivileged process may install a
+// seccomp filter.
 void DropPrivilegesForGood(const RunSpec& spec, bool will_be_root, LandlockAhead& landlock) {
-  Check(ClearCapabilities());
-  if (spec.switch_ids) Check(VerifyIds(spec.uid, spec.gid));
-  Check(VerifyCapabilities(will_be_root));
+  Check(ClearCapabilities());                                 // kDropAmbient, kDropCaps
+  if (spec.switch_ids) Check(VerifyIds(spec.uid, spec.gid));  // kVerifyIds
+  Check(VerifyCapabilities(will_be_root));                    // kVerifyCaps
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) FailAndExit({WorkerStep::kNoNewPrivs, errno});
-  // 11b. The filesystem allowlist (worker/landlock.h): after no_new_privs, which the
-  //      kernel requires, and after the run's mounts (fresh /proc included); fd 7 is still
-  //      open for its rule. Node inherits the domain of the process that forks it. With
-  //      a ruleset made ahead, only the run's own rules are added to it.
+  // kLandlock. The filesystem allowlist (worker/landlock.h): after no_new_privs, which
+  // the kernel requires, and after the run's mounts (fresh /proc included); fd 7 is
+  // still open for its rule. Node inherits the domain of the process that forks it. With
+  // a ruleset made ahead, only the run's own rules are added to it.
   Check(ApplyLandlock(spec, kWorkerSkillDirFd, landlock));
 }
 
 // The mirror's own steps before the fork, so that after it the run's first process does
-// not wait behind them on the CPU they share: no_new_privs (the child sets it again in
-// its own steps), and the tie to the broker (a fork clears the parent-death signal in the
-// child, which sets its own).
+// not wait behind them on the CPU they share: no_new_privs (kNoNewPrivs; the child sets
+// it again in its own steps), and the tie to the broker (kParentDeath; a fork clears the
+// parent-death signal in the child, which sets its own).
 void PrepareMirror(pid_t broker) {
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) FailAndExit({WorkerStep::kNoNewPrivs, errno});
   // why: SIGHUP, not SIGKILL: the mirror must live long enough to kill the run's group.
@@ -130,8 +135,9 @@ void PrepareMirror(pid_t broker) {
 }
 
 // What node's steps need, built before them (in init, before the clone; worker/launch.h):
-// argv and envp, the bootstrap's way, and the filter in aligned instructions. The way is
-// chosen in the run's final view and Landlock domain, where node will look for it.
+// argv and envp, the bootstrap's way, and the filter in aligned instructions (kSeccomp
+// for a program the kernel would refuse). The way is chosen in the run's final view and
+// Landlock domain, where node will look for it.
 struct NodeImage {
   NodeImage(const RunSpec& spec, bool bootstrap_sealed)
       : plan(spec, ChooseBootstrapVia(bootstrap_sealed)) {
@@ -148,25 +154,36 @@ struct NodeImage {
   const seccomp::PreparedPolicy* filter = nullptr;  // null: no filter (spec.seccomp false)
 };
 
-// 8d. The run's processes. The worker stays outside as the mirror; without namespaces
-//     it forks node, with them the namespace's init, which clones node (worker/launch.h).
-[[noreturn]] void StartRun(const RunSpec& spec, pid_t broker, bool will_be_root,
-                           bool bootstrap_sealed, LandlockAhead& landlock) {
+// What the cell's steps leave for the run's.
+struct Cell {
+  CellSpec spec;
+  std::optional<RunSpec> whole;  // fd 3 a pipe: the description came whole, with the cell
+  bool bootstrap_sealed = false;
+  bool will_be_root = false;  // any uid still 0 at exec: how strict the capability steps are
+  PendingView view;           // with the view ahead, its first half
+  LandlockAhead landlock;     // with the rules ahead, the ruleset
+};
+
+// kFork onwards: the run's processes. The worker stays outside as the mirror; without
+// namespaces it forks node, with them the namespace's init, which clones node
+// (worker/launch.h).
+[[noreturn]] void StartRun(const RunSpec& spec, pid_t broker, Cell& cell) {
   if (!spec.namespaces) {
     // why fork, not the clone: node's process drops privileges and enters the Landlock
     // domain itself, so the mirror stays outside it, where the script's signals cannot
     // reach it (Landlock's signal scope) and stop it before it can kill the run's group.
     const pid_t mirror = getpid();
-    Check(BlockMirrorSignals());
-    PrepareMirror(broker);
+    Check(BlockMirrorSignals());  // kFork
+    PrepareMirror(broker);        // kNoNewPrivs, kParentDeath
     const pid_t node = fork();
     if (node < 0) FailAndExit({WorkerStep::kFork, errno});
     if (node > 0) {
-      landlock.ruleset.reset();  // the run's, not the mirror's
+      cell.landlock.ruleset.reset();  // the run's, not the mirror's
       BecomeMirror(node, -1, broker);
     }
-    DropPrivilegesForGood(spec, will_be_root, landlock);
-    const NodeImage image(spec, bootstrap_sealed);
+    DropPrivilegesForGood(spec, cell.will_be_root, cell.landlock);  // kDropAmbient..kLandlock
+    const NodeImage image(spec, cell.bootstrap_sealed);             // kSeccomp
+    // kParentDeath, kChdir, kSeccomp, kExec (worker/launch.h).
     BecomeNode({spec, image.plan, image.filter, mirror, -1});
   }
   int p[2];
@@ -175,25 +192,26 @@ struct NodeImage {
   // init's parent lives outside its pid namespace: it watches the mirror by pidfd.
   UniqueFd self(static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0)));
   if (!self.valid()) FailAndExit({WorkerStep::kFork, errno});
-  Check(BlockMirrorSignals());
-  PrepareMirror(broker);
+  Check(BlockMirrorSignals());  // kFork
+  PrepareMirror(broker);        // kNoNewPrivs, kParentDeath
   const pid_t init = fork();
   if (init < 0) FailAndExit({WorkerStep::kFork, errno});
   if (init > 0) {
     status_w.reset();
     self.reset();
-    landlock.ruleset.reset();  // the run's, not the mirror's
+    cell.landlock.ruleset.reset();  // the run's, not the mirror's
     BecomeMirror(init, status_r.get(), broker);
   }
   // The namespace's init (pid 1).
-  Check(ResetSignalMask());
+  Check(ResetSignalMask());  // kFork
   status_r.reset();
-  if (spec.fresh_proc) Check(MountFreshProc());
-  DropPrivilegesForGood(spec, will_be_root, landlock);
-  // Set after the last credential change (a change of credentials clears it).
+  if (spec.fresh_proc) Check(MountFreshProc());                   // kMountProc
+  DropPrivilegesForGood(spec, cell.will_be_root, cell.landlock);  // kDropAmbient..kLandlock
+  // kParentDeath, set after the last credential change (a change of credentials clears it).
   Check(DieWithParentPidfd(SIGKILL, self.get()));
   self.reset();
-  const NodeImage image(spec, bootstrap_sealed);
+  const NodeImage image(spec, cell.bootstrap_sealed);  // kSeccomp
+  // kFork, then in node's process kParentDeath, kChdir, kSeccomp, kExec (worker/launch.h).
   // node's parent is init, pid 1 of the namespace; if init is gone the namespace is too.
   const pid_t node = LaunchNode({spec, image.plan, image.filter, 1, status_w.get()});
   // fd 4 stays: init reports the run's end on it once its namespace is empty.
@@ -202,76 +220,78 @@ struct NodeImage {
   RunInit(node, status_w.release());
 }
 
+// The cell: the steps a worker started ahead (fd 3 a socket) takes while it waits for its
+// run, in this order. On a pipe the whole description came with the cell (CellOf: its ids
+// and view ahead, never the Landlock rules) and the same steps run.
+void TakeCellSteps(Cell& cell) {
+  // kReadSpec. Not dumpable while it waits: no process of another run (or of the same
+  // uid) can open its /proc/<pid>/mem or environ. Exec gives node the usual state back.
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) Check(StepFailed(WorkerStep::kReadSpec, errno));
+  // kReadSpec. The cell, or on a pipe the whole description, bounded and strictly decoded.
+  Check(ReadCellSpec(kWorkerSpecFd, cell.spec, cell.whole));
+  // kCheckFds. The descriptor layout is what the contract says (6 and 7 come with the run).
+  const bool probe = cell.whole && cell.whole->probe;
+  Check(CheckStartFds(probe));
+  if (probe) Probe(*cell.whole);
+  // kSetsid. Own session and process group: the broker's timeout signals the group.
+  Check(StartOwnSession());
+  // kCloseFds. Nothing inherited beyond 0..2 and 3..7.
+  Check(CloseInheritedFds());
+  // No code: the bootstrap sealed at fd 8, before the limits (worker/exec.h); best effort,
+  // without it node gets the same bootstrap with -e.
+  cell.bootstrap_sealed = SealBootstrap();
+  cell.will_be_root = cell.spec.switch_ids ? false : AnyRootUid();
+  // kSecurebits, kDropBounding. Both need CAP_SETPCAP, which the uid switch may take away.
+  Check(LockSecurebits());
+  Check(DropBoundingSet(cell.will_be_root));
+  // kRefuseRootIds..kSetUid, where the cell names the run's own uid (the broker may switch:
+  // root or CAP_SETUID/CAP_SETGID).
+  if (cell.spec.ids_ahead) SwitchIdentity(cell.spec.uid, cell.spec.gid);
+  // kUserNamespace..kPidNamespace, where the cell asks for the view ahead: its first half;
+  // the second binds what the description names (FinishRunView).
+  if (cell.spec.view_ahead) EnterNamespaces(cell.spec.hidden_roots, cell.view);
+  // kLandlock, where the cell asks for the rules ahead: the ruleset with the rules no run
+  // changes, each path opened now as the run's user and in the run's view (the cell asks
+  // only once both are settled); the run adds its own to it (worker/landlock.h).
+  if (cell.spec.landlock_ahead) Check(PrepareLandlockAhead(cell.spec, cell.landlock));
+}
+
+// The run: the steps that need its description, in this order, then its processes.
+[[noreturn]] void TakeRunSteps(Cell& cell, pid_t broker) {
+  RunSpec spec;
+  // kReadSpec. The run, which must ask for this very cell, with the script and skill
+  // directory descriptors (a worker started ahead receives them now; a pipe had it whole).
+  if (cell.whole) {
+    spec = std::move(*cell.whole);
+  } else {
+    Check(ReadRunSpecAfterCell(kWorkerSpecFd, cell.spec, spec));
+  }
+  // kCheckFds. 6 a regular file, 7 a directory.
+  Check(CheckRunFds());
+  // kCloseFds. The description is read: 3 goes, 6 is node's, 7 is not.
+  Check(CloseSpecFd());
+  // kSetLimits. Lowered only, RLIMIT_CORE = 0 always. why after the read: a tight
+  // RLIMIT_NOFILE or RLIMIT_DATA must not fail the receipt of 6 and 7 or the description
+  // itself, only the run.
+  Check(ApplyLimits(spec.limits));
+  // kRefuseRootIds..kSetUid, where the cell named no ids: the run-as uid, or a run's own
+  // from a small range.
+  if (spec.switch_ids && !cell.spec.ids_ahead) SwitchIdentity(spec.uid, spec.gid);
+  // kUserNamespace..kPidNamespace, with namespaces where the cell did not build the view
+  // ahead: its first half (worker/namespaces.h) and the pid and IPC namespace.
+  if (spec.namespaces && !cell.spec.view_ahead) EnterNamespaces(spec.hidden_roots, cell.view);
+  // kMountView, with namespaces: the view's second half, what the description names.
+  if (spec.namespaces) Check(FinishRunView(spec, cell.view));
+  // kFork onwards: the mirror, init and node, each with its own steps (StartRun).
+  StartRun(spec, broker, cell);
+}
+
 void Run() {
   // The broker, as the worker's parent: the parent-death checks compare against it.
   const pid_t broker = getppid();
-  // why: a worker started ahead waits for its run; non-dumpable, no process of another
-  // run (or of the same uid) can open its /proc/<pid>/mem or environ meanwhile. Exec
-  // gives node the kernel's usual dumpable state back.
-  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) Check(StepFailed(WorkerStep::kReadSpec, errno));
-  // 1. The cell: what steps 3, 4, 6, 7, 8, the view ahead and the Landlock rules ahead
-  //    need, bounded, strictly decoded. A worker started ahead (fd 3 a socket) takes
-  //    those steps while it waits for its run; on a pipe the whole description comes at
-  //    once (shared/worker_protocol.h, CellSpec).
-  CellSpec cell;
-  std::optional<RunSpec> whole;
-  Check(ReadCellSpec(kWorkerSpecFd, cell, whole));
-  // 2. The descriptor layout is what the contract says (6 and 7 with the description).
-  Check(CheckStartFds(whole && whole->probe));
-  if (whole && whole->probe) Probe(*whole);
-  // 3. Own session and process group (the broker's timeout signals the group).
-  Check(StartOwnSession());
-  // 4. Nothing inherited beyond 0..2 and 3..7.
-  Check(CloseInheritedFds());
-  // 4b. The bootstrap sealed at fd 8, before the limits (worker/exec.h); best effort:
-  //     without it node gets the same bootstrap with -e.
-  const bool bootstrap_sealed = SealBootstrap();
-  // Whether any uid is still 0 at exec decides how strict the capability steps are.
-  const bool will_be_root = cell.switch_ids ? false : AnyRootUid();
-  // 6. Securebits and 7. the bounding set: both need CAP_SETPCAP, which the uid switch
-  //    may take away, so they come first.
-  Check(LockSecurebits());
-  Check(DropBoundingSet(will_be_root));
-  // 8. The identity switch, when the broker may switch (root or CAP_SETUID/CAP_SETGID),
-  //    here where the cell names the run's own uid; else after the description.
-  if (cell.ids_ahead) SwitchIdentity(cell.uid, cell.gid);
-  // 8b and 8c, where the cell asks for the view ahead: its first half, then the pid and
-  // IPC namespace; the second half binds what the description names (FinishRunView).
-  PendingView view;
-  if (cell.view_ahead) EnterNamespaces(cell.hidden_roots, view);
-  // 11b's first half, where the cell asks for it: the Landlock ruleset with the rules no
-  // run changes, each path opened now as the run's user and in the run's view (the cell
-  // asks only once both are settled); the run adds its own to it (worker/landlock.h).
-  LandlockAhead landlock;
-  if (cell.landlock_ahead) Check(PrepareLandlockAhead(cell, landlock));
-  // 1 and 2 again: the run itself, which must ask for this very cell, with the script
-  // and skill directory descriptors (a worker started ahead receives them now).
-  RunSpec spec;
-  if (whole) {
-    spec = std::move(*whole);
-  } else {
-    Check(ReadRunSpecAfterCell(kWorkerSpecFd, cell, spec));
-  }
-  Check(CheckRunFds());
-  // 4 again: the description is read; 3 goes, 6 is node's, 7 is not.
-  Check(CloseSpecFd());
-  // 5. Resource limits, lowered only (no privilege needed); RLIMIT_CORE = 0 always.
-  //    why after the read: a tight RLIMIT_NOFILE or RLIMIT_DATA must not fail the receipt
-  //    of 6 and 7 or the description itself, only the run.
-  Check(ApplyLimits(spec.limits));
-  // 8, where the cell named no ids: the run-as uid, or a run's own from a small range.
-  if (spec.switch_ids && !cell.ids_ahead) SwitchIdentity(spec.uid, spec.gid);
-  // 8b. With namespaces: the run's own user and mount namespace and filesystem view
-  //     (worker/namespaces.h), its first half here unless the cell built it ahead, then
-  //     8c. the run's own pid and IPC namespace (worker/cell.h).
-  if (spec.namespaces) {
-    if (!cell.view_ahead) EnterNamespaces(spec.hidden_roots, view);
-    Check(FinishRunView(spec, view));
-  }
-  // 8d. The run's processes; in them 9. ambient, effective, permitted and inheritable
-  //     capabilities cleared, 10. verified, 11. no_new_privs, 11b. Landlock, then in
-  //     node's 11c-14 (worker/launch.h).
-  StartRun(spec, broker, will_be_root, bootstrap_sealed, landlock);
+  Cell cell;
+  TakeCellSteps(cell);
+  TakeRunSteps(cell, broker);
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 //
 // The first, where the run's /proc shows the worker's sealed copy at fd 8: node loads
 // it as its CommonJS main module, which skips what node -e sets up around an eval
-// (tests/bench/README.md, "5. The run path, third pass": 7.6 M instructions, ~1 ms). The second
+// (7.6 M instructions, about 1 ms, at every run's start). The second
 // where it does not. The bootstrap tells them apart by process._eval (set only by -e).
 //
 // - The main-module way: fd 8 is closed and the bootstrap's own module leaves
@@ -77,7 +77,7 @@ if (typeof file !== 'string' || !path.isAbsolute(file)) fail('no script path was
 let bytes;
 try {
   // Up to 16 KiB without fstat, whose Stats object costs node 0.6 M instructions
-  // (tests/bench/README.md, "Issue 11, fifteenth pass"); a larger script goes into a
+  // at every start; a larger script goes into a
   // buffer of its own size, the one an ES module's hooks get whole.
   let buf = Buffer.allocUnsafe(16384);
   let off = 0;
@@ -233,8 +233,8 @@ try {
 }
 m.loaded = true;
 
-// Compiled only when called, where the code above is at every start (tests/bench/README.md,
-// "Issue 11, fifteenth pass"): what node -e defines, removed (the -e way only).
+// Compiled only when called, where the code above is compiled at every start: what
+// node -e defines, removed (the -e way only).
 function leaveNoEvalTrace() {
   for (const k of ['require', 'module', 'exports', '__filename', '__dirname']) delete globalThis[k];
   delete process._eval;

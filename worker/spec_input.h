@@ -17,7 +17,8 @@ namespace skillmcp::worker {
 // description, to EOF (ReadRunSpec), kept in `whole`, and the cell taken from it.
 StepResult ReadCellSpec(int fd, CellSpec& cell, std::optional<RunSpec>& whole);
 
-// The second read on a socket, once steps 3 to 8 are done: the run description to EOF,
+// The second read on a socket, once the cell's steps are done (worker/main.cc,
+// TakeCellSteps): the run description to EOF,
 // which must ask for `cell` (CellMatches; EINVAL otherwise).
 StepResult ReadRunSpecAfterCell(int fd, const CellSpec& cell, RunSpec& out);
 

@@ -97,7 +97,7 @@ TEST(ResolveLaunchConfig, OpensWorkerAndNodeByDescriptor) {
   EXPECT_TRUE(f.limits_configured);
 }
 
-// The worker's spec takes only normalised Landlock paths (shared/worker_protocol.cc), so
+// The worker's spec takes only normalised Landlock paths (shared/run_spec_codec.cc), so
 // the scratch directories' base is TMPDIR's real path: "/tmp/" or "/tmp//." would
 // otherwise refuse every run. One that does not resolve stays as set (making the scratch
 // directory then fails with its own error).

@@ -38,7 +38,7 @@ TEST(IsSameOrBeneath, EmptyIsNeverContainment) {
   EXPECT_FALSE(IsSameOrBeneath("", ""));
 }
 
-// What the worker's spec takes for its Landlock paths (shared/worker_protocol.cc).
+// What the worker's spec takes for its Landlock paths (shared/run_spec_codec.cc).
 TEST(IsNormalisedAbsolutePath, OnlyRealPathShapes) {
   for (const char* good : {"/", "/usr", "/usr/local/etc", "/a.b/..c/.d", "/tmp/skill-mcp-run.x"})
     EXPECT_TRUE(IsNormalisedAbsolutePath(good)) << good;
