@@ -338,7 +338,7 @@ LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState
   }
   c.refusal = why_not;
   if (c.namespaces && why_not.empty()) {
-    // why: until the probe has decided, no run starts (RunSupervisor::Start refuses).
+    // why: until the probe has decided, no run starts (RunSupervisor::StartCommitted refuses).
     if (timing == NamespaceProbeTiming::kDeferred) {
       c.namespaces_pending = true;
     } else {

@@ -118,10 +118,6 @@ void RunSupervisor::Prestart() {
 
 pid_t RunSupervisor::pid() const { return run_ ? run_->pid : -1; }
 
-std::optional<StartRefusal> RunSupervisor::Start(PreparedRun prepared, Done on_done) {
-  return StartCommitted(std::move(prepared), nullptr, std::move(on_done));
-}
-
 std::optional<StartRefusal> RunSupervisor::StartCommitted(PreparedRun prepared, Commit commit,
                                                           Done on_done) {
   // why: one run at a time bounds what a client can make the host do.

@@ -47,13 +47,11 @@ class RunSupervisor : public Runner {
 
   bool Busy() const override { return run_ != nullptr; }
 
-  // Starts a run of the prepared script descriptor. nullopt when started (on_done is
-  // then called exactly once, from the loop), or why not (busy, runs unavailable, an
-  // unacceptable description, a failed system call): on_done is not called then.
-  std::optional<StartRefusal> Start(PreparedRun run, Done on_done) override;
-  // `commit` is called once the uid lease, the scratch directory, the description and the
-  // worker are all in place, before the worker is sent what to run; on false the worker is
-  // killed unfed and everything is given back (broker/run/runner.h).
+  // Starts a run of the prepared script descriptor (broker/run/runner.h): nullopt when
+  // started, or why not (busy, runs unavailable, an unacceptable description, a failed
+  // system call). `commit` is called once the uid lease, the scratch directory, the
+  // description and the worker are all in place, before the worker is sent what to run;
+  // on false the worker is killed unfed and everything is given back.
   std::optional<StartRefusal> StartCommitted(PreparedRun run, Commit commit, Done on_done) override;
 
   // Kills the run's whole process group; the run then settles as usual (signal SIGKILL).
