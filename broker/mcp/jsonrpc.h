@@ -1,4 +1,5 @@
-// JSON-RPC 2.0 message classification and error codes, pure (no I/O).
+// JSON-RPC 2.0 message classification, pure (no I/O); the error codes are in
+// broker/protocol/error_codes.h.
 #pragma once
 
 #include <optional>
@@ -7,22 +8,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "broker/protocol/error_codes.h"
+
 namespace skillmcp {
 
 using Json = nlohmann::json;
 using OrderedJson = nlohmann::ordered_json;
 
 namespace rpc {
-inline constexpr int kParseError = -32700;
-inline constexpr int kInvalidRequest = -32600;
-inline constexpr int kMethodNotFound = -32601;
-inline constexpr int kInvalidParams = -32602;
-inline constexpr int kInternalError = -32603;
-inline constexpr int kResourceNotFound = -32002;  // MCP 2025: a missing resource
-// MCP 2026-07-28 (docs/wire.md §8): a capability the request needed was not declared, and
-// a protocol version this server does not serve.
-inline constexpr int kMissingRequiredClientCapability = -32021;
-inline constexpr int kUnsupportedProtocolVersion = -32022;
 inline constexpr size_t kMaxNestingDepth = 64;
 }  // namespace rpc
 

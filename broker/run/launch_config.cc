@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
-#include <set>
 
 #include "broker/run/namespace_probe.h"
 #include "broker/run/run_identity.h"
@@ -129,77 +128,7 @@ void ProbeNamespacesNow(LaunchConfig& c) {
   DecideNamespaces(c, first, &second);
 }
 
-// After SetHiddenRoots: a view that cannot hide every skills directory is not built.
-void LimitHiddenRoots(LaunchConfig& c) {
-  // why: a view that cannot hide every skills directory is not built at all (fail closed).
-  if (c.namespaces && c.hidden_roots.size() > kRunSpecMaxHiddenRoots &&
-      c.namespaces_problem.empty()) {
-    const std::string why = "the skills live in " + std::to_string(c.hidden_roots.size()) +
-                            " directories (at most " + std::to_string(kRunSpecMaxHiddenRoots) +
-                            " can be hidden from a run)";
-    if (!c.namespaces_demanded) {
-      c.namespaces = false;  // auto: runs go on without the view, and doctor says why
-      c.fresh_proc = false;
-      c.namespaces_off_reason = why;
-      return;
-    }
-    c.namespaces_problem = "SKILL_MCP_NAMESPACES=on, but " + why;
-    if (c.refusal.empty()) c.refusal = c.namespaces_problem;
-  }
-}
-
 }  // namespace
-
-bool ProbeAgainWithoutFreshProc(const NamespaceProbe& first) {
-  return first.err != 0 && first.step == WorkerStep::kMountProc;
-}
-
-void DecideNamespaces(LaunchConfig& c, const NamespaceProbe& first, const NamespaceProbe* second) {
-  c.namespaces_pending = false;
-  NamespaceProbe probe = first;
-  if (second != nullptr) {
-    c.fresh_proc_problem = std::string("the runtime refuses a fresh /proc in the run's pid "
-                                       "namespace (") + std::strerror(first.err) +
-                           "); runs see the host's /proc, but signal only their own processes";
-    probe = *second;
-  } else if (probe.err == 0) {
-    c.fresh_proc = true;
-  }
-  if (ProbeUndecided(probe)) {
-    // why: a probe that was killed, stopped or garbled says nothing about the host, and
-    // may be an attacker's doing (a process of the run-as uid can signal it); taking it
-    // as "no namespaces" would turn auto off, so runs are refused instead.
-    c.namespaces = false;
-    c.fresh_proc = false;
-    c.namespaces_problem = std::string("the namespace probe did not finish (") +
-                           std::strerror(probe.err) +
-                           ": killed, stopped or unreadable); runs are refused rather than "
-                           "run without namespaces that may be available; restart the server";
-    if (c.refusal.empty()) c.refusal = c.namespaces_problem;
-  } else if (probe.err != 0) {
-    c.fresh_proc = false;
-    const std::string why =
-        std::string(c.switch_ids ? "the run-as user" : "this user") +
-        " cannot create its user, mount, pid and IPC namespaces here (" +
-        (probe.step ? std::string(DescribeWorkerStep(*probe.step)) + ": " : "") +
-        std::strerror(probe.err) + ")";
-    if (!c.namespaces_demanded) {
-      // why: auto never costs a run; doctor and the boot banner say what is missing.
-      c.namespaces = false;
-      c.namespaces_off_reason = why + "; SKILL_MCP_NAMESPACES=auto runs without them";
-    } else {
-      // why: the view is demanded, so a host that cannot build it runs nothing (fail
-      // closed) and says so at boot rather than at every run.
-      c.namespaces_problem = "SKILL_MCP_NAMESPACES=on, but " + why +
-                             "; allow unprivileged user namespaces and mount in them "
-                             "(under systemd: RestrictNamespaces=user mnt pid ipc) or set "
-                             "SKILL_MCP_NAMESPACES=off";
-      if (c.refusal.empty()) c.refusal = c.namespaces_problem;
-    }
-  }
-  // Deferred probe: SetHiddenRoots has already filled the lists and left this to here.
-  LimitHiddenRoots(c);
-}
 
 std::string ResolveRunMemory(const EnvStore& env, std::string_view blindness, LaunchConfig& c) {
   constexpr char kName[] = "SKILL_MCP_LIMIT_RUN_MEMORY_MB";
@@ -223,7 +152,7 @@ std::string ResolveRunMemory(const EnvStore& env, std::string_view blindness, La
     // Decision: twice the per-process data limit (2 GiB by default). One process may use
     // its whole data limit and still leave room for the helpers it spawns (an idle node
     // holds about 6 MiB of RssAnon, an ordinary run tens), while a run that forks its way past
-    // the per-process bound (issue 12: 7 processes, 838 MiB at a 128 MiB data limit) is
+    // the per-process bound (7 node processes reach 838 MiB at a 128 MiB data limit) is
     // stopped; an operator who raises DATA_MB raises this with it.
     c.run_memory_bytes = c.limits.data > UINT64_MAX / 2 ? UINT64_MAX : 2 * c.limits.data;
   }
@@ -311,8 +240,8 @@ LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState
     }
   }
 
-  // Decision: auto by default, so every host that allows namespaces gets them
-  // (issue 12's cell), and none refuses runs because it does not.
+  // Decision: auto by default, so every host that allows namespaces gets them (each run
+  // in its own cell), and none refuses runs because it does not.
   const std::string ns = env.GetConfig("SKILL_MCP_NAMESPACES").value_or("auto");
   if (ns == "on" || ns == "1") {
     c.namespaces = c.namespaces_demanded = true;
@@ -409,7 +338,7 @@ LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState
   }
   c.refusal = why_not;
   if (c.namespaces && why_not.empty()) {
-    // why: until the probe has decided, no run starts (RunSupervisor::Start refuses).
+    // why: until the probe has decided, no run starts (RunSupervisor::StartCommitted refuses).
     if (timing == NamespaceProbeTiming::kDeferred) {
       c.namespaces_pending = true;
     } else {
@@ -428,41 +357,6 @@ std::string NodeInstallDir(const std::string& node_path) {
   // share/ beside bin/; the prefix, not the whole parent tree, is allowed.
   if (dir.size() > 4 && dir.compare(dir.size() - 4, 4, "/bin") == 0) dir.resize(dir.size() - 4);
   return dir;
-}
-
-std::vector<std::string> HiddenRoots(const std::vector<std::string>& roots,
-                                     const std::vector<std::string>& skill_dirs) {
-  std::set<std::string> all;
-  for (const std::string& r : roots) {
-    std::string real = RealPath(r);
-    if (!real.empty()) all.insert(real);
-  }
-  for (const std::string& d : skill_dirs) {
-    size_t slash = d.rfind('/');
-    if (slash != std::string::npos && slash > 0) all.insert(d.substr(0, slash));
-  }
-  all.erase("/");
-  std::vector<std::string> out(all.begin(), all.end());
-  std::stable_sort(out.begin(), out.end(),
-                   [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
-  return out;
-}
-
-void SetHiddenRoots(LaunchConfig& c, const std::vector<std::string>& roots,
-                    const std::vector<std::string>& skill_dirs) {
-  c.hidden_roots = HiddenRoots(roots, skill_dirs);
-  c.hidden_roots_pending = false;
-  std::vector<std::string> real_roots;
-  for (const std::string& r : roots)
-    if (std::string real = RealPath(r); !real.empty()) real_roots.push_back(real);
-  c.module_roots = ModuleDirsByRoot(real_roots, skill_dirs);
-  for (RootModuleDirs& m : c.module_roots) {
-    struct stat st {};
-    // why: a root that cannot be stat'ed lends its owner to nothing (root still counts).
-    m.root_owner = stat(m.root.c_str(), &st) == 0 ? st.st_uid : 0;
-  }
-  // A deferred probe applies the limit once it has decided (DecideNamespaces).
-  if (!c.namespaces_pending) LimitHiddenRoots(c);
 }
 
 WorkerLayerFacts LayerFacts(const LaunchConfig& c) {

@@ -53,7 +53,7 @@ struct LaunchConfig {
   bool namespaces = false;
   bool namespaces_demanded = false;   // SKILL_MCP_NAMESPACES=on
   // The probe is still running (serve probes after start): nothing about the namespaces
-  // is decided yet, and no run may start (RunSupervisor::Start refuses).
+  // is decided yet, and no run may start (RunSupervisor::StartCommitted refuses).
   bool namespaces_pending = false;
   std::string namespaces_problem;     // demanded, but the probe failed: runs are refused
   std::string namespaces_off_reason;  // auto, and the probe failed: runs go on without

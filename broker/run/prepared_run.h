@@ -53,6 +53,7 @@ struct PreparedRun {
   PreparedRun& operator=(const PreparedRun&) = delete;
 
   std::string skill;             // directory name
+  std::string interpreter;       // the declared interpreter ("node", the pinned one runs)
   int skill_dir_fd = -1;         // Skill::dir (borrowed; O_PATH|O_DIRECTORY)
   std::string skill_dir_path;    // Skill::source: its real path (a namespaced run binds it)
   std::string script;            // declared relative path, string-checked

@@ -36,8 +36,6 @@ struct ChildPlan {
   int report_src;
   bool raise_ambient;
   char* const* envp;
-  int (*before_exec)(void*);
-  void* context;
 };
 
 // The child, in the broker's memory until its exec (CLONE_VM | CLONE_VFORK, the way
@@ -75,7 +73,6 @@ struct ChildPlan {
       // why: the worker empties its bounding set with it (fails quietly when not held).
       prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_SETPCAP, 0, 0);
     }
-    if (p.before_exec != nullptr) err = p.before_exec(p.context);
   }
   if (err == 0) {
     char arg0[] = "skill-mcp-worker";
@@ -133,8 +130,6 @@ SpawnOutcome SpawnWorker(const SpawnRequest& req) {
   plan.report_src = lifted[kWorkerReportFd].get();
   plan.raise_ambient = req.raise_ambient_setid;
   plan.envp = req.worker_envp;
-  plan.before_exec = req.before_exec;
-  plan.context = req.before_exec_context;
 
   // Not fork: a copy of the broker's address space is dear (its page tables, then a
   // copy-on-write fault on each page the broker writes next; tests/bench/README.md,

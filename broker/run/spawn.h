@@ -30,15 +30,6 @@ struct SpawnRequest {
   bool raise_ambient_setid = false;
   // The worker's environment; nullptr is none at all (the broker's case).
   char* const* worker_envp = nullptr;
-  // Called in the child once the layout is placed, right before the exec; must be
-  // async-signal-safe and, since the child shares the caller's memory, make system calls
-  // only (raw ones for ids: glibc's setuid family would signal the caller's threads). A
-  // change of ids there also resets the dumpable flag of that shared memory (the
-  // kernel's commit_creds), so the broker never sets one: only tests do, where it does
-  // not matter. A non-zero return is an errno: the launch fails at kSpawn.
-  // Tests use it to play an odd broker (another uid, leaked descriptors, ...).
-  int (*before_exec)(void* context) = nullptr;
-  void* before_exec_context = nullptr;
 };
 
 // The parent's ends, all close-on-exec and blocking.

@@ -2,20 +2,18 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sodium.h>
 #include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <utility>
 
-#include "broker/run/data_dir.h"
-#include "broker/run/module_dirs.h"
-#include "broker/run/run_memory.h"
+#include "broker/run/run_admission.h"
+#include "broker/run/run_description.h"
+#include "broker/run/run_outcome.h"
 #include "broker/run/scratch_dir.h"
 #include "broker/run/spawn.h"
 #include "shared/log.h"
@@ -36,67 +34,11 @@ bool SetNonBlocking(int fd) {
   return fl >= 0 && fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0;
 }
 
-void Wipe(std::string& s) {
-  if (!s.empty()) sodium_memzero(s.data(), s.size());
-  s.clear();
-}
-
-// The run description for one prepared run; the values of the variables are wiped
-// again by the caller once encoded.
-RunSpec BuildSpec(const PreparedRun& run, const LaunchConfig& config, const EnvStore& env,
-                  const std::string& scratch, uint32_t uid) {
-  RunSpec spec;
-  spec.script_path = run.script_real_path;
-  spec.args = run.args;
-  for (const std::string& name : run.env_names) {
-    // why: TMPDIR is always the run's own scratch directory, never a shared one.
-    if (name == "TMPDIR") continue;
-    // why: an unset (or blank/placeholder) name is absent from the block, never empty.
-    env.WithValue(name,
-                  [&](std::string_view v) { spec.envp.push_back(name + "=" + std::string(v)); });
-  }
-  spec.switch_ids = config.switch_ids;
-  spec.uid = uid;
-  spec.gid = config.gid;
-  spec.limits = config.limits;
-  spec.seccomp = config.seccomp;
-  spec.seccomp_bpf = config.seccomp_bpf;
-  // why only its own root's: another root's node_modules is no business of this run.
-  std::vector<ModuleDir> module_dirs;
-  if (config.namespaces || config.landlock_abi > 0)
-    module_dirs = RunModuleDirs(config.module_roots, run.skill_dir_path);
-  if (config.namespaces) {
-    spec.namespaces = true;
-    spec.skill_dir_path = run.skill_dir_path;
-    spec.hidden_roots = config.hidden_roots;
-    spec.fresh_proc = config.fresh_proc;
-    spec.read_dirs = module_dirs;  // bound back over the covers (worker/namespaces.h)
-  }
-  spec.scratch_dir_path = scratch;
-  spec.envp.push_back("TMPDIR=" + scratch);
-  if (config.landlock_abi > 0) {
-    spec.landlock_abi = config.landlock_abi;
-    spec.network_off = config.network_off;
-    spec.node_dir_path = config.node_dir;
-    spec.read_dirs = module_dirs;
-    // why a normalised path: the worker keeps the rule out of the operator's directories
-    // and compares rules with each other (broker/run/data_dir.h). One that cannot be
-    // resolved gets no rule (a run cannot write there). The script still sees it as set.
-    env.WithValue("MCP_DATA_DIR",
-                  [&](std::string_view v) { spec.data_dir_path = DataDirRulePath(v); });
-  }
-  return spec;
-}
-
 void RemoveScratch(std::unique_ptr<ScratchDir>& scratch) {
   if (scratch && !scratch->Remove())
     LOG_WARN("the run's scratch directory %s could not be removed entirely",
              scratch->path().c_str());
   scratch.reset();
-}
-
-StartRefusal SystemRefusal(std::string what, int err) {
-  return StartRefusal{StartProblem::kSystem, std::move(what), err};
 }
 
 }  // namespace
@@ -126,7 +68,6 @@ struct RunSupervisor::Run {
   bool settling = false;  // Settle is on the stack: its drain must not re-enter it
   int64_t start_ms = 0, exit_ms = 0;
   EventLoop::TimerId timeout_timer = 0, kill_timer = 0, drain_timer = 0, hard_timer = 0;
-  EventLoop::TimerId memory_timer = 0;
 };
 
 RunSupervisor::RunSupervisor(EventLoop& loop, const LaunchConfig& config, const EnvStore& env)
@@ -134,9 +75,24 @@ RunSupervisor::RunSupervisor(EventLoop& loop, const LaunchConfig& config, const 
       config_(config),
       env_(env),
       pool_(config),
-      reaper_(loop, [this] { return run_ && !run_->settling ? run_->pid : -1; }) {
+      reaper_(loop, [this] { return run_ && !run_->settling ? run_->pid : -1; }),
+      finishing_(loop, reaper_, [this] { Prestart(); }),
+      memory_(
+          loop, config,
+          [this] {
+            // why: once the run has ended what it left is killed at Settle, not for memory.
+            if (!run_ || run_->settling || run_->memory_kill || run_->exited)
+              return std::vector<pid_t>{};
+            return RunProcessRoots(run_->pid, pool_.waiting_pid());
+          },
+          [this](const MemoryKill& kill) {
+            run_->memory_kill = kill;
+            // why: SIGKILL at once by the timeout's path (the group, the namespace's init
+            // with it): a SIGTERM grace would let the run keep growing for kKillGraceMs.
+            SignalGroup(SIGKILL);
+          }) {
   reaper_.SpareAlso([this] { return pool_.waiting_pid(); });
-  reaper_.WhenClear([this] { FinishingReaped(); });
+  reaper_.WhenClear([this] { finishing_.ReaperClear(); });
   // why: orphans of a run re-parent to us instead of init, so none outlives its run.
   if (!BecomeSubreaper())
     LOG_WARN_ERRNO("cannot become the runs' child subreaper; a run's orphans outlive it");
@@ -162,10 +118,6 @@ void RunSupervisor::Prestart() {
 
 pid_t RunSupervisor::pid() const { return run_ ? run_->pid : -1; }
 
-std::optional<StartRefusal> RunSupervisor::Start(PreparedRun prepared, Done on_done) {
-  return StartCommitted(std::move(prepared), nullptr, std::move(on_done));
-}
-
 std::optional<StartRefusal> RunSupervisor::StartCommitted(PreparedRun prepared, Commit commit,
                                                           Done on_done) {
   // why: one run at a time bounds what a client can make the host do.
@@ -187,53 +139,17 @@ std::optional<StartRefusal> RunSupervisor::StartCommitted(PreparedRun prepared, 
   // nothing runs (there is no path to fall back to).
   if (!prepared.script_fd.valid()) return SystemRefusal("the checked script descriptor", EBADF);
 
-  // A worker started ahead (broker/run/worker_pool.h) or now, told its cell and holding
-  // run-independent descriptors only; the script and skill directory go with its
-  // description. From a large range it took its own uid already.
-  TakeOutcome taken = pool_.Take();
-  if (!taken.worker) {
-    // why: each run under its own uid where the pool exists; never a silent fallback to
-    // the shared run-as uid when the range is exhausted.
-    if (!taken.no_uid.empty()) return StartRefusal{StartProblem::kUnavailable, taken.no_uid};
-    return SystemRefusal("could not start the worker (" + taken.error.call + ")", taken.error.err);
-  }
-  Spawned& s = taken.worker->spawned;
-  // why: the worker has not been told what to run (the description goes down fd 3 only
-  // below), so killing it now runs nothing; the scratch directory and then the lease go
-  // back as the locals drop (a uid whose worker is not reaped yet is not handed out
-  // again: RunUidPool::Acquire finds its process), the reaper collects the worker.
-  auto unfed = [&](StartRefusal why) {
-    PidfdSendSignal(s.pidfd.get(), SIGKILL);
-    reaper_.Sweep();
-    return why;
-  };
-  std::optional<RunUidLease>& lease = taken.worker->uid_lease;
-  // why: each run under its own uid where the pool exists, from a small range taken now
-  // (kUidsAheadMinRange); never a silent fallback to the shared run-as uid.
-  if (config_.run_uids && !lease) {
-    RunUidPool::Acquired got = config_.run_uids->Acquire();
-    if (!got.lease) return unfed(StartRefusal{StartProblem::kUnavailable, got.error});
-    lease = std::move(got.lease);
-  }
-  const uint32_t uid = lease ? lease->uid() : config_.uid;
-  // why: each run gets its own TMPDIR, owned by its uid, that no other run shares: the
-  // one made with its worker for that very uid, or a new one.
-  std::unique_ptr<ScratchDir> scratch = std::move(taken.worker->scratch);
-  if (scratch && scratch->uid() != uid) scratch.reset();
-  if (!scratch)
-    scratch = ScratchDir::Create(config_.scratch_base, config_.switch_ids, uid, config_.gid);
-  if (!scratch)
-    return unfed(SystemRefusal("could not make the run's scratch directory in " +
-                                   config_.scratch_base +
-                                   (config_.switch_ids ? " as uid " + std::to_string(uid) : ""),
-                               errno));
-  RunSpec spec = BuildSpec(prepared, config_, env_, scratch->path(), uid);
-  std::optional<std::string> encoded = EncodeRunSpec(spec);
-  for (std::string& e : spec.envp) Wipe(e);  // why: values leave plain memory at once
-  if (!encoded) return unfed(StartRefusal{StartProblem::kBadDescription});
+  Admission admitted = AdmitWorker(pool_, config_, reaper_);
+  if (!admitted.worker) return admitted.refusal;
+  PooledWorker& w = *admitted.worker;
+  Spawned& s = w.spawned;
+  std::optional<std::string> encoded =
+      EncodeRunDescription(prepared, config_, env_, w.scratch->path(), admitted.uid);
+  if (!encoded) return RefuseUnfed(s, reaper_, StartRefusal{StartProblem::kBadDescription});
   if (commit && !commit()) {
-    Wipe(*encoded);
-    return unfed(StartRefusal{StartProblem::kUnavailable, "withdrawn before it started"});
+    WipeString(*encoded);
+    return RefuseUnfed(s, reaper_,
+                       StartRefusal{StartProblem::kUnavailable, "withdrawn before it started"});
   }
   auto run = std::make_unique<Run>();
   run->start_ms = EventLoop::NowMs();
@@ -245,9 +161,9 @@ std::optional<StartRefusal> RunSupervisor::StartCommitted(PreparedRun prepared, 
   run->spec_w = std::move(s.spec);
   run->spec_bytes = std::move(*encoded);
   run->prepared = std::move(prepared);
-  run->scratch = std::move(scratch);
-  run->uid_lease = std::move(lease);
-  run->uid = uid;
+  run->scratch = std::move(w.scratch);
+  run->uid_lease = std::move(w.uid_lease);
+  run->uid = admitted.uid;
   run->done = std::move(on_done);
   for (const UniqueFd* fd : {&run->out_r, &run->err_r, &run->report_r, &run->spec_w})
     SetNonBlocking(fd->get());
@@ -265,10 +181,7 @@ std::optional<StartRefusal> RunSupervisor::StartCommitted(PreparedRun prepared, 
     run_->hard_timer = 0;
     Settle();
   });
-  // why: the run's memory in all is bounded even where no cgroup can do it
-  // (docs/isolation.md, "Whole-run limits"); a loop timer, never a blocking wait.
-  if (config_.run_memory_bytes > 0)
-    run_->memory_timer = loop_.AddTimer(kRunMemorySampleMs, [this] { OnMemorySample(); });
+  memory_.Start(run_->pid);
   OnSpecWritable();
   return std::nullopt;
 }
@@ -296,7 +209,7 @@ void RunSupervisor::OnSpecWritable() {
   }
   loop_.RemoveFd(r.spec_w.get());
   r.spec_w.reset();  // EOF ends the worker's read
-  Wipe(r.spec_bytes);
+  WipeString(r.spec_bytes);
 }
 
 void RunSupervisor::OnPipe(int which, uint32_t) {
@@ -386,10 +299,7 @@ void RunSupervisor::Ended(int code, int status) {
     loop_.CancelTimer(r.timeout_timer);
     r.timeout_timer = 0;
   }
-  if (r.memory_timer) {  // the run has ended: no memory kill after its end
-    loop_.CancelTimer(r.memory_timer);
-    r.memory_timer = 0;
-  }
+  memory_.Stop();  // the run has ended: no memory kill after its end
   // Settle when the pipes are closed, or after a short drain: a detached grandchild
   // may hold them open for ever.
   r.drain_timer = loop_.AddTimer(kDrainMs, [this] {
@@ -407,73 +317,6 @@ void RunSupervisor::OnTimeout() {
     run_->kill_timer = 0;
     SignalGroup(SIGKILL);
   });
-}
-
-std::vector<pid_t> RunSupervisor::RunRoots() const {
-  std::vector<pid_t> roots{run_->pid};
-  // Without a pid namespace a run's orphans re-parent to us (the subreaper) and stay in
-  // the run's group (the seccomp filter refuses setsid and setpgid): they are the run's.
-  // Our unreaped children keep their pids, so none of these is a stranger.
-  const pid_t waiting = pool_.waiting_pid();
-  for (pid_t child : ListChildren())
-    if (child != run_->pid && child != waiting && getpgid(child) == run_->pid)
-      roots.push_back(child);
-  return roots;
-}
-
-void RunSupervisor::OnMemorySample() {
-  if (!run_) return;
-  Run& r = *run_;
-  r.memory_timer = 0;
-  // why: once the run has ended (its end reported, or the worker exited) what it left is killed at
-  // Settle, and a kill now would put "killed for memory" next to a normal exit in the receipt.
-  if (r.settling || r.memory_kill || r.exited) return;
-  // RLIMIT_NPROC counts every thread: one status read per process and one children read
-  // per thread reach a whole run within 2 x nproc reads.
-  timespec t0{}, t1{};
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  const RunMemorySample sample =
-      SampleRunMemory(RunRoots(), RunMemoryVisitCap(config_.limits.nproc));
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  const int64_t took_ns =
-      (int64_t{t1.tv_sec} - t0.tv_sec) * 1000000000 + (int64_t{t1.tv_nsec} - t0.tv_nsec);
-  switch (JudgeRunMemory(sample, config_.run_memory_bytes)) {
-    case RunMemoryVerdict::kBlind:
-      // The worker is our child and unreaped until Settle, so its /proc entry exists: not
-      // readable means /proc hides it (boot found no hidepid; it changed since). Say so once.
-      if (!memory_blind_warned_)
-        LOG_WARN(
-            "cannot read the run's processes in /proc: its memory in all is not bounded "
-            "(SKILL_MCP_LIMIT_RUN_MEMORY_MB)");
-      memory_blind_warned_ = true;
-      return;
-    case RunMemoryVerdict::kTooMany:
-    case RunMemoryVerdict::kOver:
-      KillForMemory(sample);
-      return;
-    case RunMemoryVerdict::kUnder:
-      break;
-  }
-  // why: the next sample waits 10 x this one's cost at least (docs/isolation.md), so a run
-  // of thousands of processes cannot make sampling eat the broker's loop.
-  r.memory_timer =
-      loop_.AddTimer(NextRunMemorySampleMs(took_ns), [this] { OnMemorySample(); });
-}
-
-void RunSupervisor::KillForMemory(const RunMemorySample& sample) {
-  Run& r = *run_;
-  r.memory_kill = MemoryKill{config_.run_memory_bytes, sample.bytes, sample.processes,
-                             sample.capped ? sample.visits : 0};
-  if (sample.capped)
-    LOG_INFO("run of worker %d killed: more processes than one sample can read (%zu reads)",
-             static_cast<int>(r.pid), sample.visits);
-  else
-    LOG_INFO("run of worker %d killed: %llu MiB in %zu processes, over the %llu MiB limit",
-             static_cast<int>(r.pid), static_cast<unsigned long long>(sample.bytes >> 20),
-             sample.processes, static_cast<unsigned long long>(config_.run_memory_bytes >> 20));
-  // why: SIGKILL at once by the timeout's path (the group, the namespace's init with it):
-  // a SIGTERM grace would let the run keep growing for kKillGraceMs.
-  SignalGroup(SIGKILL);
 }
 
 void RunSupervisor::SignalGroup(int sig) {
@@ -538,7 +381,7 @@ void RunSupervisor::Settle() {
   // run's end is usually tearing its namespaces down; a killed leftover finishes its
   // exit), but the run's uid and the next started-ahead worker do, until nothing is left.
   const bool finishing = !reaped || reaper_.left() > 0;
-  if (finishing) AwaitReaping(r, !reaped);
+  if (finishing) finishing_.Add(r.pid, std::move(r.pidfd), std::move(r.uid_lease), !reaped);
   // The scratch directory, then the uid. With nothing of the run left both go before the
   // answer: a client may start its next run on another broker the moment it reads it, and
   // must find the uid free (tests/integration/round_spend.test.mjs). Where something is
@@ -556,7 +399,7 @@ void RunSupervisor::Settle() {
   if (done) done(std::move(result));  // after Teardown: it may start the next run
   ReleaseEnded();
   // The next run's worker, from the loop: the answer goes out first (with anything of the
-  // run still dying, once it is reaped: FinishingReaped).
+  // run still dying, once it is reaped: FinishingWorkers).
   if (!finishing) Prestart();
 }
 
@@ -567,80 +410,9 @@ void RunSupervisor::ReleaseEnded() {
   ended_.reset();
 }
 
-void RunSupervisor::AwaitReaping(Run& r, bool watch_worker) {
-  auto f = std::make_unique<FinishingWorker>();
-  f->pid = r.pid;
-  f->pidfd = std::move(r.pidfd);
-  f->uid_lease = std::move(r.uid_lease);
-  const int fd = f->pidfd.get();
-  // The worker's exit, watched where it is not reaped yet; else, and without the watch,
-  // the reaper's delayed sweeps find the rest gone (WhenClear).
-  if (watch_worker && !loop_.AddFd(fd, EPOLLIN, [this, fd](uint32_t) { OnFinished(fd); }))
-    LOG_WARN_ERRNO("cannot watch worker %d's exit; it is reaped by the next sweeps",
-                   static_cast<int>(r.pid));
-  const pid_t pid = r.pid;
-  f->warn_timer = loop_.AddTimer(kShutdownReapMs, [this, pid] {
-    for (auto& w : finishing_)
-      if (w->pid == pid) w->warn_timer = 0;
-    LOG_WARN(
-        "the run of worker %d has processes left %lld ms after its end; its uid stays taken "
-        "and no worker is started ahead until they are reaped",
-        static_cast<int>(pid), static_cast<long long>(kShutdownReapMs));
-  });
-  finishing_.push_back(std::move(f));
-}
-
-void RunSupervisor::OnFinished(int pidfd) {
-  siginfo_t info{};
-  const int rc =
-      waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &info, WEXITED | WNOHANG);
-  if (rc == 0 && info.si_pid == 0) return;  // not yet
-  if (rc != 0 && errno == EINTR) return;    // the loop calls again
-  loop_.RemoveFd(pidfd);                    // reaped now, or by a sweep (ECHILD)
-  FinishingReaped();
-}
-
-void RunSupervisor::FinishingReaped() {
-  if (finishing_.empty()) return;
-  // why a sweep: a worker killed before it reaped its run's init hands that init to us,
-  // and the uid must not go back while any process holds it. Finishing workers are not
-  // spared, so nothing left means every one of them is reaped, with what it left.
-  reaper_.Sweep();
-  if (reaper_.left() > 0) return;  // WhenClear calls again
-  for (auto& f : finishing_) {
-    loop_.RemoveFd(f->pidfd.get());
-    if (f->warn_timer) loop_.CancelTimer(f->warn_timer);
-  }
-  finishing_.clear();  // the uids go back
-  Prestart();
-}
-
 RunResult RunSupervisor::Result(Run& r) const {
-  RunResult result;
-  // The report first, the exit code second: a script could itself exit with a step code.
-  const std::optional<WorkerFrames> frames = DecodeWorkerFrames(r.report_buf);
-  if (frames && frames->report) {
-    const WorkerReport& report = *frames->report;
-    result.failure = SetupFailure{static_cast<int32_t>(report.step),
-                                  report.err,
-                                  r.uid,
-                                  config_.gid,
-                                  config_.worker_path,
-                                  config_.node_path};
-    return result;
-  }
-  if (!frames) {
-    // why: the worker wrote something that is neither a report nor the run's end (node
-    // never holds fd 4), so the run counts as failed setup, never as ran.
-    result.failure = SetupFailure{kUnreadableReport, EPROTO, r.uid, config_.gid,
-                                  config_.worker_path, config_.node_path};
-    return result;
-  }
-  if (r.child_code == CLD_EXITED) {
-    result.exit_code = r.child_status;
-  } else if (r.child_code == CLD_KILLED || r.child_code == CLD_DUMPED) {
-    result.signal = r.child_status;
-  }
+  RunResult result = DecodeRunOutcome(r.report_buf, r.child_code, r.child_status, r.uid, config_);
+  if (result.failure) return result;
   result.out = std::move(r.out);
   result.err = std::move(r.err);
   result.timed_out = r.timed_out;
@@ -655,11 +427,11 @@ void RunSupervisor::Teardown() {
   for (UniqueFd* fd : {&r.out_r, &r.err_r, &r.report_r, &r.spec_w, &r.pidfd}) {
     if (fd->valid()) loop_.RemoveFd(fd->get());
   }
-  for (EventLoop::TimerId t :
-       {r.timeout_timer, r.kill_timer, r.drain_timer, r.hard_timer, r.memory_timer}) {
+  for (EventLoop::TimerId t : {r.timeout_timer, r.kill_timer, r.drain_timer, r.hard_timer}) {
     if (t) loop_.CancelTimer(t);
   }
-  Wipe(r.spec_bytes);
+  memory_.Stop();
+  WipeString(r.spec_bytes);
   run_.reset();
 }
 
@@ -670,13 +442,8 @@ void RunSupervisor::KillAndReapNow() {
   pool_.Discard();  // the waiting worker goes first: the sweep below spares none then
   std::unique_ptr<ScratchDir> scratch;
   std::optional<RunUidLease> lease;  // released last, once the run's processes are reaped
-  std::vector<std::optional<RunUidLease>> finishing_leases;  // the same for earlier runs
-  for (auto& f : finishing_) {
-    loop_.RemoveFd(f->pidfd.get());
-    if (f->warn_timer) loop_.CancelTimer(f->warn_timer);
-    finishing_leases.push_back(std::move(f->uid_lease));
-  }
-  finishing_.clear();  // their workers are our children: the sweep below reaps them
+  // The same for earlier runs; their workers are our children: the sweep below reaps them.
+  std::vector<std::optional<RunUidLease>> finishing_leases = finishing_.Drop();
   if (run_) {
     SignalGroup(SIGKILL);
     scratch = std::move(run_->scratch);  // removed once nothing of the run can write there

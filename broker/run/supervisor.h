@@ -1,14 +1,11 @@
-// One skill_run at a time, supervised on the broker's event loop: the run description
-// from a PreparedRun, the worker started by broker/run/spawn.h, then drain stdout/stderr,
-// watch the report pipe and the pidfd, enforce the timeout (SIGTERM to the group, SIGKILL
-// 2 s later) and settle on the run's end (the end the worker reports on fd 4 once node is
-// reaped, or its own exit) plus a 250 ms drain, under a hard deadline of timeout + 3.25 s.
-// A worker still exiting after its reported end, or anything of its run still dying after
-// the settle's kill, is reaped from the loop afterwards, with the run's uid held and no
-// worker started ahead until then. Until the run ends the run's memory in all is sampled every
-// kRunMemorySampleMs or 10 x a sample's cost (broker/run/run_memory.h); past the limit,
-// or with more processes than a sample can read, the group gets SIGKILL at once. Hands back a
-// plain RunResult; nothing here blocks the loop.
+// One skill_run at a time on the broker's event loop: a worker admitted with its uid and
+// scratch directory (run_admission.h) is sent the run's description, its pipes are drained,
+// the timeout is enforced (SIGTERM to the group, SIGKILL 2 s later) and the run settles on
+// its end plus a short drain, under a hard deadline. Why a hard deadline and no blocking
+// wait: the call always returns and the loop keeps serving, whatever the script's
+// descendants do. Meanwhile its memory in all is watched (run_memory_watch.h); what is
+// still dying after the answer keeps its uid (finishing_workers.h). Hands back a plain
+// RunResult.
 #pragma once
 
 #include <sys/types.h>
@@ -23,8 +20,10 @@
 
 #include "broker/harden/env_store.h"
 #include "broker/loop/event_loop.h"
+#include "broker/run/finishing_workers.h"
 #include "broker/run/launch_config.h"
 #include "broker/run/reaper.h"
+#include "broker/run/run_memory_watch.h"
 #include "broker/run/run_uids.h"
 #include "broker/run/runner.h"
 #include "broker/run/scratch_dir.h"
@@ -33,16 +32,12 @@
 
 namespace skillmcp {
 
-struct RunMemorySample;  // broker/run/run_memory.h
-
 inline constexpr int64_t kKillGraceMs = 2000;          // SIGTERM -> SIGKILL
 inline constexpr int64_t kDrainMs = 250;               // after the worker exited
 inline constexpr int64_t kHardDeadlineExtraMs = 3250;  // timeout + this: settle whatever happens
-inline constexpr int64_t kShutdownReapMs = 3000;       // at exit, for leftovers to die
 
 class RunSupervisor : public Runner {
  public:
-
   // `loop`, `config` and `env` must outlive the supervisor. SIGPIPE must be ignored
   // (HardenProcess does it): the spec is written to a pipe the worker may have closed.
   RunSupervisor(EventLoop& loop, const LaunchConfig& config, const EnvStore& env);
@@ -52,13 +47,11 @@ class RunSupervisor : public Runner {
 
   bool Busy() const override { return run_ != nullptr; }
 
-  // Starts a run of the prepared script descriptor. nullopt when started (on_done is
-  // then called exactly once, from the loop), or why not (busy, runs unavailable, an
-  // unacceptable description, a failed system call): on_done is not called then.
-  std::optional<StartRefusal> Start(PreparedRun run, Done on_done) override;
-  // `commit` is called once the uid lease, the scratch directory, the description and the
-  // worker are all in place, before the worker is sent what to run; on false the worker is
-  // killed unfed and everything is given back (broker/run/runner.h).
+  // Starts a run of the prepared script descriptor (broker/run/runner.h): nullopt when
+  // started, or why not (busy, runs unavailable, an unacceptable description, a failed
+  // system call). `commit` is called once the uid lease, the scratch directory, the
+  // description and the worker are all in place, before the worker is sent what to run;
+  // on false the worker is killed unfed and everything is given back.
   std::optional<StartRefusal> StartCommitted(PreparedRun run, Commit commit, Done on_done) override;
 
   // Kills the run's whole process group; the run then settles as usual (signal SIGKILL).
@@ -83,17 +76,8 @@ class RunSupervisor : public Runner {
 
  private:
   struct Run;
-  // A run that has been answered while its worker, or something it left, is still dying,
-  // until the reaper finds nothing left: it keeps the run's uid (broker/run/run_uids.h)
-  // and the next worker waits for it.
-  struct FinishingWorker {
-    pid_t pid = -1;
-    UniqueFd pidfd;
-    std::optional<RunUidLease> uid_lease;
-    EventLoop::TimerId warn_timer = 0;  // says so once if it does not exit
-  };
   // What an answered run leaves to release once its answer is out: its scratch directory,
-  // then its uid (unless a FinishingWorker holds it), in that order (ReleaseEnded).
+  // then its uid (unless FinishingWorkers holds it), in that order (ReleaseEnded).
   struct EndedRun {
     std::unique_ptr<ScratchDir> scratch;
     std::optional<RunUidLease> uid_lease;
@@ -106,13 +90,7 @@ class RunSupervisor : public Runner {
   void OnReport(uint32_t events);
   void OnExit();
   void Ended(int code, int status);  // the worker's exit or its reported end: the run is over
-  void AwaitReaping(Run& r, bool watch_worker);
-  void OnFinished(int pidfd);
-  void FinishingReaped();  // once the reaper is clear: the leases go back, Prestart
   void OnTimeout();
-  void OnMemorySample();
-  void KillForMemory(const RunMemorySample& sample);
-  std::vector<pid_t> RunRoots() const;
   void SignalGroup(int sig);
   void MaybeSettle();
   void Settle();
@@ -125,10 +103,10 @@ class RunSupervisor : public Runner {
   std::unique_ptr<Run> run_;
   WorkerPool pool_;  // the worker the next run takes
   EventLoop::TimerId refill_timer_ = 0;
-  Reaper reaper_;  // kills and reaps what finished runs leave behind
-  std::vector<std::unique_ptr<FinishingWorker>> finishing_;
+  Reaper reaper_;               // kills and reaps what finished runs leave behind
+  FinishingWorkers finishing_;  // answered runs with something still dying
+  RunMemoryWatch memory_;       // the active run's memory in all
   std::optional<EndedRun> ended_;
-  bool memory_blind_warned_ = false;  // the run's root was unreadable in /proc once
 };
 
 }  // namespace skillmcp

@@ -2,16 +2,10 @@
 // worker and the run-independent part of its sequence are off a run's critical path
 // (docs/performance.md). It is started with run-independent descriptors only (0..5:
 // /dev/null, its pipes, the spec socket, the pinned node) and told its cell at once
-// (shared/worker_protocol.h, CellSpec: whether it switches ids and, with a uid of its
-// own taken now from a range of at least kUidsAheadMinRange, that identity, and whether
-// it builds the run's view ahead), takes its steps 3 to 8 with it (own session,
-// descriptors, the sealed bootstrap, securebits, bounding set, the switch to its own uid,
-// and with that uid or no switch the first half of the view, worker/namespaces.h) and
-// blocks reading its description: everything else the run decides (the script and skill
-// directory descriptors, sent with the description by SCM_RIGHTS, the arguments,
-// variables, limits, the view's skill, module and scratch directories; the shared run-as
-// uid, or one from a smaller range) reaches it at the run, and the rest of its
-// ordered, all-fatal sequence starts only then (worker/main.cc).
+// (shared/worker_protocol.h, CellSpec), takes the steps of its sequence that no run
+// decides (worker/main.cc) and blocks reading its description. Why only those: the
+// script and skill directory descriptors (sent by SCM_RIGHTS), the arguments, variables,
+// limits and the run's own directories are the run's, and reach it with the description.
 #pragma once
 
 #include <sys/types.h>

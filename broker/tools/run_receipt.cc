@@ -28,6 +28,14 @@ std::string DescribeMemoryKill(const MemoryKill& kill) {
          " MiB when sampled) and was killed; SKILL_MCP_LIMIT_RUN_MEMORY_MB sets the limit";
 }
 
+ReceiptContext ReceiptContextOf(const PreparedRun& run) {
+  return ReceiptContext{.skill = run.skill,
+                        .script = run.script,
+                        .interpreter = run.interpreter,
+                        .timeout_ms = run.timeout_ms,
+                        .env = run.env_names};
+}
+
 nlohmann::ordered_json BuildReceipt(const ReceiptContext& context, const RunResult& run) {
   nlohmann::ordered_json j;
   j["skill"] = context.skill;

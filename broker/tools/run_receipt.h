@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/run/prepared_run.h"
 #include "broker/run/run_result.h"
 
 namespace skillmcp {
@@ -21,6 +22,10 @@ struct ReceiptContext {
   std::vector<std::string> env;  // sorted names
   std::optional<std::string> network_note;
 };
+
+// The context of a prepared run (network_note is the caller's), taken before the run is
+// handed to the runner.
+ReceiptContext ReceiptContextOf(const PreparedRun& run);
 
 // "SIGKILL" for 9; "SIG<n>" for a number without a name.
 std::string SignalName(int sig);
@@ -37,7 +42,7 @@ nlohmann::ordered_json BuildReceipt(const ReceiptContext& context, const RunResu
 // "the script did not start: the worker could not ...: <errno text>; <hint>".
 std::string DescribeSetupFailure(const SetupFailure& failure);
 
-// Why Runner::Start refused, for RUN_NOT_STARTED.
+// Why the runner refused to start the run, for RUN_NOT_STARTED.
 std::string DescribeStartRefusal(const StartRefusal& refusal);
 
 }  // namespace skillmcp

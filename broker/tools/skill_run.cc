@@ -105,6 +105,53 @@ PromptAnswer ReadPromptAnswer(const Json* result) {
   return a;
 }
 
+// The answer to a prompt that did not approve: not an error, and nothing is spent.
+ToolResult NotApproved(const PromptAnswer& answer) {
+  return Gate(ElicitationCancelledPayload(answer.declined ? ElicitationOutcome::kDeclined
+                                                          : ElicitationOutcome::kCancelled),
+              false);
+}
+
+// How the user approved a run, which decides what a busy refusal says stays valid.
+enum class Approval { kToken, kRoundState, kPrompt };
+
+// Why one at a time: it bounds what a client can make the host do. Checked before the
+// approval is spent, so a busy refusal never burns it.
+ToolResult RunInProgress(Approval how) {
+  switch (how) {
+    case Approval::kToken:
+      return Refusal("RUN_IN_PROGRESS",
+                     "another skill_run is still running (one at a time); your token is "
+                     "still valid, call again when it has finished");
+    case Approval::kRoundState:
+      return Refusal("RUN_IN_PROGRESS",
+                     "another skill_run is still running (one at a time); nothing ran and "
+                     "the request state is still valid, retry when it has finished");
+    case Approval::kPrompt:
+      break;
+  }
+  return Refusal("RUN_IN_PROGRESS",
+                 "another skill_run started while the prompt was open (one at a "
+                 "time); nothing ran, ask again when it has finished");
+}
+
+// What the user approves, read off the prepared run, so the preview, the token and the
+// run cannot disagree; only the names not set and the warning are the preview's own.
+WillRun WillRunOf(const PreparedRun& run, const ScriptEnv& env) {
+  WillRun w;
+  w.skill = run.skill;
+  w.interpreter = run.interpreter;
+  w.argv.push_back(run.script);
+  w.argv.insert(w.argv.end(), run.args.begin(), run.args.end());
+  w.cwd = run.skill_dir_path;
+  w.timeout_ms = run.timeout_ms;
+  w.env_names = run.env_names;
+  w.env_not_set = env.not_set;
+  w.env_warning = env.warning;
+  w.script_identity = run.identity.Binding();
+  return w;
+}
+
 }  // namespace
 
 SkillRunTool::SkillRunTool(SkillRunDeps deps) : deps_(std::move(deps)) {}
@@ -162,6 +209,7 @@ std::optional<ToolResult> SkillRunTool::Prepare(const Json& args, Prepared* out)
     return Refusal("PATH_REFUSED", "script \"" + script + "\": " + why);
   }
   run.skill = skill->name;
+  run.interpreter = granted.interpreter;
   run.skill_dir_fd = skill->dir.get();
   run.skill_dir_path = skill->source;
   run.script = granted.script;
@@ -172,17 +220,7 @@ std::optional<ToolResult> SkillRunTool::Prepare(const Json& args, Prepared* out)
 
   ScriptEnv env = ComputeScriptEnv(granted.env, deps_.is_set, deps_.view.grants->from);
   run.env_names = env.names;
-  WillRun& w = out->will_run;
-  w.skill = skill->name;
-  w.interpreter = granted.interpreter;
-  w.argv.push_back(script);
-  w.argv.insert(w.argv.end(), run.args.begin(), run.args.end());
-  w.cwd = skill->source;
-  w.timeout_ms = granted.timeout_ms;
-  w.env_names = env.names;
-  w.env_not_set = env.not_set;
-  w.env_warning = env.warning;
-  w.script_identity = run.identity.Binding();
+  out->will_run = WillRunOf(run, env);
   return std::nullopt;
 }
 
@@ -221,25 +259,8 @@ void SkillRunTool::PassGate(Prepared& prepared, GateStep step, const Json& reque
     case GateStep::kCheckToken:
       break;
   }
-  if (deps_.runner->Busy()) {
-    // Checked before the token is spent, so a busy refusal never burns an approval.
-    return done(Refusal("RUN_IN_PROGRESS",
-                        "another skill_run is still running (one at a time); your token is "
-                        "still valid, call again when it has finished"));
-  }
-  // Why check before spending: the argument checks come after the gate (docs/wire.md
-  // order), and a genuine token for arguments that can never run must not be spent, or
-  // a client could fill the host-wide spent record without running anything.
-  std::string detail;
-  TokenVerdict v = deps_.tokens->Check(*token, p->will_run, Now(), kSkillRunTool, &detail);
-  if (v == TokenVerdict::kDraftChanged) {
-    std::optional<IssuedToken> fresh =
-        deps_.tokens->Issue(p->will_run, Now(), deps_.gate.ttl_seconds);
-    if (!fresh) return done(Gate(RejectionPayload(TokenVerdict::kInvalid), true));
-    return done(Gate(DraftChangedPayload(p->will_run, *fresh, deps_.gate.mode), true));
-  }
-  if (v != TokenVerdict::kValid) return done(Gate(RejectionPayload(v, detail), true));
-  if (auto err = CheckArgContent(p->run.args)) return done(*err);
+  if (deps_.runner->Busy()) return done(RunInProgress(Approval::kToken));
+  if (auto refused = CheckApproval(*p, *token, kSkillRunTool)) return done(*refused);
   Dispatch(*p, request_id, done, std::string(*token), kSkillRunTool);
 }
 
@@ -285,16 +306,7 @@ void SkillRunTool::Answer(Prepared& p, const Json& request_id, const RoundCall& 
   // Checks in the token order (signature, spent, expired, payload), spending nothing yet.
   if (!round.request_state.is_string()) return done(Gate(RejectionPayload(TokenVerdict::kInvalid), true));
   const std::string state = round.request_state.get<std::string>();
-  std::string detail;
-  TokenVerdict v = deps_.tokens->Check(state, p.will_run, Now(), kSkillRunRoundTool, &detail);
-  if (v == TokenVerdict::kDraftChanged) {
-    // The same answer as the token flow: a fresh preview, the old state left unspent.
-    std::optional<IssuedToken> fresh =
-        deps_.tokens->Issue(p.will_run, Now(), deps_.gate.ttl_seconds);
-    if (!fresh) return done(Gate(RejectionPayload(TokenVerdict::kInvalid), true));
-    return done(Gate(DraftChangedPayload(p.will_run, *fresh, deps_.gate.mode), true));
-  }
-  if (v != TokenVerdict::kValid) return done(Gate(RejectionPayload(v, detail), true));
+  if (auto refused = CheckApproval(p, state, kSkillRunRoundTool)) return done(*refused);
   const Json* response = nullptr;
   if (round.input_responses.is_object()) {
     auto it = round.input_responses.find(std::string(kConfirmInputKey));
@@ -306,18 +318,8 @@ void SkillRunTool::Answer(Prepared& p, const Json& request_id, const RoundCall& 
   // Why a decline spends nothing: it authorises nothing, so a replay can do no harm (it
   // declines again), and recording it would let declines fill the host-wide spent record
   // that every confirmation on the host needs. Only the approval that starts a run is spent.
-  if (!answer.approved) {
-    return done(Gate(ElicitationCancelledPayload(answer.declined ? ElicitationOutcome::kDeclined
-                                                                 : ElicitationOutcome::kCancelled),
-                     false));
-  }
-  // Checked before the state is spent, so neither burns the user's approval.
-  if (deps_.runner->Busy()) {
-    return done(Refusal("RUN_IN_PROGRESS",
-                        "another skill_run is still running (one at a time); nothing ran and "
-                        "the request state is still valid, retry when it has finished"));
-  }
-  if (auto err = CheckArgContent(p.run.args)) return done(*err);
+  if (!answer.approved) return done(NotApproved(answer));
+  if (deps_.runner->Busy()) return done(RunInProgress(Approval::kRoundState));
   Dispatch(p, request_id, done, state, kSkillRunRoundTool);
 }
 
@@ -339,31 +341,37 @@ void SkillRunTool::Elicit(std::shared_ptr<Prepared> p, const Json& request_id, T
         *live = false;
         prompt_.reset();
         PromptAnswer answer = ReadPromptAnswer(error == nullptr ? result : nullptr);
-        if (!answer.approved) {
-          return done(Gate(ElicitationCancelledPayload(answer.declined
-                                                           ? ElicitationOutcome::kDeclined
-                                                           : ElicitationOutcome::kCancelled),
-                           false));
-        }
-        if (deps_.runner->Busy()) {
-          return done(Refusal("RUN_IN_PROGRESS",
-                              "another skill_run started while the prompt was open (one at a "
-                              "time); nothing ran, ask again when it has finished"));
-        }
+        if (!answer.approved) return done(NotApproved(answer));
+        if (deps_.runner->Busy()) return done(RunInProgress(Approval::kPrompt));
         Dispatch(*p, request_id, done, std::nullopt, kSkillRunTool);
       });
   if (prompt_ && prompt_->live == live) prompt_->elicitation_id = std::move(id);
+}
+
+std::optional<ToolResult> SkillRunTool::CheckApproval(const Prepared& p, const std::string& token,
+                                                      std::string_view domain) {
+  // Why check before spending: the argument checks come after the gate (docs/wire.md
+  // order), and a genuine token for arguments that can never run must not be spent, or
+  // a client could fill the host-wide spent record without running anything.
+  std::string detail;
+  TokenVerdict v = deps_.tokens->Check(token, p.will_run, Now(), domain, &detail);
+  if (v == TokenVerdict::kDraftChanged) {
+    // The same answer for a token and a round state: a fresh preview, the old one left
+    // unspent.
+    std::optional<IssuedToken> fresh =
+        deps_.tokens->Issue(p.will_run, Now(), deps_.gate.ttl_seconds);
+    if (!fresh) return Gate(RejectionPayload(TokenVerdict::kInvalid), true);
+    return Gate(DraftChangedPayload(p.will_run, *fresh, deps_.gate.mode), true);
+  }
+  if (v != TokenVerdict::kValid) return Gate(RejectionPayload(v, detail), true);
+  return std::nullopt;
 }
 
 void SkillRunTool::Dispatch(Prepared& p, const Json& request_id, ToolDone done,
                             std::optional<std::string> token, std::string_view domain) {
   // 7. argument checks, after the gate (docs/wire.md order).
   if (auto err = CheckArgContent(p.run.args)) return done(*err);
-  ReceiptContext context;
-  context.skill = p.run.skill;
-  context.script = p.run.script;
-  context.timeout_ms = p.run.timeout_ms;
-  context.env = p.run.env_names;
+  ReceiptContext context = ReceiptContextOf(p.run);
   context.network_note = NetworkNote(deps_.is_set);
   // Why spend in the runner's commit step: only once everything that can refuse the run
   // (uid lease, scratch directory, worker) has succeeded is the approval used up; a run

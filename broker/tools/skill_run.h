@@ -74,6 +74,11 @@ class SkillRunTool : public RunToolHandler {
   // A retry carrying a round state: checked; an approval is spent when its run starts.
   void Answer(Prepared& p, const Json& request_id, const RoundCall& round, ToolDone done,
               AskDone ask);
+  // Checks a confirmToken or round state (in `domain`) against the willRun, spending
+  // nothing: nullopt when valid, else the gate's answer (a fresh preview for a changed
+  // draft, or the rejection).
+  std::optional<ToolResult> CheckApproval(const Prepared& p, const std::string& token,
+                                          std::string_view domain);
   // Starts the run; `token` (in `domain`), when given, is spent only once the run side is
   // ready to start it (Runner::StartCommitted), and nothing runs if that spend fails.
   void Dispatch(Prepared& p, const Json& request_id, ToolDone done,

@@ -5,7 +5,7 @@
 
 #include "broker/catalogue/skill.h"
 #include "broker/catalogue/skills_ext_check.h"
-#include "broker/mcp/jsonrpc.h"
+#include "broker/protocol/error_codes.h"
 #include "broker/tools/file_reader.h"
 #include "broker/tools/media_type.h"
 #include "broker/tools/skill_digest.h"

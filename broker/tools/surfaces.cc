@@ -1,6 +1,6 @@
 #include "broker/tools/surfaces.h"
 
-#include "broker/mcp/jsonrpc.h"
+#include "broker/protocol/error_codes.h"
 #include "broker/tools/file_reader.h"
 #include "broker/tools/json_writer.h"
 #include "broker/tools/media_type.h"

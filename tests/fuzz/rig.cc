@@ -103,7 +103,10 @@ bool IsDispatched(const Json& tool_result) {
 
 GateConfig DefaultGate() { return GateConfig{}; }
 
-std::optional<StartRefusal> RecorderRunner::Start(PreparedRun run, Done on_done) {
+std::optional<StartRefusal> RecorderRunner::StartCommitted(PreparedRun run, Commit commit,
+                                                           Done on_done) {
+  if (commit && !commit())
+    return StartRefusal{StartProblem::kUnavailable, "withdrawn before it started"};
   // Why trap: skill_run asks Busy() first; a start while one is in flight would have
   // spent the caller's approval on a run the supervisor then refuses.
   if (Busy()) __builtin_trap();

@@ -55,7 +55,7 @@ class RecorderRunner : public Runner {
     bool held = false;              // accepted and in flight (else refused)
   };
   bool Busy() const override { return done_ != nullptr; }
-  std::optional<StartRefusal> Start(PreparedRun run, Done on_done) override;
+  std::optional<StartRefusal> StartCommitted(PreparedRun run, Commit commit, Done on_done) override;
   void Cancel() override { ++cancels_; }
 
   // nullopt: hold the next start; else refuse it with this.

@@ -14,6 +14,7 @@
 #include "broker/run/launch_config.h"
 #include "broker/run/namespace_probe.h"
 #include "broker/run/supervisor.h"
+#include "tests/unit/run/start_run.h"
 
 namespace skillmcp {
 namespace {
@@ -144,13 +145,13 @@ TEST(DeferredProbe, NoRunStartsWhileTheProbeIsPending) {
   RunSupervisor supervisor(loop, *r.config, env);
   bool called = false;
   std::optional<StartRefusal> refused =
-      supervisor.Start(PreparedRun{}, [&called](RunResult) { called = true; });
+      StartRun(supervisor, PreparedRun{}, [&called](RunResult) { called = true; });
   ASSERT_TRUE(refused.has_value());
   EXPECT_EQ(refused->problem, StartProblem::kUnavailable);
   EXPECT_NE(refused->detail.find("probe"), std::string::npos) << refused->detail;
   // Decided, but the skills not scanned yet: still refused (the hidden roots are unknown).
   r.config->namespaces_pending = false;
-  refused = supervisor.Start(PreparedRun{}, [&called](RunResult) { called = true; });
+  refused = StartRun(supervisor, PreparedRun{}, [&called](RunResult) { called = true; });
   ASSERT_TRUE(refused.has_value());
   EXPECT_EQ(refused->problem, StartProblem::kUnavailable);
   EXPECT_NE(refused->detail.find("scanned"), std::string::npos) << refused->detail;
@@ -158,14 +159,14 @@ TEST(DeferredProbe, NoRunStartsWhileTheProbeIsPending) {
   SetHiddenRoots(*r.config, {"/nonexistent-skills-root"}, {});
   EXPECT_FALSE(r.config->hidden_roots_pending);
   ASSERT_TRUE(r.config->seccomp_pending);
-  refused = supervisor.Start(PreparedRun{}, [&called](RunResult) { called = true; });
+  refused = StartRun(supervisor, PreparedRun{}, [&called](RunResult) { called = true; });
   ASSERT_TRUE(refused.has_value());
   EXPECT_EQ(refused->problem, StartProblem::kUnavailable);
   EXPECT_NE(refused->detail.find("seccomp"), std::string::npos) << refused->detail;
   // The control: compiled too, the same call gets as far as the (missing) script descriptor.
   CompileSeccompPolicy(*r.config);
   EXPECT_FALSE(r.config->seccomp_pending);
-  refused = supervisor.Start(PreparedRun{}, [&called](RunResult) { called = true; });
+  refused = StartRun(supervisor, PreparedRun{}, [&called](RunResult) { called = true; });
   ASSERT_TRUE(refused.has_value());
   EXPECT_EQ(refused->problem, StartProblem::kSystem);
   EXPECT_FALSE(called);

@@ -40,36 +40,20 @@ Ended Finish(Spawned& s, const std::string& spec = "") {
 
 UniqueFd OpenWorker() { return UniqueFd(open(SKILL_MCP_TEST_WORKER, O_RDONLY | O_CLOEXEC)); }
 
-// Checks, in the child right before the exec, the layout spawn promised. Answers with
-// ENOTSUP when everything is as documented (so nothing is exec'd), else the first
-// descriptor number that is wrong + 1000 (an errno the report still carries).
-int CheckLayout(void*) {
-  for (int fd = 0; fd <= 5; ++fd) {
-    int flags = fcntl(fd, F_GETFD);
-    if (flags < 0 || (flags & FD_CLOEXEC)) return 1000 + fd;  // placed, inherited by exec
-  }
-  for (int fd : {6, 7})
-    if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF) return 1000 + fd;  // -1: left closed
-  struct sigaction sa {};
-  if (sigaction(SIGPIPE, nullptr, &sa) != 0 || sa.sa_handler != SIG_DFL) return 1100;
-  sigset_t mask;
-  if (sigprocmask(SIG_BLOCK, nullptr, &mask) != 0 || sigismember(&mask, SIGTERM)) return 1101;
-  return ENOTSUP;
-}
-
 TEST(Spawn, PlacesTheLayoutAndResetsSignalsBeforeTheExec) {
   signal(SIGPIPE, SIG_IGN);  // as the broker runs
   sigset_t block;
   sigemptyset(&block);
   sigaddset(&block, SIGTERM);
   sigprocmask(SIG_BLOCK, &block, nullptr);
-  UniqueFd worker = OpenWorker();
+  // In the worker's place, a program that checks the layout it was started with
+  // (tests/unit/run/layout_check.cc).
+  UniqueFd worker(open(SKILL_MCP_LAYOUT_CHECK, O_RDONLY | O_CLOEXEC));
   UniqueFd node(open("/bin/true", O_RDONLY | O_CLOEXEC));
   ASSERT_TRUE(worker.valid() && node.valid());
   SpawnRequest req;
   req.worker_fd = worker.get();
   req.node_fd = node.get();
-  req.before_exec = CheckLayout;
   SpawnOutcome o = SpawnWorker(req);
   // The caller's mask is its own again (spawn blocks every signal across the clone).
   sigset_t after;

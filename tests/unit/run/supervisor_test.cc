@@ -20,6 +20,7 @@
 #include "broker/run/run_uids.h"
 #include "shared/open_beneath.h"
 #include "shared/worker_protocol.h"
+#include "tests/unit/run/start_run.h"
 
 namespace skillmcp {
 namespace {
@@ -177,8 +178,8 @@ class SupervisorTest : public ::testing::Test {
   }
 
   std::optional<RunOutcome> RunToEnd(PreparedRun req, int64_t max_ms = 30000) {
-    std::string refused =
-        Refused(sup_->Start(std::move(req), [this](RunResult o) { outcome_ = Render(std::move(o)); }));
+    std::string refused = Refused(
+        StartRun(*sup_, std::move(req), [this](RunResult o) { outcome_ = Render(std::move(o)); }));
     EXPECT_EQ(refused, "");
     if (!refused.empty()) return std::nullopt;
     return Wait(max_ms);
@@ -295,8 +296,8 @@ TEST_F(SupervisorTest, ARunOverItsMemoryInAllIsKilled) {
 TEST_F(SupervisorTest, ARunTooBigToSampleIsKilled) {
   Script("scripts/idle.js", "console.log('up'); setInterval(() => {}, 1000);");
   config_.run_memory_bytes = 1ull << 40;  // far above anything it holds
-  std::string refused = Refused(sup_->Start(
-      Request("scripts/idle.js", 5000), [this](RunResult o) { outcome_ = Render(std::move(o)); }));
+  std::string refused = Refused(StartRun(*sup_, Request("scripts/idle.js", 5000),
+                                         [this](RunResult o) { outcome_ = Render(std::move(o)); }));
   ASSERT_EQ(refused, "");
   config_.limits.nproc = 2;  // read by each sample: a budget of 4 reads
   auto o = Wait(30000);
@@ -472,12 +473,12 @@ TEST_F(SupervisorTest, BusyRefusesASecondRunAndCancelKillsTheGroup) {
   Script("scripts/group.js", "const c = require('child_process').spawn('/bin/sleep', ['" + marker +
                                  "'], {stdio: 'ignore'});"
                                  "console.log(c.pid); setInterval(() => {}, 1000);");
-  std::string refused = Refused(sup_->Start(
-      Request("scripts/group.js"), [this](RunResult o) { outcome_ = Render(std::move(o)); }));
+  std::string refused = Refused(StartRun(*sup_, Request("scripts/group.js"),
+                                         [this](RunResult o) { outcome_ = Render(std::move(o)); }));
   ASSERT_EQ(refused, "");
   EXPECT_TRUE(sup_->Busy());
-  std::string second = Refused(
-      sup_->Start(Request("scripts/group.js"), [](RunResult) { ADD_FAILURE() << "second run"; }));
+  std::string second = Refused(StartRun(*sup_, Request("scripts/group.js"),
+                                        [](RunResult) { ADD_FAILURE() << "second run"; }));
   EXPECT_EQ(second, "busy");
   // Let node start and spawn its child, then cancel.
   int64_t until = EventLoop::NowMs() + 1500;
@@ -500,7 +501,8 @@ TEST_F(SupervisorTest, BusyRefusesASecondRunAndCancelKillsTheGroup) {
 TEST_F(SupervisorTest, KillAndReapNowLeavesNoWorker) {
   Script("scripts/sleep.js", "setInterval(() => {}, 1000);");
   bool called = false;
-  ASSERT_EQ(Refused(sup_->Start(Request("scripts/sleep.js"), [&](RunResult) { called = true; })), "");
+  ASSERT_EQ(
+      Refused(StartRun(*sup_, Request("scripts/sleep.js"), [&](RunResult) { called = true; })), "");
   pid_t pid = sup_->pid();
   int64_t until = EventLoop::NowMs() + 500;
   while (EventLoop::NowMs() < until) loop_.RunOnce(50);
@@ -522,7 +524,7 @@ TEST_F(SupervisorTest, WithoutACheckedDescriptorNothingRuns) {
   bool called = false;
   PreparedRun run = Request("scripts/run.js");
   EXPECT_FALSE(run.script_fd.valid());
-  std::string refused = Refused(sup_->Start(std::move(run), [&](RunResult) { called = true; }));
+  std::string refused = Refused(StartRun(*sup_, std::move(run), [&](RunResult) { called = true; }));
   EXPECT_NE(refused.find("checked script descriptor"), std::string::npos) << refused;
   EXPECT_FALSE(sup_->Busy());
   EXPECT_FALSE(called);
@@ -572,8 +574,8 @@ TEST_F(SupervisorTest, ARunRefusedBeforeTheCommitNeverCallsIt) {
 TEST_F(SupervisorTest, ScriptSwappedAfterStartRunsTheOriginal) {
   Script("scripts/run.js", "console.log('original');");
   std::ofstream(root_ + "/evil.js") << "console.log('evil');";
-  ASSERT_EQ(Refused(sup_->Start(Request("scripts/run.js"),
-                                [this](RunResult o) { outcome_ = Render(std::move(o)); })),
+  ASSERT_EQ(Refused(StartRun(*sup_, Request("scripts/run.js"),
+                             [this](RunResult o) { outcome_ = Render(std::move(o)); })),
             "");
   // The broker holds the open descriptor; replacing the path now changes nothing.
   std::filesystem::remove(skill_ + "/scripts/run.js");
@@ -591,7 +593,7 @@ TEST_F(SupervisorTest, MissingNodeRefusesRunsWithTheReason) {
   c.hidden_roots_pending = false;  // as after the scan (SetHiddenRoots)
   RunSupervisor sup(loop_, c, env);
   Script("scripts/ok.js", "");
-  std::string refused = Refused(sup.Start(Request("scripts/ok.js"), [](RunResult) {}));
+  std::string refused = Refused(StartRun(sup, Request("scripts/ok.js"), [](RunResult) {}));
   EXPECT_EQ(refused.rfind("unavailable: ", 0), 0u) << refused;
   EXPECT_NE(refused.find("/nonexistent/node"), std::string::npos) << refused;
 }
@@ -609,7 +611,7 @@ TEST_F(SupervisorTest, WorkerThatCannotStartIsAClearError) {
   ASSERT_TRUE(c.ready()) << c.refusal;
   RunSupervisor sup(loop_, c, env);
   Script("scripts/ok.js", "");
-  ASSERT_EQ(Refused(sup.Start(Request("scripts/ok.js"),
+  ASSERT_EQ(Refused(StartRun(sup, Request("scripts/ok.js"),
                              [this](RunResult o) { outcome_ = Render(std::move(o)); })),
             "");
   auto o = Wait(10000);
@@ -637,12 +639,12 @@ TEST_F(SupervisorTest, ARunIsAnsweredOnItsReportedEndAndItsWorkerReapedAfter) {
   Script("scripts/ok.js", "");
   size_t finishing_at_answer = 0;
   pid_t waiting_at_answer = 0;
-  ASSERT_EQ(Refused(sup.Start(Request("scripts/ok.js"),
-                              [&](RunResult o) {
-                                finishing_at_answer = sup.finishing();
-                                waiting_at_answer = sup.waiting_pid();
-                                outcome_ = Render(std::move(o));
-                              })),
+  ASSERT_EQ(Refused(StartRun(sup, Request("scripts/ok.js"),
+                             [&](RunResult o) {
+                               finishing_at_answer = sup.finishing();
+                               waiting_at_answer = sup.waiting_pid();
+                               outcome_ = Render(std::move(o));
+                             })),
             "");
   const pid_t worker = sup.pid();
   ASSERT_GT(worker, 0);
@@ -712,8 +714,8 @@ TEST_F(SupervisorTest, ImpossibleUidSwitchIsAClearSetupError) {
     EventLoop loop;
     RunSupervisor sup(loop, config_, env_);
     std::optional<RunOutcome> out;
-    if (auto refused =
-            sup.Start(Request("scripts/ok.js"), [&](RunResult o) { out = Render(std::move(o)); }))
+    if (auto refused = StartRun(sup, Request("scripts/ok.js"),
+                                [&](RunResult o) { out = Render(std::move(o)); }))
       return "REFUSED " + Refused(refused);
     int64_t end = EventLoop::NowMs() + 10000;
     while (!out && EventLoop::NowMs() < end) loop.RunOnce(50);
@@ -781,7 +783,7 @@ TEST_F(SupervisorTest, BrokerAfterPrivilegeDropLaunchesAndKillsAcrossUids) {
     std::string report = std::to_string(getuid());
     for (const char* script : {"scripts/who.js", "scripts/stubborn.js", "scripts/bounding.js"}) {
       std::optional<RunOutcome> out;
-      if (sup.Start(Request(script, 1000), [&](RunResult o) { out = Render(std::move(o)); }))
+      if (StartRun(sup, Request(script, 1000), [&](RunResult o) { out = Render(std::move(o)); }))
         _exit(4);
       int64_t end = EventLoop::NowMs() + 10000;
       while (!out && EventLoop::NowMs() < end) loop.RunOnce(50);
@@ -834,8 +836,8 @@ TEST_F(SupervisorTest, HardDeadlineAnswersEvenWhenTheWorkerCannotBeKilled) {
       RunSupervisor sup(loop, config_, env_);
       std::optional<RunOutcome> out;
       int64_t t0 = EventLoop::NowMs();
-      if (sup.Start(Request("scripts/forever.js", 500),
-                    [&](RunResult o) { out = Render(std::move(o)); }))
+      if (StartRun(sup, Request("scripts/forever.js", 500),
+                   [&](RunResult o) { out = Render(std::move(o)); }))
         _exit(5);
       while (!out && EventLoop::NowMs() < t0 + 10000) loop.RunOnce(50);
       if (!out) _exit(6);
@@ -933,8 +935,8 @@ TEST_F(SupervisorTest, ARunCountsAsGoneOnlyOnceNothingOfItIsLeft) {
                                    "'], {stdio: 'ignore'}).unref();");
     for (int i = 0; i < 5; ++i) {
       std::optional<RunOutcome> got;
-      ASSERT_EQ(Refused(sup_->Start(Request("scripts/leave.js"),
-                                    [&got](RunResult o) { got = Render(std::move(o)); })),
+      ASSERT_EQ(Refused(StartRun(*sup_, Request("scripts/leave.js"),
+                                 [&got](RunResult o) { got = Render(std::move(o)); })),
                 "");
       const pid_t worker = sup_->pid();
       ASSERT_GT(worker, 0);
@@ -983,7 +985,9 @@ TEST_F(SupervisorTest, TheNextRunTakesTheWorkerStartedAhead) {
   if (getuid() == 0) EXPECT_TRUE(clear) << "the waiting worker holds fd 6 or 7";
   else EXPECT_TRUE(clear || hidden);
   std::optional<RunOutcome> got;
-  ASSERT_EQ(Refused(sup_->Start(std::move(b), [&got](RunResult o) { got = Render(std::move(o)); })), "");
+  ASSERT_EQ(
+      Refused(StartRun(*sup_, std::move(b), [&got](RunResult o) { got = Render(std::move(o)); })),
+      "");
   EXPECT_EQ(sup_->pid(), waiting) << "the run did not take the waiting worker";
   for (int i = 0; i < 600 && !got; ++i) loop_.RunOnce(50);
   ASSERT_TRUE(got && got->ran) << (got ? got->error : "no outcome");
@@ -1004,10 +1008,12 @@ TEST_F(SupervisorTest, NoWorkerWaitsBesideAnActiveRun) {
   Script("scripts/slow.js", "setTimeout(() => {}, 1500);");
   bool started_b = false;
   std::optional<RunOutcome> b;
-  ASSERT_EQ(Refused(sup_->Start(Request("scripts/a.js"), [&](RunResult) {
-              started_b = !sup_->Start(Request("scripts/slow.js"),
-                                       [&b](RunResult o) { b = Render(std::move(o)); });
-            })),
+  ASSERT_EQ(Refused(StartRun(*sup_, Request("scripts/a.js"),
+                             [&](RunResult) {
+                               started_b =
+                                   !StartRun(*sup_, Request("scripts/slow.js"),
+                                             [&b](RunResult o) { b = Render(std::move(o)); });
+                             })),
             "");
   for (int i = 0; i < 600 && !started_b; ++i) loop_.RunOnce(50);
   ASSERT_TRUE(started_b);
@@ -1037,7 +1043,7 @@ TEST_F(SupervisorTest, WithEveryUidTakenARunIsRefusedAndNothingIsLeft) {
       EXPECT_EQ(sup_->waiting_pid(), -1) << "a worker waits without a uid of its own";
     else
       EXPECT_GT(sup_->waiting_pid(), 0) << "no worker waits for a run of a small range";
-    const std::string refused = Refused(sup_->Start(Request("scripts/a.js"), [](RunResult) {}));
+    const std::string refused = Refused(StartRun(*sup_, Request("scripts/a.js"), [](RunResult) {}));
     EXPECT_EQ(refused.rfind("unavailable: every uid of the run range 1879050000-", 0), 0u)
         << size << ": " << refused;
     EXPECT_FALSE(sup_->Busy());
@@ -1135,12 +1141,12 @@ TEST_F(SupervisorTest, AWorkerWithAUidOfItsOwnWaitsWithItsRunsScratchDirectory) 
     bool there_at_answer = false;
     uint64_t held_at_answer = 0;
     std::optional<RunOutcome> got;
-    ASSERT_EQ(Refused(sup_->Start(std::move(request),
-                                  [&](RunResult o) {
-                                    there_at_answer = std::filesystem::exists(ahead[0]);
-                                    held_at_answer = uids->CountHeld();
-                                    got = Render(std::move(o));
-                                  })),
+    ASSERT_EQ(Refused(StartRun(*sup_, std::move(request),
+                               [&](RunResult o) {
+                                 there_at_answer = std::filesystem::exists(ahead[0]);
+                                 held_at_answer = uids->CountHeld();
+                                 got = Render(std::move(o));
+                               })),
               "");
     for (int i = 0; i < 600 && !got; ++i) loop_.RunOnce(50);
     ASSERT_TRUE(got);
@@ -1198,15 +1204,15 @@ TEST_F(SupervisorTest, ARunStartedFromTheAnswerStartsOnlyOnceTheLastDirectoryIsG
   sup_ = std::make_unique<RunSupervisor>(loop_, config_, env_);
   bool there_at_next_start = true;
   std::optional<RunOutcome> b;
-  ASSERT_EQ(Refused(sup_->Start(Request("scripts/tmp.js"),
-                                [&](RunResult) {
-                                  const bool started =
-                                      !sup_->Start(Request("scripts/tmp.js"),
-                                                   [&b](RunResult o) { b = Render(std::move(o)); });
-                                  // The next run's own directory is made now: only the last one's
-                                  // must be gone.
-                                  there_at_next_start = !started || ScratchDirsIn(base).size() != 1;
-                                })),
+  ASSERT_EQ(Refused(StartRun(*sup_, Request("scripts/tmp.js"),
+                             [&](RunResult) {
+                               const bool started =
+                                   !StartRun(*sup_, Request("scripts/tmp.js"),
+                                             [&b](RunResult o) { b = Render(std::move(o)); });
+                               // The next run's own directory is made now: only the last one's
+                               // must be gone.
+                               there_at_next_start = !started || ScratchDirsIn(base).size() != 1;
+                             })),
             "");
   for (int i = 0; i < 600 && !b; ++i) loop_.RunOnce(50);
   ASSERT_TRUE(b && b->ran) << (b ? b->error : "no outcome");
@@ -1270,8 +1276,8 @@ TEST_F(SupervisorTest, AWaitingWorkerHoldsTheLandlockRulesNoRunChanges) {
     std::cout << "NOTE: the waiting worker is not dumpable: its descriptors are not looked at\n";
   }
   std::optional<RunOutcome> got;
-  ASSERT_EQ(Refused(sup_->Start(Request("scripts/ll.js"),
-                                [&got](RunResult o) { got = Render(std::move(o)); })),
+  ASSERT_EQ(Refused(StartRun(*sup_, Request("scripts/ll.js"),
+                             [&got](RunResult o) { got = Render(std::move(o)); })),
             "");
   EXPECT_EQ(sup_->pid(), waiting);
   for (int i = 0; i < 6 && !got; ++i) loop_.RunOnce(50);  // node is up, the mirror waits

@@ -19,18 +19,15 @@ namespace {
 class FakeRunner : public Runner {
  public:
   bool Busy() const override { return busy; }
-  std::optional<StartRefusal> Start(PreparedRun run, Done on_done) override {
-    started.push_back(std::move(run));
-    done = std::move(on_done);
-    return std::nullopt;
-  }
   // As the supervisor: whatever can refuse the run (here `refuse`) comes before the commit.
   std::optional<StartRefusal> StartCommitted(PreparedRun run, Commit commit,
                                              Done on_done) override {
     if (refuse) return refuse;
     if (before_commit) before_commit();
     if (!commit()) return StartRefusal{StartProblem::kUnavailable, "withdrawn"};
-    return Start(std::move(run), std::move(on_done));
+    started.push_back(std::move(run));
+    done = std::move(on_done);
+    return std::nullopt;
   }
   void Cancel() override { ++cancels; }
 

@@ -1,13 +1,8 @@
 #include "tests/unit/worker/launcher.h"
 
 #include <fcntl.h>
-#include <grp.h>
-#include <linux/capability.h>
-#include <linux/securebits.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,59 +27,22 @@ double Now() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
-// Spawn's before_exec hook: the odd broker a test asks for, in the child, after spawn
-// placed the layout. The child shares this process's memory until its exec, so system
-// calls only, and raw ones for the ids (glibc's setuid family would signal this
-// process's threads; the id change resets this test process's dumpable flag, which
-// nothing here needs); a failure is an errno (kSpawn).
-int PlayTheBroker(void* context) {
-  const Launch& launch = *static_cast<const Launch*>(context);
-  // A careless broker: descriptors leaked without close-on-exec above the layout, and
-  // supplementary groups of its own. The worker must shed both.
-  if (dup2(0, 9) < 0 || dup2(0, 42) < 0) return errno;
-  if (launch.close_stdin) close(0);
-  if (!launch.broker_uid && !launch.root_keeps_only_caps) {
-    const gid_t groups[] = {4, 27, 100};
-    if (syscall(SYS_setgroups, 3, groups) != 0) return errno;
-  }
-  // Like a broker with an event loop: SIGTERM blocked, SIGPIPE ignored. The worker must
-  // hand the script a clean signal state.
-  sigset_t block;
-  sigemptyset(&block);
-  sigaddset(&block, SIGTERM);
-  sigprocmask(SIG_BLOCK, &block, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-  if (launch.broker_uid) {
-    const uid_t id = *launch.broker_uid;
-    if (!launch.broker_ambient_caps.empty() && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0)
-      return errno;
-    if (syscall(SYS_setgroups, 0, nullptr) || syscall(SYS_setresgid, id, id, id) ||
-        syscall(SYS_setresuid, id, id, id))
-      return errno;
-    if (!launch.broker_ambient_caps.empty()) {
-      __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
-      __user_cap_data_struct data[2] = {};
-      for (int cap : launch.broker_ambient_caps) {
-        data[cap / 32].permitted |= 1u << (cap % 32);
-        data[cap / 32].inheritable |= 1u << (cap % 32);
-      }
-      if (syscall(SYS_capset, &hdr, data) != 0) return errno;
-      for (int cap : launch.broker_ambient_caps)
-        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) != 0) return errno;
-    }
-  }
-  if (launch.root_keeps_only_caps) {
-    __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
-    __user_cap_data_struct data[2];
-    if (syscall(SYS_capget, &hdr, data) != 0) return errno;
-    data[0].inheritable = data[1].inheritable = 0;
-    for (int cap : *launch.root_keeps_only_caps) data[cap / 32].inheritable |= 1u << (cap % 32);
-    if (syscall(SYS_capset, &hdr, data) != 0) return errno;
-    for (int cap : *launch.root_keeps_only_caps)
-      if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) != 0) return errno;
-    if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT, 0, 0, 0) != 0) return errno;
-  }
-  return 0;
+// The settings of the odd broker (tests/unit/worker/odd_broker.cc) a test asks for, as
+// the variables that program reads and removes before it execs the worker.
+std::vector<std::string> OddBrokerEnv(const Launch& launch) {
+  auto list = [](const std::vector<int>& caps) {
+    std::string s;
+    for (int cap : caps) s += (s.empty() ? "" : ",") + std::to_string(cap);
+    return s;
+  };
+  std::vector<std::string> env;
+  if (launch.close_stdin) env.push_back("ODD_BROKER_CLOSE_STDIN=1");
+  if (launch.broker_uid) env.push_back("ODD_BROKER_UID=" + std::to_string(*launch.broker_uid));
+  if (!launch.broker_ambient_caps.empty())
+    env.push_back("ODD_BROKER_AMBIENT=" + list(launch.broker_ambient_caps));
+  if (launch.root_keeps_only_caps)
+    env.push_back("ODD_BROKER_ROOT_KEEPS=" + list(*launch.root_keeps_only_caps));
+  return env;
 }
 
 }  // namespace
@@ -115,26 +73,26 @@ std::string LaunchResult::Describe() const {
 
 LaunchResult RunWorker(const Launch& launch) {
   LaunchResult result;
-  const UniqueFd worker(open(WorkerPath(), O_RDONLY | O_CLOEXEC));
+  // The odd broker in the worker's place; it execs the worker once it has played its part.
+  const UniqueFd worker(open(SKILL_MCP_TEST_ODD_BROKER, O_RDONLY | O_CLOEXEC));
   const UniqueFd prog(OpenOrDup(launch.program_path, launch.program_fd, O_RDONLY));
   const UniqueFd script(OpenOrDup(launch.script_path, launch.script_fd, O_RDONLY));
   const UniqueFd dir(OpenOrDup(launch.dir_path, -1, O_PATH | O_DIRECTORY));
   std::vector<std::string> env_store = launch.worker_env;
+  for (std::string& e : OddBrokerEnv(launch)) env_store.push_back(std::move(e));
   std::vector<char*> envp;
   for (auto& e : env_store) envp.push_back(e.data());
   envp.push_back(nullptr);
   // The worker may die before reading its spec; the write must fail, not kill the test.
   signal(SIGPIPE, SIG_IGN);
 
-  // The broker's own spawn, with a hook that plays the broker the test asks for.
+  // The broker's own spawn, of the program that plays the broker the test asks for.
   SpawnRequest req;
   req.worker_fd = worker.get();
   req.node_fd = prog.get();
   req.script_fd = script.get();
   req.skill_dir_fd = dir.get();
   req.worker_envp = envp.data();
-  req.before_exec = PlayTheBroker;
-  req.before_exec_context = const_cast<Launch*>(&launch);
   SpawnOutcome spawned = SpawnWorker(req);
   if (!spawned.spawned) {
     result.err = spawned.error.call + " failed";

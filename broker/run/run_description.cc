@@ -1,0 +1,77 @@
+#include "broker/run/run_description.h"
+
+#include <sodium.h>
+
+#include <vector>
+
+#include "broker/run/data_dir.h"
+#include "broker/run/module_dirs.h"
+#include "shared/worker_protocol.h"
+
+namespace skillmcp {
+namespace {
+
+// The run description for one prepared run; the values of the variables are wiped
+// again by the caller once encoded.
+RunSpec BuildSpec(const PreparedRun& run, const LaunchConfig& config, const EnvStore& env,
+                  const std::string& scratch, uint32_t uid) {
+  RunSpec spec;
+  spec.script_path = run.script_real_path;
+  spec.args = run.args;
+  for (const std::string& name : run.env_names) {
+    // why: TMPDIR is always the run's own scratch directory, never a shared one.
+    if (name == "TMPDIR") continue;
+    // why: an unset (or blank/placeholder) name is absent from the block, never empty.
+    env.WithValue(name,
+                  [&](std::string_view v) { spec.envp.push_back(name + "=" + std::string(v)); });
+  }
+  spec.switch_ids = config.switch_ids;
+  spec.uid = uid;
+  spec.gid = config.gid;
+  spec.limits = config.limits;
+  spec.seccomp = config.seccomp;
+  spec.seccomp_bpf = config.seccomp_bpf;
+  // why only its own root's: another root's node_modules is no business of this run.
+  std::vector<ModuleDir> module_dirs;
+  if (config.namespaces || config.landlock_abi > 0)
+    module_dirs = RunModuleDirs(config.module_roots, run.skill_dir_path);
+  if (config.namespaces) {
+    spec.namespaces = true;
+    spec.skill_dir_path = run.skill_dir_path;
+    spec.hidden_roots = config.hidden_roots;
+    spec.fresh_proc = config.fresh_proc;
+    spec.read_dirs = module_dirs;  // bound back over the covers (worker/namespaces.h)
+  }
+  spec.scratch_dir_path = scratch;
+  spec.envp.push_back("TMPDIR=" + scratch);
+  if (config.landlock_abi > 0) {
+    spec.landlock_abi = config.landlock_abi;
+    spec.network_off = config.network_off;
+    spec.node_dir_path = config.node_dir;
+    spec.read_dirs = module_dirs;
+    // why a normalised path: the worker keeps the rule out of the operator's directories
+    // and compares rules with each other (broker/run/data_dir.h). One that cannot be
+    // resolved gets no rule (a run cannot write there). The script still sees it as set.
+    env.WithValue("MCP_DATA_DIR",
+                  [&](std::string_view v) { spec.data_dir_path = DataDirRulePath(v); });
+  }
+  return spec;
+}
+
+}  // namespace
+
+std::optional<std::string> EncodeRunDescription(const PreparedRun& run, const LaunchConfig& config,
+                                                const EnvStore& env, const std::string& scratch,
+                                                uint32_t uid) {
+  RunSpec spec = BuildSpec(run, config, env, scratch, uid);
+  std::optional<std::string> encoded = EncodeRunSpec(spec);
+  for (std::string& e : spec.envp) WipeString(e);  // why: values leave plain memory at once
+  return encoded;
+}
+
+void WipeString(std::string& s) {
+  if (!s.empty()) sodium_memzero(s.data(), s.size());
+  s.clear();
+}
+
+}  // namespace skillmcp
