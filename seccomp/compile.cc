@@ -6,10 +6,12 @@
 #include <seccomp.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "seccomp/load.h"
@@ -77,10 +79,17 @@ int AddTerminalIoctl(scmp_filter_ctx ctx, int nr, uint32_t action) {
   return 0;
 }
 
+int AddUnixSocket(scmp_filter_ctx ctx, int nr, uint32_t action) {
+  // The domain is an int in the kernel: the low 32 bits only, as for ioctl's request.
+  return seccomp_rule_add(ctx, action, nr, 1,
+                          SCMP_A0_64(SCMP_CMP_MASKED_EQ, 0xffffffffu, uint64_t{AF_UNIX}));
+}
+
 int AddRule(scmp_filter_ctx ctx, const SyscallRule& rule, uint32_t action) {
   const std::string name(rule.name);
-  const int nr = seccomp_syscall_resolve_name(name.c_str());
-  if (nr == __NR_SCMP_ERROR) return -ENOENT;  // a table name libseccomp does not know: fail closed
+  int nr = seccomp_syscall_resolve_name(name.c_str());
+  if (nr == __NR_SCMP_ERROR) nr = rule.number;
+  if (nr < 0) return -ENOENT;  // a table name libseccomp does not know: fail closed
   switch (rule.filter) {
     case ArgFilter::kAny:
       return seccomp_rule_add(ctx, action, nr, 0);
@@ -90,13 +99,25 @@ int AddRule(scmp_filter_ctx ctx, const SyscallRule& rule, uint32_t action) {
       return AddPersonality(ctx, nr, action);
     case ArgFilter::kTerminalInjectIoctl:
       return AddTerminalIoctl(ctx, nr, action);
+    case ArgFilter::kUnixSocketDomain:
+      return AddUnixSocket(ctx, nr, action);
   }
   return -EINVAL;
 }
 
+int AddGroups(scmp_filter_ctx ctx, std::span<const SyscallGroup> groups) {
+  for (const SyscallGroup& group : groups) {
+    const uint32_t action = ToScmp(group.action);
+    for (const SyscallRule& rule : group.rules) {
+      if (int rc = AddRule(ctx, rule, action); rc < 0) return rc;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
-int CompileWorkerPolicy(std::string* bpf) {
+int CompileWorkerPolicy(std::string* bpf, bool without_view) {
   // Fixed suffix: default ALLOW (see policy.h for why a deny-list).
   Ctx ctx(seccomp_init(SCMP_ACT_ALLOW));
   if (!ctx) return -ENOMEM;
@@ -119,12 +140,11 @@ int CompileWorkerPolicy(std::string* bpf) {
   // 190 -> 125 us a load on a small virtual machine).
   rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_OPTIMIZE, 2);
   if (rc < 0) return rc;
-  for (const SyscallGroup& group : WorkerPolicyGroups()) {
-    const uint32_t action = ToScmp(group.action);
-    for (const SyscallRule& rule : group.rules) {
-      rc = AddRule(ctx.get(), rule, action);
-      if (rc < 0) return rc;
-    }
+  rc = AddGroups(ctx.get(), WorkerPolicyGroups());
+  if (rc < 0) return rc;
+  if (without_view) {
+    rc = AddGroups(ctx.get(), NoViewPolicyGroups());
+    if (rc < 0) return rc;
   }
   // libseccomp 2.5 exports to a descriptor only: a memfd, read back whole.
   UniqueFd mem(memfd_create("skill-mcp-seccomp", MFD_CLOEXEC));
@@ -147,9 +167,9 @@ int CompileWorkerPolicy(std::string* bpf) {
   return 0;
 }
 
-int InstallWorkerPolicy() {
+int InstallWorkerPolicy(bool without_view) {
   std::string bpf;
-  if (int rc = CompileWorkerPolicy(&bpf); rc < 0) return rc;
+  if (int rc = CompileWorkerPolicy(&bpf, without_view); rc < 0) return rc;
   return LoadCompiledPolicy(bpf);
 }
 

@@ -11,9 +11,10 @@ namespace skillmcp::seccomp {
 // program for the native architecture: `struct sock_filter` records, 8 bytes each.
 // The broker does this once at boot and hands the bytes to every worker (libseccomp's
 // compilation costs ~0.8 ms, every run). Returns 0 or -errno; `bpf` is then unchanged.
-int CompileWorkerPolicy(std::string* bpf);
+// `without_view`: also NoViewPolicyGroups, for runs without their own view.
+int CompileWorkerPolicy(std::string* bpf, bool without_view = false);
 
 // CompileWorkerPolicy, then LoadCompiledPolicy (seccomp/load.h). Tests.
-int InstallWorkerPolicy();
+int InstallWorkerPolicy(bool without_view = false);
 
 }  // namespace skillmcp::seccomp

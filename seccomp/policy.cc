@@ -71,6 +71,39 @@ constexpr SyscallRule kProcessGroup[] = {{"setpgid"}, {"setsid"}};
 
 constexpr SyscallRule kTerminal[] = {{"ioctl", ArgFilter::kTerminalInjectIoctl}};
 
+constexpr SyscallRule kFileMetadata[] = {
+    {"chmod"},        {"chown"},          {"fchmod"},         {"fchmodat"},    {"fchmodat2"},
+    {"fchown"},       {"fchownat"},       {"fremovexattr"},   {"fsetxattr"},   {"futimesat"},
+    {"lchown"},       {"lremovexattr"},   {"lsetxattr"},      {"removexattr"},
+    {"removexattrat", ArgFilter::kAny, 466},      {"setxattr"},
+    {"setxattrat", ArgFilter::kAny, 463},         {"utime"},
+    {"utimensat"},    {"utimes"},
+};
+
+constexpr SyscallRule kSysvIpc[] = {
+    {"msgctl"}, {"msgget"}, {"msgrcv"}, {"msgsnd"}, {"semctl"},  {"semget"},
+    {"semop"},  {"semtimedop"}, {"shmat"}, {"shmctl"}, {"shmdt"}, {"shmget"},
+};
+
+constexpr SyscallRule kUnixSockets[] = {{"socket", ArgFilter::kUnixSocketDomain}};
+
+constexpr SyscallGroup kNoViewGroups[] = {
+    {"@file-metadata",
+     "without a read-only view nothing else stops a run changing the mode, owner, times or "
+     "extended attributes of any file its uid owns or may write (Landlock has no right for "
+     "them); EPERM everywhere, its own files included, as for a file of another owner",
+     Action::kErrnoEperm, kFileMetadata},
+    {"@sysv-ipc",
+     "without an IPC namespace, System V shared memory, queues and semaphores are the "
+     "host's: a run could read others' or leave its own behind; EPERM, callers handle it",
+     Action::kErrnoEperm, kSysvIpc},
+    {"@unix-sockets",
+     "without a view hiding them, a run could connect to any pathname socket its uid may "
+     "reach (the session bus, agents, daemons); socket(AF_UNIX) is EPERM, while socketpair, "
+     "which node uses for its own pipes, stays allowed",
+     Action::kErrnoEperm, kUnixSockets},
+};
+
 constexpr SyscallGroup kGroups[] = {
     {"@clock",
      "setting the system clock: never a script's business; EPERM is what a caller "
@@ -140,6 +173,8 @@ constexpr SyscallGroup kGroups[] = {
 }  // namespace
 
 std::span<const SyscallGroup> WorkerPolicyGroups() { return kGroups; }
+
+std::span<const SyscallGroup> NoViewPolicyGroups() { return kNoViewGroups; }
 
 int ActionErrno(Action action) {
   switch (action) {

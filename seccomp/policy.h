@@ -37,11 +37,15 @@ enum class ArgFilter : uint8_t {
   kCloneNamespaceFlags,  // clone(flags, ...) with any CLONE_NEW* bit
   kPersonalityChange,    // personality(p) for anything but PER_LINUX or the 0xffffffff query
   kTerminalInjectIoctl,  // ioctl(fd, TIOCSTI or TIOCLINUX, ...)
+  kUnixSocketDomain,     // socket(AF_UNIX, ...): socketpair stays allowed
 };
 
 struct SyscallRule {
   std::string_view name;  // as libseccomp names it (seccomp_syscall_resolve_name)
   ArgFilter filter = ArgFilter::kAny;
+  // The number, for a call newer than the libseccomp the broker links (2.5.4 does not
+  // know setxattrat): from 424 on, a call has one number on every architecture. -1: none.
+  int number = -1;
 };
 
 struct SyscallGroup {
@@ -54,6 +58,11 @@ struct SyscallGroup {
 // The policy, pure data (seccomp/policy.cc). Tests keep it sorted, free of
 // duplicates and resolvable on the native architecture.
 std::span<const SyscallGroup> WorkerPolicyGroups();
+
+// The groups added for a run without its own view (namespaces off or refused by the
+// kernel), where nothing hides the user's sockets, System V IPC or files outside: the
+// doors a view closes, shut by the filter instead (docs/isolation.md). Sorted likewise.
+std::span<const SyscallGroup> NoViewPolicyGroups();
 
 // The errno a denied call sees, or 0 for kKillProcess.
 int ActionErrno(Action action);

@@ -69,10 +69,11 @@ bool IsValidLandlockPart(const RunSpec& spec) {
   // not be told from one swapped in after the check (worker/module_dir.h).
   for (const ModuleDir& dir : spec.read_dirs)
     if (!IsAbsolutePath(dir.path) || dir.ino == 0) return false;
-  // Rules that would not be applied: the broker meant something else. why read_dirs
-  // with namespaces: the run's view binds them back over its covers (worker/namespaces.h).
+  // Rules that would not be applied: the broker meant something else. why read_dirs and
+  // the data directory with namespaces: the run's view binds them back over its covers
+  // (worker/namespaces.h).
   if (spec.landlock_abi == 0)
-    return spec.data_dir_path.empty() && spec.node_dir_path.empty() &&
+    return (spec.data_dir_path.empty() || spec.namespaces) && spec.node_dir_path.empty() &&
            (spec.read_dirs.empty() || spec.namespaces);
   return true;
 }

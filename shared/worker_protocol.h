@@ -284,6 +284,8 @@ enum class WorkerStep : int32_t {
   kChdir = 224,          // fchdir(7) into the skill directory, close 7
   kSeccomp = 225,        // install the seccomp policy (seccomp/)
   kExec = 226,           // execveat(5, "", argv, envp, AT_EMPTY_PATH)
+  kReadOnlyView = 227,   // with namespaces, last of the view: every mount read-only but the
+                         // run's /tmp, /dev/shm, scratch directory and MCP_DATA_DIR
 };
 
 inline constexpr int32_t kWorkerStepFirst = 200;

@@ -33,7 +33,11 @@ const char* DescribeWorkerStep(WorkerStep step) {
     case WorkerStep::kUserNamespace:
       return "create the run's user and mount namespace";
     case WorkerStep::kMountView:
-      return "build the run's filesystem view (private /tmp, other skills hidden)";
+      return "build the run's filesystem view (private /tmp, other skills and users' places "
+             "hidden)";
+    case WorkerStep::kReadOnlyView:
+      return "make the run's view read-only (but its /tmp, /dev/shm, scratch directory and "
+             "MCP_DATA_DIR)";
     case WorkerStep::kDropAmbient:
       return "clear the ambient capabilities";
     case WorkerStep::kDropCaps:

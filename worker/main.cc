@@ -45,13 +45,14 @@ void Check(const StepResult& result) {
 // The broker's boot probe: the identity switch, then the parts of the run's view that do
 // not depend on a run, in the run's order, so it fails exactly where a run would: the
 // user and mount namespace, the private /tmp, the covers of the operator's directories,
-// the pid and IPC namespace and its init, which mounts the fresh /proc when asked (the
+// the view made read-only (mount_setattr), the pid and IPC namespace and its init, which mounts the fresh /proc when asked (the
 // broker asks again without it on failure).
 [[noreturn]] void Probe(const RunSpec& spec) {
   if (spec.switch_ids) Check(SwitchIds(spec.uid, spec.gid));  // kSetGroups..kSetUid
   Check(EnterUserNamespace());                                // kUserNamespace
   Check(MountPrivateTmp());                                   // kMountView
   Check(CoverOperatorConfig());                               // kMountView
+  Check(MakeViewReadOnly({"/tmp"}));                          // kReadOnlyView
   Check(EnterPidIpcNamespace());                              // kPidNamespace
   const pid_t init = fork();
   if (init < 0) FailAndExit({WorkerStep::kFork, errno});
@@ -83,8 +84,9 @@ void SwitchIdentity(uint32_t uid, uint32_t gid) {
 // (CLONE_NEWUSER) resets them to the unlocked default, so the first lock is gone; they
 // are locked anew here, for root and unprivileged brokers alike, before CAP_SETPCAP goes
 // with the capability steps.
-void EnterNamespaces(const std::vector<std::string>& hidden_roots, PendingView& view) {
-  Check(BeginRunView(hidden_roots, view));
+void EnterNamespaces(const std::vector<std::string>& hidden_roots, const std::string& node_dir,
+                     PendingView& view) {
+  Check(BeginRunView(hidden_roots, node_dir, view));
   Check(LockSecurebits(/*missing_cap_is_fatal=*/true));
   Check(DropBoundingSet(/*eperm_is_fatal=*/true));  // every drop must succeed
   Check(EnterPidIpcNamespace());
@@ -249,7 +251,8 @@ void TakeCellSteps(Cell& cell) {
   if (cell.spec.ids_ahead) SwitchIdentity(cell.spec.uid, cell.spec.gid);
   // kUserNamespace..kPidNamespace, where the cell asks for the view ahead: its first half;
   // the second binds what the description names (FinishRunView).
-  if (cell.spec.view_ahead) EnterNamespaces(cell.spec.hidden_roots, cell.view);
+  if (cell.spec.view_ahead)
+    EnterNamespaces(cell.spec.hidden_roots, cell.spec.node_dir_path, cell.view);
   // kLandlock, where the cell asks for the rules ahead: the ruleset with the rules no run
   // changes, each path opened now as the run's user and in the run's view (the cell asks
   // only once both are settled); the run adds its own to it (worker/landlock.h).
@@ -279,8 +282,10 @@ void TakeCellSteps(Cell& cell) {
   if (spec.switch_ids && !cell.spec.ids_ahead) SwitchIdentity(spec.uid, spec.gid);
   // kUserNamespace..kPidNamespace, with namespaces where the cell did not build the view
   // ahead: its first half (worker/namespaces.h) and the pid and IPC namespace.
-  if (spec.namespaces && !cell.spec.view_ahead) EnterNamespaces(spec.hidden_roots, cell.view);
-  // kMountView, with namespaces: the view's second half, what the description names.
+  if (spec.namespaces && !cell.spec.view_ahead)
+    EnterNamespaces(spec.hidden_roots, spec.node_dir_path, cell.view);
+  // kMountView, then kReadOnlyView, with namespaces: the view's second half, what the
+  // description names, then every mount read-only but the run's own places.
   if (spec.namespaces) Check(FinishRunView(spec, cell.view));
   // kFork onwards: the mirror, init and node, each with its own steps (StartRun).
   StartRun(spec, broker, cell);

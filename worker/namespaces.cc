@@ -5,11 +5,14 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -130,6 +133,97 @@ int CoverKeepingFd(const std::string& dir, unsigned long flags, const char* data
   return 0;
 }
 
+// The host files a run legitimately reads that may lead into a hidden place: the resolver
+// and name-service configuration (with systemd-resolved, /etc/resolv.conf is a link into
+// /run/systemd/resolve; with resolvconf, into /run/resolvconf) and the local time zone.
+constexpr const char* kKeptEtcFiles[] = {"/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf",
+                                         "/etc/host.conf", "/etc/gai.conf", "/etc/localtime"};
+
+// Where each of kKeptEtcFiles really is, resolved before any cover hides it; a name that
+// is no link or does not resolve is left out (nothing to keep).
+std::vector<std::string> ResolveKeptFiles() {
+  std::vector<std::string> out;
+  for (const char* name : kKeptEtcFiles) {
+    char* real = realpath(name, nullptr);
+    if (real == nullptr) continue;
+    if (std::string_view(real) != name) out.emplace_back(real);
+    free(real);
+  }
+  return out;
+}
+
+// Binds the one regular file at `path`, which a cover of `view` hides, back at its path.
+// why the file and never its directory: /run/systemd/resolve also holds resolved's
+// socket, and a kept directory would be a door to it. Opened beneath the cover's
+// descriptor with no symlink followed, so nothing renamed on the host redirects it.
+int BindFileBack(const PendingView::Hidden& cover, const std::string& rel,
+                 const std::string& path) {
+  const size_t slash = rel.rfind('/');
+  UniqueFd parent = OpenDirNoSymlinksBeneath(
+      cover.fd.get(), slash == std::string::npos ? "" : rel.substr(0, slash));
+  if (!parent.valid()) return errno;
+  const std::string base = slash == std::string::npos ? rel : rel.substr(slash + 1);
+  UniqueFd file(openat(parent.get(), base.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  if (!file.valid()) return errno;
+  struct stat st {};
+  if (fstat(file.get(), &st) != 0) return errno;
+  if (!S_ISREG(st.st_mode)) return 0;  // a socket, a link or a directory is never kept
+  if (int e = MakeParents(path.substr(0, path.rfind('/'))); e != 0) return e;
+  UniqueFd point(open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444));
+  if (!point.valid()) return errno;
+  const std::string from = "/proc/self/fd/" + std::to_string(file.get());
+  if (mount(from.c_str(), path.c_str(), nullptr, MS_BIND, nullptr) != 0) return errno;
+  return 0;
+}
+
+// Binds back each of view.kept_files that a cover hides, read-only in the end
+// (MakeViewReadOnly). why at the run, not while a worker waits: resolvers replace these
+// files by renaming a new one over them, and a bind made early would pin a stale copy.
+int KeepFiles(const PendingView& view) {
+  for (const std::string& path : view.kept_files) {
+    std::string rel;
+    const PendingView::Hidden* h = HiddenBy(view, path, rel);
+    if (h == nullptr || rel.empty()) continue;
+    if (int e = BindFileBack(*h, rel, path); e != 0 && e != ENOENT && e != EACCES) return e;
+  }
+  return 0;
+}
+
+// Binds back node's prefix `node_dir` where a cover hides it, read-only in the end: before
+// the Landlock rules made ahead, which open it in the run's view.
+int KeepNodeDir(const std::string& node_dir, const PendingView& view) {
+  std::string rel;
+  const PendingView::Hidden* h = node_dir.empty() ? nullptr : HiddenBy(view, node_dir, rel);
+  if (h == nullptr) return 0;
+  // why: node may be installed under a hidden home (a per-user install); its prefix is
+  // bound back alone, as the Landlock rule grants it (read and execute).
+  UniqueFd dir = OpenDirNoSymlinksBeneath(h->fd.get(), rel);
+  if (!dir.valid()) return errno;
+  if (int e = MakeParents(node_dir); e != 0) return e;
+  const std::string from = "/proc/self/fd/" + std::to_string(dir.get());
+  if (mount(from.c_str(), node_dir.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) return errno;
+  return 0;
+}
+
+// A fresh, private /dev/shm: what another run or the user left there is not seen, and
+// what this run leaves dies with it. Skipped where the host has none.
+int MountPrivateShm(PendingView& view) {
+  struct stat st {};
+  if (stat("/dev/shm", &st) != 0 || !S_ISDIR(st.st_mode)) return 0;
+  if (mount("tmpfs", "/dev/shm", "tmpfs", kTmpFlags | MS_NOEXEC, kRunShmOptions) != 0)
+    return errno;
+  view.writable.push_back("/dev/shm");
+  return 0;
+}
+
+int MountSetattr(const char* path, unsigned int flags, uint64_t set, uint64_t clear) {
+  struct mount_attr attr {};
+  attr.attr_set = set;
+  attr.attr_clr = clear;
+  if (syscall(SYS_mount_setattr, AT_FDCWD, path, flags, &attr, sizeof attr) != 0) return errno;
+  return 0;
+}
+
 }  // namespace
 
 StepResult EnterUserNamespace() {
@@ -203,8 +297,10 @@ StepResult CoverDirs(const std::vector<std::string>& dirs) {
   return StepOk();
 }
 
-StepResult BeginRunView(const std::vector<std::string>& hidden_roots, PendingView& view) {
+StepResult BeginRunView(const std::vector<std::string>& hidden_roots, const std::string& node_dir,
+                        PendingView& view) {
   if (StepResult r = EnterUserNamespace()) return r;
+  view.kept_files = ResolveKeptFiles();
   // why / stays a slave of the host's until FinishRunView: a worker may wait long for its
   // run; where the host's mounts are shared, an unmount of a filesystem the view neither
   // covers nor opened reaches its copy meanwhile, so the waiting worker does not keep it
@@ -214,11 +310,14 @@ StepResult BeginRunView(const std::vector<std::string>& hidden_roots, PendingVie
   // first: the run's scratch directory (its TMPDIR) may lie there.
   if (int e = CoverKeepingFd("/tmp", kTmpFlags, kRunTmpOptions, view); e != 0)
     return MountFailed(e);
+  view.writable.push_back("/tmp");
   for (const std::string& root : hidden_roots) {
     struct stat st {};
-    // A root beneath an earlier cover (e.g. under /tmp) is already gone.
+    // A root beneath an earlier cover (e.g. under /tmp) is already gone. why the others
+    // are skipped too: a place the run's user cannot reach by its path (a private
+    // ancestor) holds nothing it could use; any other error fails the view.
     if (stat(root.c_str(), &st) != 0) {
-      if (errno == ENOENT) continue;
+      if (errno == ENOENT || errno == EACCES || errno == ENOTDIR || errno == ELOOP) continue;
       return MountFailed(errno);
     }
     // why: an empty cover, noexec and (FinishRunView) read-only: nothing can be placed or
@@ -227,7 +326,26 @@ StepResult BeginRunView(const std::vector<std::string>& hidden_roots, PendingVie
     if (int e = CoverKeepingFd(root, kTmpFlags | MS_NOEXEC, "mode=0755,size=1m", view); e != 0)
       return MountFailed(e);
   }
+  if (int e = MountPrivateShm(view); e != 0) return MountFailed(e);
+  if (int e = KeepNodeDir(node_dir, view); e != 0) return MountFailed(e);
   return CoverOperatorConfig();
+}
+
+StepResult MakeViewReadOnly(const std::vector<std::string>& writable) {
+  // why: Landlock has no right for chmod, chown, utimes or extended attributes, so a run
+  // could change the metadata of any file its uid owns or may write; a read-only mount
+  // refuses all of them (EROFS), mknod and rename too, on everything the view shows.
+  if (int e = MountSetattr("/", AT_RECURSIVE, MOUNT_ATTR_RDONLY, 0); e != 0)
+    return StepFailed(WorkerStep::kReadOnlyView, e);
+  for (const std::string& path : writable) {
+    // Each is a mount of this view's own (a fresh tmpfs or a bind made for the run), so
+    // only that mount becomes writable again, nothing around or beneath it.
+    int e = MountSetattr(path.c_str(), 0, 0, MOUNT_ATTR_RDONLY);
+    // why EPERM is kept read-only: the host mounted it so (a locked flag); the run cannot
+    // write there, as no process on the host can.
+    if (e != 0 && e != EPERM) return StepFailed(WorkerStep::kReadOnlyView, e);
+  }
+  return StepOk();
 }
 
 StepResult FinishRunView(const RunSpec& spec, PendingView& view) {
@@ -266,7 +384,25 @@ StepResult FinishRunView(const RunSpec& spec, PendingView& view) {
     const std::string from = "/proc/self/fd/" + std::to_string(scratch.get());
     if (mount(from.c_str(), spec.scratch_dir_path.c_str(), nullptr, MS_BIND, nullptr) != 0)
       return MountFailed(errno);
+    view.writable.push_back(spec.scratch_dir_path);
   }
+  // MCP_DATA_DIR bound onto its own path, a mount of its own that stays writable
+  // (MakeViewReadOnly), also where a hidden place (/tmp, a home) holds it.
+  if (!spec.data_dir_path.empty()) {
+    UniqueFd data = OpenHostDir(view, spec.data_dir_path);
+    if (data.valid()) {
+      if (int e = MakeParents(spec.data_dir_path); e != 0) return MountFailed(e);
+      const std::string from = "/proc/self/fd/" + std::to_string(data.get());
+      if (mount(from.c_str(), spec.data_dir_path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
+        return MountFailed(errno);
+      view.writable.push_back(spec.data_dir_path);
+    } else if (errno != ENOENT && errno != EACCES && errno != ENOTDIR && errno != ELOOP) {
+      // why the others are skipped: no such directory this run's user can reach, where
+      // the run could not write on the host either.
+      return MountFailed(errno);
+    }
+  }
+  if (int e = KeepFiles(view); e != 0) return MountFailed(e);
   OpenedDirs module_dirs;
   if (int e = OpenModuleDirs(spec, view, module_dirs); e != 0) return MountFailed(e);
   if (int e = MakeParents(spec.skill_dir_path); e != 0) return MountFailed(e);
@@ -286,7 +422,7 @@ StepResult FinishRunView(const RunSpec& spec, PendingView& view) {
   }
   // why: what the covers hide is reached by these descriptors alone; none outlives the view.
   view.hidden.clear();
-  return StepOk();
+  return MakeViewReadOnly(view.writable);
 }
 
 StepResult EnterBoundSkillDir(const std::string& path, int skill_dir_fd) {

@@ -2,8 +2,11 @@
 // SKILL_MCP_NAMESPACES=auto where its boot probe passed, or =on). After the identity switch the
 // worker enters a new user and mount namespace, where it holds capabilities over that namespace
 // only, and builds:
-//   - a private, empty /tmp (tmpfs): nothing left there by other runs, other skills or
-//     other users is visible, and nothing this run leaves there outlives it;
+//   - a private, empty /tmp and /dev/shm (tmpfs): nothing left there by other runs, other
+//     skills or other users is visible, and nothing this run leaves there outlives it;
+//   - an empty read-only tmpfs over every place where users' live sockets and secrets sit
+//     (homes, /run, /var/tmp, /media, /mnt, /srv, the broker's HOME and runtime
+//     directory), with only the resolver's files and node's prefix bound back from them;
 //   - an empty read-only tmpfs over every skills root: the other skills' bundles do not
 //     exist;
 //   - an empty read-only tmpfs over each of the operator's directories that exists
@@ -16,7 +19,8 @@
 //     the very directory the broker checked (fd 7), so the script's paths and require()
 //     work.
 // Each read-only bind keeps its source mount's noexec, atime mode and nosymfollow (a
-// user namespace may not clear the locked ones).
+// user namespace may not clear the locked ones). Finally every mount is made read-only
+// but the run's own /tmp, /dev/shm, scratch directory and MCP_DATA_DIR.
 // The namespace's capabilities go with the capability steps that follow; the seccomp
 // filter then refuses unshare, setns and mount, so the script cannot undo any of it.
 #pragma once
@@ -33,6 +37,7 @@
 namespace skillmcp::worker {
 
 inline constexpr char kRunTmpOptions[] = "mode=1777,size=256m,nr_inodes=65536";
+inline constexpr char kRunShmOptions[] = "mode=1777,size=64m,nr_inodes=4096";
 
 // What BeginRunView leaves for FinishRunView: the directories its covers hide (/tmp first,
 // then each skills root it covered), opened before covering, in the view's own mount
@@ -45,6 +50,12 @@ struct PendingView {
     ino_t cover_ino = 0;
   };
   std::vector<Hidden> hidden;
+  // The mounts of the view the run may write (its /tmp and /dev/shm, the scratch
+  // directory, MCP_DATA_DIR); everything else ends read-only (MakeViewReadOnly).
+  std::vector<std::string> writable;
+  // The real paths of the /etc files a run reads that lead elsewhere (resolv.conf into
+  // /run, ...), resolved before any cover hid them; bound back by FinishRunView.
+  std::vector<std::string> kept_files;
 };
 
 // The view in two halves, so that a worker started ahead builds what does not depend on
@@ -57,8 +68,18 @@ struct PendingView {
 // directory opened beneath its root's descriptor and checked against fd 7 (ESTALE), the
 // scratch directory and the covered module directories bound back, the covers made
 // read-only, and the descriptors of `view` closed.
-StepResult BeginRunView(const std::vector<std::string>& hidden_roots, PendingView& view);
+// `hidden_roots` holds the skills roots and the places where users' sockets and secrets
+// live (homes, /run, /var/tmp, ...: broker/run/private_places.h); the files of
+// kKeptEtcFiles that lead into one and node's prefix `node_dir` (when known) are bound
+// back alone. FinishRunView ends with MakeViewReadOnly.
+StepResult BeginRunView(const std::vector<std::string>& hidden_roots, const std::string& node_dir,
+                        PendingView& view);
 StepResult FinishRunView(const RunSpec& spec, PendingView& view);
+
+// kReadOnlyView: every mount of the view read-only (EROFS for chmod, chown, utimes,
+// xattrs, mknod, rename and writes), then `writable` (each a mount of the view's own)
+// writable again.
+StepResult MakeViewReadOnly(const std::vector<std::string>& writable);
 
 // The parts of the view that do not depend on the run: the worker's probe mode
 // (RunSpec::probe, spawned by broker/run/namespace_probe.cc) runs these, so the probe

@@ -197,6 +197,52 @@ std::vector<Layer> ComputeLayers(const IsolationFacts& f) {
                      "a kernel with Landlock enabled (5.13 or later, landlock in the lsm= boot "
                      "parameter), and SKILL_MCP_LANDLOCK unset or auto"));
 
+  // The doors out of the cell that Landlock cannot shut (pathname sockets, metadata, System
+  // V IPC): the run's view closes them where runs have namespaces, the seccomp filter's
+  // no-view groups where they have not (seccomp/policy.h); with neither they stay open,
+  // and the boot line says so.
+  const bool fence_on = seccomp_on && !ns_on;
+  std::string places;
+  for (const std::string& p : w.private_places) places += (places.empty() ? "" : ", ") + p;
+  out.push_back(Make(
+      "private-view", ns_on, false,
+      ns_on ? "each run's view hides " + (places.empty() ? std::string("no private place") : places) +
+                  " behind empty read-only covers (only its own skill, scratch and data "
+                  "directories, node's prefix and the resolver's files are bound back) and is "
+                  "read-only but for its own /tmp, /dev/shm, scratch directory and MCP_DATA_DIR"
+            : "no mount namespace for runs (see run-namespaces): a run sees every place its "
+              "uid may read, homes and /run included",
+      "set SKILL_MCP_NAMESPACES=auto (the default) or on where unprivileged user namespaces "
+      "are allowed"));
+  const std::string no_fence =
+      !seccomp_on ? "the seccomp filter is off" : "the seccomp filter is off for these runs";
+  out.push_back(Make(
+      "unix-sockets-fenced", ns_on || fence_on, false,
+      ns_on ? "a run connects only to sockets it made itself: its view hides every other "
+              "(private-view), abstract ones are scoped by Landlock ABI 6 where the kernel has it"
+      : fence_on
+          ? "runs without namespaces cannot create unix sockets (seccomp refuses "
+            "socket(AF_UNIX) with EPERM; socketpair, node's own pipes, still works)"
+          : "warning: runs can reach the user's sockets (session bus, agents, daemons): no view "
+            "hides them and " + no_fence,
+      "turn namespaces or the seccomp filter on (SKILL_MCP_NAMESPACES, SKILL_MCP_SECCOMP)"));
+  out.push_back(Make(
+      "metadata-fenced", ns_on || fence_on, false,
+      ns_on ? "chmod, chown, utimes, xattrs, mknod and rename fail with EROFS outside the run's "
+              "own /tmp, /dev/shm, scratch directory and MCP_DATA_DIR (private-view)"
+      : fence_on
+          ? "runs without namespaces cannot change any file's mode, owner, times or extended "
+            "attributes (seccomp refuses them with EPERM, their own files included)"
+          : "runs can change the mode, times and extended attributes of files their uid may "
+            "write: no view is read-only and " + no_fence,
+      "turn namespaces or the seccomp filter on (SKILL_MCP_NAMESPACES, SKILL_MCP_SECCOMP)"));
+  out.push_back(Make(
+      "sysv-ipc-fenced", ns_on || fence_on, false,
+      ns_on ? "each run's System V IPC lives in its own IPC namespace and dies with it"
+      : fence_on ? "runs without namespaces cannot use System V IPC (seccomp refuses it with EPERM)"
+                 : "runs share the host's System V IPC: " + no_fence,
+      "turn namespaces or the seccomp filter on (SKILL_MCP_NAMESPACES, SKILL_MCP_SECCOMP)"));
+
   const bool net_on = w.network_off && w.landlock_abi >= 4;
   out.push_back(Make(
       "network-off", net_on, w.network_off,

@@ -31,6 +31,7 @@ struct WorkerLayerFacts {
   std::string namespaces_problem;      // demanded, but that cannot work here (the boot probe)
   std::string namespaces_off_reason;   // not demanded and off: why (off, or auto's probe)
   bool fresh_proc = false;             // namespaced runs get their own /proc
+  std::vector<std::string> private_places;  // hidden from namespaced runs (private_places.h)
   std::string fresh_proc_problem;      // why not (the boot probe)
   uint32_t landlock_abi = 0;        // 0: the filesystem allowlist is off
   bool landlock_demanded = false;   // SKILL_MCP_LANDLOCK=on

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "broker/run/namespace_probe.h"
+#include "broker/run/private_places.h"
 #include "broker/run/run_identity.h"
 #include "broker/run/run_memory.h"
 #include "config.h"
@@ -198,7 +199,9 @@ void CompileSeccompPolicy(LaunchConfig& c) {
   if (!c.seccomp_pending) return;
   c.seccomp_pending = false;
   // why: fail closed; with seccomp configured on, no run starts without the filter.
-  if (int rc = seccomp::CompileWorkerPolicy(&c.seccomp_bpf); rc < 0)
+  int rc = seccomp::CompileWorkerPolicy(&c.seccomp_bpf);
+  if (rc == 0) rc = seccomp::CompileWorkerPolicy(&c.seccomp_bpf_without_view, true);
+  if (rc < 0)
     c.refusal += std::string(c.refusal.empty() ? "" : "; ") +
                  "the seccomp policy cannot be compiled (" + std::strerror(-rc) +
                  "); runs stay off while SKILL_MCP_SECCOMP is on";
@@ -210,6 +213,8 @@ LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState
   LaunchConfig c;
 
   c.limits = kDefaultRunLimits;
+  c.private_places = PrivatePlaces(env.GetConfig("HOME").value_or(""),
+                                   env.GetConfig("XDG_RUNTIME_DIR").value_or(""));
   for (const LimitOption& o : kLimitOptions) {
     std::optional<std::string> text = env.GetConfig(o.name);
     if (!text) continue;
@@ -367,6 +372,7 @@ WorkerLayerFacts LayerFacts(const LaunchConfig& c) {
   f.namespaces_problem = c.namespaces_problem;
   f.namespaces_off_reason = c.namespaces_off_reason;
   f.fresh_proc = c.fresh_proc;
+  f.private_places = c.private_places;
   f.fresh_proc_problem = c.fresh_proc_problem;
   const RunLimits& l = c.limits;
   f.limits_configured =

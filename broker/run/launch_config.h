@@ -44,6 +44,9 @@ struct LaunchConfig {
   RunLimits limits;
   bool seccomp = true;
   std::string seccomp_bpf;  // compiled once (CompileSeccompPolicy), handed to every worker
+  // The same with the groups that shut a run's doors where it has no view of its own
+  // (seccomp NoViewPolicyGroups): handed to runs without namespaces.
+  std::string seccomp_bpf_without_view;
   // Serve compiles the policy after its first answer (libseccomp's compilation is about
   // 0.35 ms of the start): until then no run starts (RunSupervisor refuses).
   bool seccomp_pending = false;
@@ -59,6 +62,9 @@ struct LaunchConfig {
   std::string namespaces_off_reason;  // auto, and the probe failed: runs go on without
   bool fresh_proc = false;            // namespaced runs get their own /proc
   std::string fresh_proc_problem;     // why not, when namespaces are on
+  // Where users' sockets and secrets live (broker/run/private_places.h): hidden from
+  // namespaced runs with the skills roots.
+  std::vector<std::string> private_places;
   std::vector<std::string> hidden_roots;  // what those runs do not see (SetHiddenRoots)
   // SetHiddenRoots has not run yet (serve scans the catalogue after start): the skills
   // directories a run must not see are unknown, so no run may start (RunSupervisor).
@@ -144,9 +150,11 @@ void SetHiddenRoots(LaunchConfig& config, const std::vector<std::string>& roots,
 // binary's own directory.
 std::string NodeInstallDir(const std::string& node_path);
 
-// The list SetHiddenRoots keeps (resolves the roots with realpath; no other effect).
+// The list SetHiddenRoots keeps (resolves the roots with realpath; no other effect): the
+// roots, the skills' parent directories and the private places, shortest first.
 std::vector<std::string> HiddenRoots(const std::vector<std::string>& roots,
-                                     const std::vector<std::string>& skill_dirs);
+                                     const std::vector<std::string>& skill_dirs,
+                                     const std::vector<std::string>& places = {});
 
 // What the isolation report needs from this configuration.
 WorkerLayerFacts LayerFacts(const LaunchConfig& config);

@@ -22,7 +22,8 @@ void LimitHiddenRoots(LaunchConfig& c) {
   // why: a view that cannot hide every skills directory is not built at all (fail closed).
   if (c.namespaces && c.hidden_roots.size() > kRunSpecMaxHiddenRoots &&
       c.namespaces_problem.empty()) {
-    const std::string why = "the skills live in " + std::to_string(c.hidden_roots.size()) +
+    const std::string why = "the skills and the private places are " +
+                            std::to_string(c.hidden_roots.size()) +
                             " directories (at most " + std::to_string(kRunSpecMaxHiddenRoots) +
                             " can be hidden from a run)";
     if (!c.namespaces_demanded) {
@@ -92,8 +93,9 @@ void DecideNamespaces(LaunchConfig& c, const NamespaceProbe& first, const Namesp
 }
 
 std::vector<std::string> HiddenRoots(const std::vector<std::string>& roots,
-                                     const std::vector<std::string>& skill_dirs) {
-  std::set<std::string> all;
+                                     const std::vector<std::string>& skill_dirs,
+                                     const std::vector<std::string>& places) {
+  std::set<std::string> all(places.begin(), places.end());
   for (const std::string& r : roots) {
     std::string real = RealPath(r);
     if (!real.empty()) all.insert(real);
@@ -111,7 +113,7 @@ std::vector<std::string> HiddenRoots(const std::vector<std::string>& roots,
 
 void SetHiddenRoots(LaunchConfig& c, const std::vector<std::string>& roots,
                     const std::vector<std::string>& skill_dirs) {
-  c.hidden_roots = HiddenRoots(roots, skill_dirs);
+  c.hidden_roots = HiddenRoots(roots, skill_dirs, c.private_places);
   c.hidden_roots_pending = false;
   std::vector<std::string> real_roots;
   for (const std::string& r : roots)

@@ -30,7 +30,9 @@ RunSpec BuildSpec(const PreparedRun& run, const LaunchConfig& config, const EnvS
   spec.gid = config.gid;
   spec.limits = config.limits;
   spec.seccomp = config.seccomp;
-  spec.seccomp_bpf = config.seccomp_bpf;
+  // why the larger filter without namespaces: no view hides the user's sockets, System V
+  // IPC or files outside from such a run (seccomp NoViewPolicyGroups).
+  spec.seccomp_bpf = config.namespaces ? config.seccomp_bpf : config.seccomp_bpf_without_view;
   // why only its own root's: another root's node_modules is no business of this run.
   std::vector<ModuleDir> module_dirs;
   if (config.namespaces || config.landlock_abi > 0)
@@ -49,12 +51,14 @@ RunSpec BuildSpec(const PreparedRun& run, const LaunchConfig& config, const EnvS
     spec.network_off = config.network_off;
     spec.node_dir_path = config.node_dir;
     spec.read_dirs = module_dirs;
-    // why a normalised path: the worker keeps the rule out of the operator's directories
-    // and compares rules with each other (broker/run/data_dir.h). One that cannot be
-    // resolved gets no rule (a run cannot write there). The script still sees it as set.
+  }
+  // why a normalised path: the worker keeps the rule out of the operator's directories
+  // and compares rules with each other (broker/run/data_dir.h), and a namespaced view
+  // binds it back writable where a hidden place holds it. One that cannot be resolved
+  // gets no rule and no bind (a run cannot write there). The script still sees it as set.
+  if (config.landlock_abi > 0 || config.namespaces)
     env.WithValue("MCP_DATA_DIR",
                   [&](std::string_view v) { spec.data_dir_path = DataDirRulePath(v); });
-  }
   return spec;
 }
 

@@ -15,7 +15,8 @@
 #                skill-mcp-run's group, their bounding set within those three
 #   namespaces   setid plus SKILL_MCP_NAMESPACES=on: each run in its own user and mount
 #                namespace under podman's default profile; the bounding set is empty
-# and `skill-mcp doctor` in each, plus a root start without the setid capabilities,
+# and `skill-mcp doctor` in each; a socket the host shares into the container stays out of a
+# run's reach with namespaces on and off; plus a root start without the setid capabilities,
 # which the doctor must report as failing (a demanded uid switch cannot happen).
 # Usage: container.sh BUILD_DIR SOURCE_ROOT
 set -euo pipefail
@@ -51,7 +52,7 @@ chmod -R a+rX "${scratch}"
 hosted=(--network none
   -v "${scratch}/skills:/skills:ro"
   -e MCP_SKILLS_PATH=/skills:/usr/share/skill-mcp/skills
-  -e 'MCP_SKILL_RUN=[{"skill":"probe","script":"scripts/status.js"}]'
+  -e 'MCP_SKILL_RUN=[{"skill":"probe","script":"scripts/status.js"},{"skill":"probe","script":"scripts/doors.js"}]'
   --tmpfs /data:rw,mode=1777 -e MCP_DATA_DIR=/data)
 variant_args() {
   case $1 in
@@ -104,6 +105,46 @@ for variant in plain setid locked root namespaces; do
     rc=1
   fi
 done
+
+# No door out of the cell (docs/isolation.md, "Doors out of the cell"): a socket the host
+# listens on, bind-mounted at /run/agent as a user's agent or a daemon's socket would be
+# shared into the container. With namespaces a run's view hides /run; without them seccomp
+# refuses every unix socket; the control, with both off, shows the socket is reachable.
+mkdir -p "${scratch}/agent"
+chmod 755 "${scratch}/agent"
+node -e "const p = process.argv[1];
+  require('net').createServer((c) => c.destroy()).listen(p, () => require('fs').chmodSync(p, 0o777));" \
+  "${scratch}/agent/agent.sock" &
+agent_pid=$!
+trap 'kill "${agent_pid}" 2>/dev/null || true; rm -rf "${scratch}"' EXIT
+for _ in $(seq 1 50); do [[ -S ${scratch}/agent/agent.sock ]] && break; sleep 0.1; done
+doors_ops='{"agent":["connect","/run/agent/agent.sock"],"own":["own-socket"],"pipe":["pipe"],"data":["write","/data/doors.txt"]}'
+doors_case() { # LABEL EXPECTED PODMAN-ARGS...: one run of scripts/doors.js in the image
+  local label=$1 want=$2 plan seen verdict
+  shift 2
+  plan=$(node -e 'console.log(JSON.stringify({command: process.argv.slice(2),
+      run: {name: "probe", script: "scripts/doors.js", args: [process.argv[1]]}}))' \
+    "${doors_ops}" podman run --rm -i "${hosted[@]}" -v "${scratch}/agent:/run/agent" "$@" "${image}")
+  node "${here}/mcp-session.mjs" "${plan}" >"${scratch}/doors.json" || true
+  seen=$(node -e 'const r=JSON.parse(require("fs").readFileSync(0,"utf8")); process.stdout.write(r.receipt?.json?.stdout ?? "")' <"${scratch}/doors.json")
+  verdict=$(node -e '
+    const seen = JSON.parse(process.argv[1] || "{}"), want = JSON.parse(process.argv[2]);
+    console.log(Object.entries(want).filter(([k, v]) => seen[k] !== v).map(([k, v]) => `${k}: ${seen[k]}, want ${v}`).join("; "));' \
+    "${seen}" "${want}" 2>&1)
+  if [[ -n ${seen} && -z ${verdict} ]]; then
+    echo "ok - doors, ${label}: ${seen}"
+  else
+    echo "not ok - doors, ${label}: ${verdict:-no output} ($(head -c 1500 "${scratch}/doors.json"))"
+    rc=1
+  fi
+}
+doors_case "control: namespaces and seccomp off" '{"agent":"connected","own":"connected","pipe":"changed","data":"changed"}' \
+  -e SKILL_MCP_NAMESPACES=off -e SKILL_MCP_SECCOMP=off
+doors_case "namespaces on" '{"agent":"ENOENT","own":"connected","pipe":"changed","data":"changed"}' \
+  --cap-add SETUID,SETGID,KILL -e SKILL_MCP_NAMESPACES=on
+doors_case "namespaces off" '{"agent":"EPERM","own":"EPERM","pipe":"changed","data":"changed"}' \
+  -e SKILL_MCP_NAMESPACES=off
+kill "${agent_pid}" 2>/dev/null || true
 
 # Started as root without CAP_SETUID/CAP_SETGID the broker cannot leave uid 0: the
 # doctor must say so and fail, and serve must refuse rather than run as root.

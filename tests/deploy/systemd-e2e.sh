@@ -14,6 +14,8 @@
 #     environ, signal it or read the unit's environment file (which must not be readable
 #     by runs: 0640); a SIGKILLed broker leaves no process of its run; a root stdio
 #     broker shares the unit's /var/lib/skill-mcp
+#   - no door out of the cell: a socket under /run is out of a run's reach with the unit's
+#     defaults and with namespaces off, its bundle's mode stays, its own socket works
 # Usage: systemd-e2e.sh BUILD_DIR SOURCE_ROOT
 set -euo pipefail
 # shellcheck source=lib.sh
@@ -233,6 +235,48 @@ else
   echo "not ok - with the namespaces drop-in: ${last:-<no isolation line>}"
   rc=1
 fi
+
+# 6. No door out of the cell (docs/isolation.md, "Doors out of the cell"): root plants a
+#    0777 socket under /run, where daemons' sockets live; a run finds it neither with the
+#    unit's defaults (its view hides /run) nor with SKILL_MCP_NAMESPACES=off (seccomp
+#    refuses every unix socket then), and cannot change its bundle's mode, while its own
+#    socket (with a view) and node's pipes work. The control: bob, an ordinary user of the
+#    container, connects to it (the listener is live and open to every uid).
+in_ctr mkdir -p /run/doors-test
+podman exec -d "${CTR}" node -e "const p = process.argv[1];
+  require('net').createServer((c) => c.destroy()).listen(p, () => require('fs').chmodSync(p, 0o777));" \
+  /run/doors-test/agent.sock
+for _ in $(seq 1 50); do in_ctr test -S /run/doors-test/agent.sock && break; sleep 0.1; done
+control=$(in_ctr runuser -u bob -- node -e "require('net').connect('/run/doors-test/agent.sock')
+  .on('connect', () => { console.log('connected'); process.exit(0); })
+  .on('error', (e) => { console.log(e.code); process.exit(0); })" 2>&1)
+if [[ ${control} == connected ]]; then
+  echo "ok - doors: control: bob connects to /run/doors-test/agent.sock"
+else
+  echo "not ok - doors: control: bob could not connect to the planted socket (${control})"
+  rc=1
+fi
+doors_ops='{"run":["connect","/run/doors-test/agent.sock"],"varRun":["connect","/var/run/doors-test/agent.sock"],"bundle":["chmod","/srv/skills/probe/SKILL.md"],"own":["own-socket"],"pipe":["pipe"]}'
+doors_run() { # LABEL EXPECTED: one run of scripts/doors.js, its outcomes compared with EXPECTED
+  local plan seen verdict
+  plan=$(node -e 'console.log(JSON.stringify({run: {name: "probe", script: "scripts/doors.js", args: [process.argv[1]]}}))' "${doors_ops}")
+  session "${plan}" '{}' >"${stage}/doors.txt" || { cat "${stage}/doors.txt"; rc=1; }
+  seen=$(node -e 'const r=JSON.parse(require("fs").readFileSync(0,"utf8")); process.stdout.write(r.receipt?.json?.stdout ?? "")' <"${stage}/report.json")
+  verdict=$(node -e '
+    const seen = JSON.parse(process.argv[1] || "{}"), want = JSON.parse(process.argv[2]);
+    console.log(Object.entries(want).filter(([k, v]) => seen[k] !== v).map(([k, v]) => `${k}: ${seen[k]}, want ${v}`).join("; "));' \
+    "${seen}" "$2" 2>&1)
+  if [[ -n ${seen} && -z ${verdict} ]]; then
+    echo "ok - doors, $1: ${seen}"
+  else
+    echo "not ok - doors, $1: ${verdict:-no output} (${seen})"
+    rc=1
+  fi
+}
+doors_run "the unit's defaults" '{"run":"ENOENT","varRun":"ENOENT","bundle":"EROFS","own":"connected","pipe":"changed"}'
+in_ctr sh -c "printf 'SKILL_MCP_NAMESPACES=off\n' >>'${envfile}'"
+doors_run "SKILL_MCP_NAMESPACES=off" '{"run":"EPERM","varRun":"EPERM","bundle":"EPERM","own":"EPERM","pipe":"changed"}'
+in_ctr sed -i '/^SKILL_MCP_NAMESPACES=off$/d' "${envfile}"
 
 echo "elapsed $(($(date +%s) - started)) s"
 if [[ ${rc} != 0 ]]; then fail "see the failed checks above"; fi

@@ -265,7 +265,9 @@ for (const [label, asUser] of modes) {
       const cell = { SKILL_MCP_LANDLOCK: undefined, SKILL_MCP_NAMESPACES: undefined };
       try {
         const wrote = await runProbe(inTmp, cell, leave, { asUser });
-        assert.deepEqual([wrote.shm, wrote.varTmp], ['EACCES', 'EACCES'], JSON.stringify(wrote));
+        // /dev/shm is the run's own, where Landlock grants nothing; /var/tmp is an empty
+        // read-only cover in the view (docs/isolation.md, "What a run sees").
+        assert.deepEqual([wrote.shm, wrote.varTmp], ['EACCES', 'EROFS'], JSON.stringify(wrote));
         assert.equal(existsSync(shm) || existsSync(varTmp), false, 'nothing reached the host');
         const found = await runProbe(inTmp, cell, find, { asUser, skill: 'reader' });
         assert.notEqual(found.shm, 'read', JSON.stringify(found));

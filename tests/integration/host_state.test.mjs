@@ -36,7 +36,10 @@ before(() => {
     'name: hold\ndescription: Holds a run open.\nmcp-host:\n  version: 1\n  run:\n' +
     '    - script: scripts/hold.js\n      interpreter: node\n      timeout: 60\n', '\n# Hold\n'));
   writeFileSync(join(dir, 'scripts', 'hold.js'), HOLD_JS);
-  markers = mkdtempSync('/var/tmp/skill-mcp-hoststate-markers-');
+  // Where a namespaced run's view shows the host's (not /tmp, /var/tmp or /var/lib, which
+  // the tests bind over): docs/isolation.md, "What a run sees". The tests need root.
+  markers = mkdtempSync(isRoot ? '/var/cache/skill-mcp-hoststate-markers-'
+                               : '/var/tmp/skill-mcp-hoststate-markers-');
   chmodSync(markers, 0o1777);
   // The binary outside its build tree, as an installed one (root's, 0755).
   copyDir = mkdtempSync('/var/tmp/skill-mcp-hoststate-bin-');

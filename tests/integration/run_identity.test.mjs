@@ -78,8 +78,10 @@ before(() => {
   writeFileSync(join(dir, 'SKILL.md'), skillMd(
     `name: ids\ndescription: Probes per-run identities.\nmcp-host:\n  version: 1\n  run:\n${run}`, '\n# Ids\n'));
   for (const [name, text] of Object.entries(SCRIPTS)) writeFileSync(join(dir, 'scripts', name), text);
-  // Outside /tmp: a namespaced run has a private /tmp. Every run's uid writes here.
-  markers = mkdtempSync('/var/tmp/skill-mcp-uid-markers-');
+  // Where a namespaced run's view shows the host's: not /tmp, /var/tmp or a home, which it
+  // hides (docs/isolation.md, "What a run sees"). Every run's uid writes here.
+  markers = mkdtempSync(process.getuid() === 0 ? '/var/cache/skill-mcp-uid-markers-'
+                                                : '/var/tmp/skill-mcp-uid-markers-');
   chmodSync(markers, 0o1777);
   // The host-wide state directory, as the unit's StateDirectory=: the service user's own.
   state = join(root, 'state');

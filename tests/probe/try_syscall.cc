@@ -7,6 +7,8 @@
 //                              denied ones show the filter's errno or die by SIGSYS.
 //   try_syscall status         /proc/self/status identity fields, rlimits, open fds, cwd
 //   try_syscall env            the environment, one entry a line
+//   try_syscall xattr PATH...  sets user.skillmcp on each: "PATH ok" or "PATH <errno name>"
+//   try_syscall sysv           leaves a System V segment behind: "shm <id>" or "shm <errno>"
 //   try_syscall int80          getpid through the i386 ABI (int 0x80)
 //   try_syscall x32            getpid through the x32 ABI number
 //   try_syscall clone-newuser  clone(CLONE_NEWUSER|SIGCHLD), reaps the child
@@ -23,8 +25,11 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/shm.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -136,6 +141,46 @@ const Call kCalls[] = {
     {"sysfs", [] { return S(SYS_sysfs, 99, 0, 0); }},
     {"vhangup", [] { return S(SYS_vhangup); }},
     {"uselib", [] { return S(SYS_uselib, B()); }},
+    // The doors a run without its own view must find shut (NoViewPolicyGroups).
+    {"chmod", [] { return S(SYS_chmod, B(), 0); }},
+    {"chown", [] { return S(SYS_chown, B(), 0, 0); }},
+    {"fchmod", [] { return S(SYS_fchmod, -1, 0); }},
+    {"fchmodat", [] { return S(SYS_fchmodat, -1, B(), 0); }},
+    {"fchmodat2", [] { return S(452, -1, B(), 0, 0); }},
+    {"fchown", [] { return S(SYS_fchown, -1, 0, 0); }},
+    {"fchownat", [] { return S(SYS_fchownat, -1, B(), 0, 0, 0); }},
+    {"fremovexattr", [] { return S(SYS_fremovexattr, -1, B()); }},
+    {"fsetxattr", [] { return S(SYS_fsetxattr, -1, B(), 0, 0, 0); }},
+    {"futimesat", [] { return S(SYS_futimesat, -1, B(), 0); }},
+    {"lchown", [] { return S(SYS_lchown, B(), 0, 0); }},
+    {"lremovexattr", [] { return S(SYS_lremovexattr, B(), B()); }},
+    {"lsetxattr", [] { return S(SYS_lsetxattr, B(), B(), 0, 0, 0); }},
+    {"removexattr", [] { return S(SYS_removexattr, B(), B()); }},
+    {"removexattrat", [] { return S(466, -1, B(), 0, B()); }},
+    {"setxattr", [] { return S(SYS_setxattr, B(), B(), 0, 0, 0); }},
+    {"setxattrat", [] { return S(463, -1, B(), 0, B(), B(), 32); }},
+    {"utime", [] { return S(SYS_utime, B(), 0); }},
+    {"utimensat", [] { return S(SYS_utimensat, -1, B(), 0, 0); }},
+    {"utimes", [] { return S(SYS_utimes, B(), 0); }},
+    {"msgctl", [] { return S(SYS_msgctl, -1, 2 /*IPC_STAT*/, B()); }},
+    {"msgget", [] { return S(SYS_msgget, 0x5eed1234, 0); }},
+    {"msgrcv", [] { return S(SYS_msgrcv, -1, B(), 0, 0, 0); }},
+    {"msgsnd", [] { return S(SYS_msgsnd, -1, B(), 0, 0); }},
+    {"semctl", [] { return S(SYS_semctl, -1, 0, 2 /*IPC_STAT*/, B()); }},
+    {"semget", [] { return S(SYS_semget, 0x5eed1234, 1, 0); }},
+    {"semop", [] { return S(SYS_semop, -1, B(), 1); }},
+    {"semtimedop", [] { return S(SYS_semtimedop, -1, B(), 1, 0); }},
+    {"shmat", [] { return S(SYS_shmat, -1, 0, 0); }},
+    {"shmctl", [] { return S(SYS_shmctl, -1, 2 /*IPC_STAT*/, B()); }},
+    {"shmdt", [] { return S(SYS_shmdt, B()); }},
+    {"shmget", [] { return S(SYS_shmget, 0x5eed1234, 0, 0); }},
+    {"socket_unix", [] { return S(SYS_socket, AF_UNIX, SOCK_STREAM, 0); }},
+    {"socket_unix_high", [] { return S(SYS_socket, (1L << 32) | AF_UNIX, SOCK_STREAM, 0); }},
+    {"socket_inet", [] { return S(SYS_socket, AF_INET, SOCK_STREAM, 0); }},
+    {"socketpair_unix", [] {
+       int sv[2];
+       return S(SYS_socketpair, AF_UNIX, SOCK_STREAM, 0, reinterpret_cast<long>(sv));
+     }},
     // Allowed ones, for contrast.
     {"getpid", [] { return S(SYS_getpid); }},
     {"openat", [] { return S(SYS_openat, -1, B(), 0); }},
@@ -339,6 +384,22 @@ int main(int argc, char** argv) {
       const int fd = open(argv[i], O_RDONLY | O_CLOEXEC);
       std::printf("%s %s\n", argv[i], fd >= 0 ? "ok" : strerrorname_np(errno));
       if (fd >= 0) close(fd);
+    }
+    return 0;
+  }
+  if (mode == "xattr") {  // each path: "<path> ok" or the errno of setting user.skillmcp
+    for (int i = 2; i < argc; ++i) {
+      const int rc = setxattr(argv[i], "user.skillmcp", "set by a run", 12, 0);
+      std::printf("%s %s\n", argv[i], rc == 0 ? "ok" : strerrorname_np(errno));
+    }
+    return 0;
+  }
+  if (mode == "sysv") {  // a System V segment made and left behind: "shm <id>" or the errno
+    const int id = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
+    if (id >= 0) {
+      std::printf("shm %d\n", id);
+    } else {
+      std::printf("shm %s\n", strerrorname_np(errno));
     }
     return 0;
   }

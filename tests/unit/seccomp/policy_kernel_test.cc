@@ -30,7 +30,7 @@ struct ProbeRun {
 
 // Forks; the child leaves the terminal (setsid: vhangup must hang nothing up), installs
 // the policy when asked, and execs the probe with `call <name>`.
-ProbeRun RunProbe(const char* call, bool with_policy) {
+ProbeRun RunProbe(const char* call, bool with_policy, bool without_view = false) {
   int pipefd[2];
   if (pipe2(pipefd, O_CLOEXEC) != 0) return {};
   const pid_t pid = fork();
@@ -39,7 +39,7 @@ ProbeRun RunProbe(const char* call, bool with_policy) {
     setsid();
     if (with_policy) {
       if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) _exit(90);
-      if (InstallWorkerPolicy() != 0) _exit(91);
+      if (InstallWorkerPolicy(without_view) != 0) _exit(91);
     }
     const char* argv[] = {"try_syscall", "call", call, nullptr};
     execv(SKILL_MCP_TEST_PROBE, const_cast<char**>(argv));
@@ -101,6 +101,25 @@ TEST_F(PolicyKernelTest, OrdinaryCallsStayAllowed) {
                          {"clone_plain", "ok"}};
   for (const Row& row : allowed)
     EXPECT_EQ(Outcome(RunProbe(row.call, true), row.call), row.expected) << row.call;
+}
+
+// A run without its own view: the doors its view would close are shut by the filter, and
+// each of the same calls passes the policy of a run with a view (the control: the probe
+// sees the kernel's own answer there, so the EPERM is the filter's).
+TEST_F(PolicyKernelTest, WithoutAViewSocketsIpcAndMetadataAreRefused) {
+  for (const Row& row : probe::kMustDenyWithoutView) {
+    EXPECT_EQ(Outcome(RunProbe(row.call, true, true), row.call), row.expected) << row.call;
+    const std::string with_view = Outcome(RunProbe(row.call, true, false), row.call);
+    EXPECT_NE(with_view, row.expected) << row.call << " is refused with a view too";
+    EXPECT_NE(with_view, "SIGSYS") << row.call;
+  }
+}
+
+TEST_F(PolicyKernelTest, WithoutAViewSocketpairAndNetworkSocketsStayOpen) {
+  for (const Row& row : probe::kMustAllowWithoutView)
+    EXPECT_EQ(Outcome(RunProbe(row.call, true, true), row.call), row.expected) << row.call;
+  for (const Row& row : probe::kMustDeny)
+    EXPECT_EQ(Outcome(RunProbe(row.call, true, true), row.call), row.expected) << row.call;
 }
 
 // The fixed prefix: a foreign ABI kills the process even though no group names it.

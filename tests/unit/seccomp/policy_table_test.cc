@@ -104,6 +104,46 @@ TEST(PolicyTable, CoversEveryRequiredSyscall) {
     EXPECT_TRUE(listed.count(must)) << must << " is not in the policy";
 }
 
+TEST(PolicyTable, NoViewGroupsAreSortedDocumentedResolvableAndNew) {
+  const auto groups = NoViewPolicyGroups();
+  ASSERT_FALSE(groups.empty());
+  std::set<std::string_view> base;
+  for (const SyscallGroup& g : WorkerPolicyGroups())
+    for (const SyscallRule& r : g.rules) base.insert(r.name);
+  std::set<std::string_view> seen;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const SyscallGroup& g = groups[i];
+    EXPECT_GT(g.why.size(), 20u) << g.name << ": say why";
+    EXPECT_EQ(g.action, Action::kErrnoEperm) << g.name << ": callers handle EPERM";
+    if (i > 0) {
+      EXPECT_LT(groups[i - 1].name, g.name) << "groups must stay sorted";
+    }
+    for (size_t j = 0; j < g.rules.size(); ++j) {
+      const SyscallRule& r = g.rules[j];
+      if (j > 0) {
+        EXPECT_LT(g.rules[j - 1].name, r.name) << g.name << " must stay sorted";
+      }
+      EXPECT_TRUE(seen.insert(r.name).second) << r.name << " is in two groups";
+      EXPECT_FALSE(base.count(r.name)) << r.name << " is already in the worker policy";
+      const std::string name(r.name);
+      // A call libseccomp does not know yet must carry its number (from 424 on, one
+      // number on every architecture).
+      if (seccomp_syscall_resolve_name(name.c_str()) < 0) {
+        EXPECT_GE(r.number, 424) << name << " in " << g.name;
+      }
+    }
+  }
+  std::set<std::string_view> listed = seen;
+  for (const char* must : {"socket", "chmod", "fchmod", "fchmodat", "fchmodat2", "chown",
+                           "fchown", "lchown", "fchownat", "utime", "utimes", "utimensat",
+                           "futimesat", "setxattr", "lsetxattr", "fsetxattr", "setxattrat",
+                           "removexattr", "lremovexattr", "fremovexattr", "removexattrat",
+                           "shmget", "shmat", "shmctl", "shmdt", "msgget", "msgsnd", "msgrcv",
+                           "msgctl", "semget", "semop", "semtimedop", "semctl"})
+    EXPECT_TRUE(listed.count(must)) << must << " is not refused without a view";
+  EXPECT_FALSE(listed.count("socketpair")) << "node's own pipes need socketpair";
+}
+
 TEST(PolicyTable, FallbackSyscallsAnswerEnosysAndCrossProcessKills) {
   auto action_of = [](std::string_view name) {
     for (const SyscallGroup& g : WorkerPolicyGroups())
