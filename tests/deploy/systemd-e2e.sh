@@ -132,7 +132,7 @@ else
   rc=1
 fi
 
-# 4. The cell under attack (issue 12): two connections at once, each with its own broker.
+# 4. The cell under attack: two connections at once, each with its own broker.
 #    The first runs a victim holding a granted secret; the second's run tries to read the
 #    victim's /proc/<pid>/environ, to kill it, and to read the operator's environment
 #    file. The controls: root in the container sees the victim running with the secret

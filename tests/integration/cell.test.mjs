@@ -1,4 +1,4 @@
-// The run's cell (issue 12, points 3, 4 and 7; docs/isolation.md "The run's processes"):
+// The run's cell (docs/isolation.md "The run's processes"):
 // each run in its own pid and IPC namespace under SKILL_MCP_NAMESPACES=auto (the
 // default), dying with its broker with or without namespaces, receipts unchanged.
 // Every case runs with the broker as root (uid switch) when the test is root, and as an

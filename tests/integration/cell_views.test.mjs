@@ -1,4 +1,4 @@
-// What a run sees and reaches in the cell (issue 12; docs/isolation.md, "The filesystem
+// What a run sees and reaches in the cell (docs/isolation.md, "The filesystem
 // allowlist" and "Layers and what each stops"), with the real broker, worker and node:
 // - the securebits are locked in a namespaced run (the user namespace resets them);
 // - the node_modules beside and inside a skills root load with the namespaced view and
@@ -266,7 +266,7 @@ for (const [label, asUser] of modes) {
       try {
         const wrote = await runProbe(inTmp, cell, leave, { asUser });
         // /dev/shm is the run's own, where Landlock grants nothing; /var/tmp is an empty
-        // read-only cover in the view (docs/isolation.md, "What a run sees").
+        // read-only cover in the view (docs/isolation.md, "Doors out of the cell").
         assert.deepEqual([wrote.shm, wrote.varTmp], ['EACCES', 'EROFS'], JSON.stringify(wrote));
         assert.equal(existsSync(shm) || existsSync(varTmp), false, 'nothing reached the host');
         const found = await runProbe(inTmp, cell, find, { asUser, skill: 'reader' });

@@ -244,28 +244,31 @@ for (const [label, asUser] of modes) {
       assert.equal(seen.pipe, 'changed');
     });
 
-    test('namespaces on: every place is hidden and the view is read-only', async (t) => {
+    test('namespaces auto and on: every place is hidden and the view is read-only', async (t) => {
       const report = doctor(planted, { SKILL_MCP_NAMESPACES: 'auto' }, asUser);
       if (!/run-namespaces: on/.test(report))
         return t.skip(`the run namespaces are off here: ${/run-namespaces: off\n\s+(.*)/.exec(report)?.[1]}`);
       assert.match(report, /private-view: on/);
       assert.match(report, /unix-sockets-fenced: on/);
       assert.match(report, /metadata-fenced: on/);
-      const before = hostSegments(asUser ? USER_UID : -1);
-      const seen = await runDoors(planted, { SKILL_MCP_NAMESPACES: 'on' }, asUser);
-      for (const name of Object.keys(planted.sockets))
-        assert.equal(seen[`socket:${name}`], 'ENOENT', `${name}: ${JSON.stringify(seen)}`);
-      for (const op of ['chmodOutside', 'utimesOutside', 'xattrOutside', 'chmodBundle',
-                        'utimesBundle', 'xattrBundle'])
-        assert.equal(seen[op], 'EROFS', `${op}: ${JSON.stringify(seen)}`);
-      // The positive controls, in the same run: what is the run's own still works.
-      assert.equal(seen.ownSocket, 'connected', JSON.stringify(seen));
-      assert.equal(seen.pipe, 'changed', JSON.stringify(seen));
-      assert.equal(seen.dataWrite, 'changed', `MCP_DATA_DIR under /tmp: ${JSON.stringify(seen)}`);
-      assert.equal(seen.dataChmod, 'changed', JSON.stringify(seen));
-      // Its System V segment lived in its own IPC namespace, gone with it.
-      assert.match(seen.sysv, /^\d+$/, JSON.stringify(seen));
-      assert.deepEqual(hostSegments(seen.uid).filter((id) => !before.includes(id)), []);
+      for (const mode of ['auto', 'on']) {
+        const before = hostSegments(asUser ? USER_UID : -1);
+        const seen = await runDoors(planted, { SKILL_MCP_NAMESPACES: mode }, asUser);
+        const what = `SKILL_MCP_NAMESPACES=${mode}: ${JSON.stringify(seen)}`;
+        for (const name of Object.keys(planted.sockets))
+          assert.equal(seen[`socket:${name}`], 'ENOENT', `${name}, ${what}`);
+        for (const op of ['chmodOutside', 'utimesOutside', 'xattrOutside', 'chmodBundle',
+                          'utimesBundle', 'xattrBundle'])
+          assert.equal(seen[op], 'EROFS', `${op}, ${what}`);
+        // The positive controls, in the same run: what is the run's own still works.
+        assert.equal(seen.ownSocket, 'connected', what);
+        assert.equal(seen.pipe, 'changed', what);
+        assert.equal(seen.dataWrite, 'changed', `MCP_DATA_DIR under /tmp, ${what}`);
+        assert.equal(seen.dataChmod, 'changed', what);
+        // Its System V segment lived in its own IPC namespace, gone with it.
+        assert.match(seen.sysv, /^\d+$/, what);
+        assert.deepEqual(hostSegments(seen.uid).filter((id) => !before.includes(id)), []);
+      }
     });
 
     test('namespaces off: seccomp refuses unix sockets, metadata changes and System V IPC', async () => {

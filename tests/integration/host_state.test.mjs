@@ -1,4 +1,4 @@
-// The host-wide state directory of a root stdio broker (issue 12; docs/isolation.md,
+// The host-wide state directory of a root stdio broker (docs/isolation.md,
 // "Own identity per run"): started as root with neither SKILL_MCP_STATE_DIR nor the
 // unit's $STATE_DIRECTORY, the broker makes /var/lib/skill-mcp (the unit's
 // StateDirectory=) for its service user before it drops root, and takes every run's own
@@ -37,7 +37,7 @@ before(() => {
     '    - script: scripts/hold.js\n      interpreter: node\n      timeout: 60\n', '\n# Hold\n'));
   writeFileSync(join(dir, 'scripts', 'hold.js'), HOLD_JS);
   // Where a namespaced run's view shows the host's (not /tmp, /var/tmp or /var/lib, which
-  // the tests bind over): docs/isolation.md, "What a run sees". The tests need root.
+  // the tests bind over): docs/isolation.md, "Doors out of the cell". The tests need root.
   markers = mkdtempSync(isRoot ? '/var/cache/skill-mcp-hoststate-markers-'
                                : '/var/tmp/skill-mcp-hoststate-markers-');
   chmodSync(markers, 0o1777);

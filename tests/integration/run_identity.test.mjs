@@ -1,4 +1,4 @@
-// Own identity per run (issue 12, point 1; docs/isolation.md "Own identity per run"):
+// Own identity per run (docs/isolation.md "Own identity per run"):
 // under a root broker every run gets a uid of its own from SKILL_MCP_RUN_UIDS, allocated
 // host-wide through locks in the shared state directory. Two brokers (two connections
 // under the systemd unit) run scripts at once; the first tries to read the second's
@@ -79,7 +79,7 @@ before(() => {
     `name: ids\ndescription: Probes per-run identities.\nmcp-host:\n  version: 1\n  run:\n${run}`, '\n# Ids\n'));
   for (const [name, text] of Object.entries(SCRIPTS)) writeFileSync(join(dir, 'scripts', name), text);
   // Where a namespaced run's view shows the host's: not /tmp, /var/tmp or a home, which it
-  // hides (docs/isolation.md, "What a run sees"). Every run's uid writes here.
+  // hides (docs/isolation.md, "Doors out of the cell"). Every run's uid writes here.
   markers = mkdtempSync(process.getuid() === 0 ? '/var/cache/skill-mcp-uid-markers-'
                                                 : '/var/tmp/skill-mcp-uid-markers-');
   chmodSync(markers, 0o1777);

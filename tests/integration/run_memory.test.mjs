@@ -1,4 +1,4 @@
-// The whole-run memory bound (issue 12, point 5; docs/isolation.md "Whole-run limits"):
+// The whole-run memory bound (docs/isolation.md "Whole-run limits"):
 // the broker sums the memory of every process of a run and kills the run past
 // SKILL_MCP_LIMIT_RUN_MEMORY_MB, with no cgroup. A run forks 6 node children that each
 // touch about 100 MiB: with the limit at 256 MiB it is killed and the receipt says why

@@ -370,8 +370,9 @@ TEST(WorkerFramesOnFd4, AreNothingAReportAnEndOrAReportThenAnEnd) {
   EXPECT_FALSE(DecodeWorkerFrames("x").has_value());
 }
 
-TEST(WorkerSteps, CodesFollowTheOrderOfExecution) {
-  // The worker's sequence (worker/main.cc, worker/cell.cc), and spawn's child before it.
+TEST(WorkerSteps, EveryCodeIsKnownAndTheyAreConsecutive) {
+  // Every step, each code once, consecutive from kWorkerStepFirst; the codes are names, and
+  // the order on each path is worker/main.cc's two lists (docs/run-description.md).
   const WorkerStep order[] = {
       WorkerStep::kSpawn,         WorkerStep::kReadSpec,     WorkerStep::kCheckFds,
       WorkerStep::kSetsid,        WorkerStep::kCloseFds,     WorkerStep::kSetLimits,
@@ -381,7 +382,8 @@ TEST(WorkerSteps, CodesFollowTheOrderOfExecution) {
       WorkerStep::kFork,          WorkerStep::kMountProc,    WorkerStep::kDropAmbient,
       WorkerStep::kDropCaps,      WorkerStep::kVerifyIds,    WorkerStep::kVerifyCaps,
       WorkerStep::kNoNewPrivs,    WorkerStep::kLandlock,     WorkerStep::kParentDeath,
-      WorkerStep::kChdir,         WorkerStep::kSeccomp,      WorkerStep::kExec};
+      WorkerStep::kChdir,         WorkerStep::kSeccomp,      WorkerStep::kExec,
+      WorkerStep::kReadOnlyView};
   int expected = kWorkerStepFirst;
   for (WorkerStep s : order) {
     EXPECT_EQ(static_cast<int>(s), expected);
