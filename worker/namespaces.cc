@@ -67,14 +67,15 @@ const PendingView::Hidden* HiddenBy(const PendingView& view, const std::string& 
 }
 
 // A directory of the host's view by its absolute path: where a cover hides it, beneath the
-// descriptor the cover's directory was opened as before covering, no symlink followed
-// (the broker's paths are real paths: a link met was swapped in since); elsewhere by its
-// path, as visible in the view.
+// descriptor the cover's directory was opened as before covering; elsewhere by its path,
+// as visible in the view. No symlink is followed on any component either way. why: the
+// broker's paths are real paths, so a link met was swapped in since, and a bind made
+// writable (MCP_DATA_DIR) must not land on a directory a swapped link names.
 UniqueFd OpenHostDir(const PendingView& view, const std::string& path) {
   std::string rel;
   if (const PendingView::Hidden* h = HiddenBy(view, path, rel))
     return OpenDirNoSymlinksBeneath(h->fd.get(), rel);
-  return UniqueFd(open(path.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  return OpenDirNoSymlinks(path);
 }
 
 // The node_modules directories the Landlock rule allows (RunSpec::read_dirs), opened in

@@ -7,6 +7,7 @@
 //                              denied ones show the filter's errno or die by SIGSYS.
 //   try_syscall status         /proc/self/status identity fields, rlimits, open fds, cwd
 //   try_syscall env            the environment, one entry a line
+//   try_syscall create PATH... creates each for writing: "PATH ok" or "PATH <errno name>"
 //   try_syscall xattr PATH...  sets user.skillmcp on each: "PATH ok" or "PATH <errno name>"
 //   try_syscall sysv           leaves a System V segment behind: "shm <id>" or "shm <errno>"
 //   try_syscall int80          getpid through the i386 ABI (int 0x80)
@@ -382,6 +383,14 @@ int main(int argc, char** argv) {
   if (mode == "open") {  // each path: "<path> ok" or "<path> <errno name>"
     for (int i = 2; i < argc; ++i) {
       const int fd = open(argv[i], O_RDONLY | O_CLOEXEC);
+      std::printf("%s %s\n", argv[i], fd >= 0 ? "ok" : strerrorname_np(errno));
+      if (fd >= 0) close(fd);
+    }
+    return 0;
+  }
+  if (mode == "create") {  // each path: "<path> ok" or the errno of creating it for writing
+    for (int i = 2; i < argc; ++i) {
+      const int fd = open(argv[i], O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
       std::printf("%s %s\n", argv[i], fd >= 0 ? "ok" : strerrorname_np(errno));
       if (fd >= 0) close(fd);
     }

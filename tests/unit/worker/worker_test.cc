@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -142,6 +142,82 @@ TEST_F(WorkerTest, NamespacedRunSeesItsBoundSkillDirAndHasNoBoundingSet) {
   EXPECT_EQ(kv["Uid"], "65534 65534 65534 65534");
   // The user namespace reset the securebits to the unlocked default: locked again in it.
   EXPECT_EQ(kv["Securebits"], "0xef");
+}
+
+// A directory outside every place a run's view hides (/tmp, /var/tmp, homes, /run ...),
+// removed with its tree; the worker tests run as root.
+class HostDir {
+ public:
+  HostDir() {
+    char tmpl[] = "/var/cache/skill-mcp-worker-test-XXXXXX";
+    if (mkdtemp(tmpl) != nullptr) path_ = tmpl;
+    chmod(path_.c_str(), 0755);
+  }
+  ~HostDir() {
+    std::error_code ignored;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
+  }
+  std::string Sub(const std::string& rel) const { return path_ + "/" + rel; }
+
+ private:
+  std::string path_;
+};
+
+// The view is read-only but for the run's own places: a 0666 file outside cannot be
+// written (EROFS), while the run's /tmp, its scratch directory and MCP_DATA_DIR, here
+// under the hidden /tmp, can (the positive control in the same run).
+TEST_F(WorkerTest, NamespacedViewIsReadOnlyButForTheRunsOwnPlaces) {
+  HostDir host;
+  WriteFile(host.Sub("open"), "anyone may write this\n", 0666);
+  for (const char* d : {"skill", "data", "scratch"}) {
+    ASSERT_EQ(mkdir(dir_.Sub(d).c_str(), 0777), 0);
+    ASSERT_EQ(chmod(dir_.Sub(d).c_str(), 0777), 0);  // past the umask
+  }
+  chmod(dir_.path().c_str(), 0755);
+  RunSpec spec = ProbeSpec({"create", host.Sub("open"), dir_.Sub("data/new"),
+                            dir_.Sub("scratch/new"), "/tmp/new", dir_.Sub("skill/new")});
+  spec.namespaces = true;
+  spec.skill_dir_path = dir_.Sub("skill");
+  spec.data_dir_path = dir_.Sub("data");
+  spec.scratch_dir_path = dir_.Sub("scratch");
+  Launch l = LaunchFor(spec);
+  l.dir_path = dir_.Sub("skill");
+  const LaunchResult r = RunWorker(l);
+  SKIP_WITHOUT_USER_NAMESPACES(r);
+  ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
+  EXPECT_EQ(Lines(r.out), (std::vector<std::string>{
+                              host.Sub("open") + " EROFS", dir_.Sub("data/new") + " ok",
+                              dir_.Sub("scratch/new") + " ok", "/tmp/new ok",
+                              dir_.Sub("skill/new") + " EROFS"}))
+      << r.out;
+  // Control: without namespaces the same file outside is written (no view, no Landlock).
+  RunSpec plain = ProbeSpec({"create", host.Sub("open")});
+  const LaunchResult open = Probe(plain);
+  ASSERT_EQ(open.ExitCode(), 0) << open.Describe();
+  EXPECT_EQ(Lines(open.out), std::vector<std::string>{host.Sub("open") + " ok"}) << open.out;
+}
+
+// MCP_DATA_DIR is bound writable only at the directory its real path names: a path through
+// a symlink (swapped in after the broker resolved it) binds nothing, so the directory the
+// link reaches stays read-only; its real path is bound (control).
+TEST_F(WorkerTest, NamespacedRunBindsNoDataDirReachedThroughALink) {
+  HostDir host;
+  ASSERT_EQ(mkdir(host.Sub("real").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir(host.Sub("real/data").c_str(), 0777), 0);
+  ASSERT_EQ(chmod(host.Sub("real/data").c_str(), 0777), 0);  // past the umask
+  ASSERT_EQ(symlink(host.Sub("real").c_str(), host.Sub("via").c_str()), 0);
+  for (const auto& [data, want] : {std::pair<std::string, std::string>{"via/data", "EROFS"},
+                                   {"real/data", "ok"}}) {
+    RunSpec spec = ProbeSpec({"create", host.Sub(data + "/new")});
+    spec.namespaces = true;
+    spec.skill_dir_path = dir_.path();
+    spec.data_dir_path = host.Sub(data);
+    const LaunchResult r = Probe(spec);
+    SKIP_WITHOUT_USER_NAMESPACES(r);
+    ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
+    EXPECT_EQ(Lines(r.out), std::vector<std::string>{host.Sub(data + "/new") + " " + want})
+        << data << ": " << r.out;
+  }
 }
 
 // Root without a uid switch, namespaced: uid 0 maps onto itself in the run's namespace,
