@@ -2,6 +2,7 @@
 // the broker once at boot; the workers only load the bytes (seccomp/load.cc).
 #include "seccomp/compile.h"
 
+#include <linux/fs.h>
 #include <linux/sched.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
@@ -85,6 +86,25 @@ int AddUnixSocket(scmp_filter_ctx ctx, int nr, uint32_t action) {
                           SCMP_A0_64(SCMP_CMP_MASKED_EQ, 0xffffffffu, uint64_t{AF_UNIX}));
 }
 
+int AddUnixDatagramPair(scmp_filter_ctx ctx, int nr, uint32_t action) {
+  // The type's low four bits (SOCK_TYPE_MASK) name it; the rest are SOCK_NONBLOCK and
+  // SOCK_CLOEXEC, which must not let a datagram pair through.
+  return seccomp_rule_add(ctx, action, nr, 2,
+                          SCMP_A0_64(SCMP_CMP_MASKED_EQ, 0xffffffffu, uint64_t{AF_UNIX}),
+                          SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xfu, uint64_t{SOCK_DGRAM}));
+}
+
+int AddInodeFlagsIoctl(scmp_filter_ctx ctx, int nr, uint32_t action) {
+  // chattr's requests, compared on the low 32 bits as the kernel reads them.
+  for (uint64_t request : {uint64_t{FS_IOC_SETFLAGS}, uint64_t{FS_IOC32_SETFLAGS},
+                           uint64_t{FS_IOC_FSSETXATTR}}) {
+    int rc =
+        seccomp_rule_add(ctx, action, nr, 1, SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xffffffffu, request));
+    if (rc < 0) return rc;
+  }
+  return 0;
+}
+
 int AddRule(scmp_filter_ctx ctx, const SyscallRule& rule, uint32_t action) {
   const std::string name(rule.name);
   int nr = seccomp_syscall_resolve_name(name.c_str());
@@ -101,6 +121,10 @@ int AddRule(scmp_filter_ctx ctx, const SyscallRule& rule, uint32_t action) {
       return AddTerminalIoctl(ctx, nr, action);
     case ArgFilter::kUnixSocketDomain:
       return AddUnixSocket(ctx, nr, action);
+    case ArgFilter::kUnixDatagramPair:
+      return AddUnixDatagramPair(ctx, nr, action);
+    case ArgFilter::kInodeFlagsIoctl:
+      return AddInodeFlagsIoctl(ctx, nr, action);
   }
   return -EINVAL;
 }
@@ -117,7 +141,7 @@ int AddGroups(scmp_filter_ctx ctx, std::span<const SyscallGroup> groups) {
 
 }  // namespace
 
-int CompileWorkerPolicy(std::string* bpf, bool without_view) {
+int CompileWorkerPolicy(std::string* bpf, DoorFence fence) {
   // Fixed suffix: default ALLOW (see policy.h for why a deny-list).
   Ctx ctx(seccomp_init(SCMP_ACT_ALLOW));
   if (!ctx) return -ENOMEM;
@@ -142,8 +166,9 @@ int CompileWorkerPolicy(std::string* bpf, bool without_view) {
   if (rc < 0) return rc;
   rc = AddGroups(ctx.get(), WorkerPolicyGroups());
   if (rc < 0) return rc;
-  if (without_view) {
-    rc = AddGroups(ctx.get(), NoViewPolicyGroups());
+  if (fence != DoorFence::kNone) {
+    rc = AddGroups(ctx.get(), fence == DoorFence::kNoView ? NoViewPolicyGroups()
+                                                          : UnixSocketGroups());
     if (rc < 0) return rc;
   }
   // libseccomp 2.5 exports to a descriptor only: a memfd, read back whole.
@@ -167,9 +192,9 @@ int CompileWorkerPolicy(std::string* bpf, bool without_view) {
   return 0;
 }
 
-int InstallWorkerPolicy(bool without_view) {
+int InstallWorkerPolicy(DoorFence fence) {
   std::string bpf;
-  if (int rc = CompileWorkerPolicy(&bpf, without_view); rc < 0) return rc;
+  if (int rc = CompileWorkerPolicy(&bpf, fence); rc < 0) return rc;
   return LoadCompiledPolicy(bpf);
 }
 

@@ -72,37 +72,67 @@ constexpr SyscallRule kProcessGroup[] = {{"setpgid"}, {"setsid"}};
 constexpr SyscallRule kTerminal[] = {{"ioctl", ArgFilter::kTerminalInjectIoctl}};
 
 constexpr SyscallRule kFileMetadata[] = {
-    {"chmod"},        {"chown"},          {"fchmod"},         {"fchmodat"},    {"fchmodat2"},
-    {"fchown"},       {"fchownat"},       {"fremovexattr"},   {"fsetxattr"},   {"futimesat"},
-    {"lchown"},       {"lremovexattr"},   {"lsetxattr"},      {"removexattr"},
-    {"removexattrat", ArgFilter::kAny, 466},      {"setxattr"},
-    {"setxattrat", ArgFilter::kAny, 463},         {"utime"},
-    {"utimensat"},    {"utimes"},
+    {"chmod"},
+    {"chown"},
+    {"fchmod"},
+    {"fchmodat"},
+    {"fchmodat2"},
+    {"fchown"},
+    {"fchownat"},
+    {"file_setattr", ArgFilter::kAny, 469},
+    {"fremovexattr"},
+    {"fsetxattr"},
+    {"futimesat"},
+    {"ioctl", ArgFilter::kInodeFlagsIoctl},
+    {"lchown"},
+    {"lremovexattr"},
+    {"lsetxattr"},
+    {"removexattr"},
+    {"removexattrat", ArgFilter::kAny, 466},
+    {"setxattr"},
+    {"setxattrat", ArgFilter::kAny, 463},
+    {"utime"},
+    {"utimensat"},
+    {"utimes"},
 };
 
-constexpr SyscallRule kSysvIpc[] = {
-    {"msgctl"}, {"msgget"}, {"msgrcv"}, {"msgsnd"}, {"semctl"},  {"semget"},
-    {"semop"},  {"semtimedop"}, {"shmat"}, {"shmctl"}, {"shmdt"}, {"shmget"},
+constexpr SyscallRule kHostIpc[] = {
+    {"mq_getsetattr"}, {"mq_notify"}, {"mq_open"},  {"mq_timedreceive"}, {"mq_timedsend"},
+    {"mq_unlink"},     {"msgctl"},    {"msgget"},   {"msgrcv"},          {"msgsnd"},
+    {"semctl"},        {"semget"},    {"semop"},    {"semtimedop"},      {"shmat"},
+    {"shmctl"},        {"shmdt"},     {"shmget"},
 };
 
-constexpr SyscallRule kUnixSockets[] = {{"socket", ArgFilter::kUnixSocketDomain}};
-
-constexpr SyscallGroup kNoViewGroups[] = {
-    {"@file-metadata",
-     "without a read-only view nothing else stops a run changing the mode, owner, times or "
-     "extended attributes of any file its uid owns or may write (Landlock has no right for "
-     "them); EPERM everywhere, its own files included, as for a file of another owner",
-     Action::kErrnoEperm, kFileMetadata},
-    {"@sysv-ipc",
-     "without an IPC namespace, System V shared memory, queues and semaphores are the "
-     "host's: a run could read others' or leave its own behind; EPERM, callers handle it",
-     Action::kErrnoEperm, kSysvIpc},
-    {"@unix-sockets",
-     "without a view hiding them, a run could connect to any pathname socket its uid may "
-     "reach (the session bus, agents, daemons); socket(AF_UNIX) is EPERM, while socketpair, "
-     "which node uses for its own pipes, stays allowed",
-     Action::kErrnoEperm, kUnixSockets},
+constexpr SyscallRule kUnixSockets[] = {
+    {"socket", ArgFilter::kUnixSocketDomain},
+    {"socketpair", ArgFilter::kUnixDatagramPair},
 };
+
+constexpr SyscallGroup kFileMetadataGroup = {
+    "@file-metadata",
+    "without a read-only view nothing else stops a run changing the mode, owner, times, "
+    "inode flags or extended attributes of any file its uid owns or may write (Landlock "
+    "has no right for them); EPERM everywhere, its own files included, as for a file of "
+    "another owner",
+    Action::kErrnoEperm, kFileMetadata};
+
+constexpr SyscallGroup kHostIpcGroup = {
+    "@host-ipc",
+    "without an IPC namespace, System V shared memory, queues and semaphores and POSIX "
+    "message queues are the host's: a run could reach others' or leave its own behind; "
+    "EPERM, callers handle it",
+    Action::kErrnoEperm, kHostIpc};
+
+constexpr SyscallGroup kUnixSocketsGroup = {
+    "@unix-sockets",
+    "a run that could connect to any pathname or abstract socket its uid may reach (the "
+    "session bus, agents, daemons, X11) makes none: socket(AF_UNIX) and a datagram "
+    "socketpair, whose end can send to any path, are EPERM; a stream socketpair, node's own "
+    "pipes, stays allowed",
+    Action::kErrnoEperm, kUnixSockets};
+
+constexpr SyscallGroup kUnixGroups[] = {kUnixSocketsGroup};
+constexpr SyscallGroup kNoViewGroups[] = {kFileMetadataGroup, kHostIpcGroup, kUnixSocketsGroup};
 
 constexpr SyscallGroup kGroups[] = {
     {"@clock",
@@ -173,6 +203,8 @@ constexpr SyscallGroup kGroups[] = {
 }  // namespace
 
 std::span<const SyscallGroup> WorkerPolicyGroups() { return kGroups; }
+
+std::span<const SyscallGroup> UnixSocketGroups() { return kUnixGroups; }
 
 std::span<const SyscallGroup> NoViewPolicyGroups() { return kNoViewGroups; }
 

@@ -37,7 +37,10 @@ enum class ArgFilter : uint8_t {
   kCloneNamespaceFlags,  // clone(flags, ...) with any CLONE_NEW* bit
   kPersonalityChange,    // personality(p) for anything but PER_LINUX or the 0xffffffff query
   kTerminalInjectIoctl,  // ioctl(fd, TIOCSTI or TIOCLINUX, ...)
-  kUnixSocketDomain,     // socket(AF_UNIX, ...): socketpair stays allowed
+  kUnixSocketDomain,     // socket(AF_UNIX, ...)
+  kUnixDatagramPair,     // socketpair(AF_UNIX, SOCK_DGRAM, ...): a datagram end can sendto
+                         // any path; stream and seqpacket pairs cannot be readdressed
+  kInodeFlagsIoctl,      // ioctl(fd, FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS or FS_IOC_FSSETXATTR)
 };
 
 struct SyscallRule {
@@ -59,10 +62,26 @@ struct SyscallGroup {
 // duplicates and resolvable on the native architecture.
 std::span<const SyscallGroup> WorkerPolicyGroups();
 
-// The groups added for a run without its own view (namespaces off or refused by the
-// kernel), where nothing hides the user's sockets, System V IPC or files outside: the
-// doors a view closes, shut by the filter instead (docs/isolation.md). Sorted likewise.
+// The groups added for a run whose view does not close the doors out of the cell
+// (docs/isolation.md, "Doors out of the cell"), sorted likewise: UnixSocketGroups where
+// the run can reach sockets it did not make (no view, or abstract sockets unscoped), and
+// NoViewPolicyGroups (those and the metadata and IPC groups) where it has no closed view.
+std::span<const SyscallGroup> UnixSocketGroups();
 std::span<const SyscallGroup> NoViewPolicyGroups();
+
+// Which of those a run gets (seccomp/compile.h): none, the unix socket groups, or all.
+enum class DoorFence : uint8_t { kNone, kUnixSockets, kNoView };
+
+// The fence a run needs, from what its view closes (docs/isolation.md, "Doors out of the
+// cell"). A namespaced view closes the pathname doors only where the host's processes are
+// out of reach too: with the host's /proc in the view, /proc/<pid>/root of another process
+// of the run's uid leads around every cover, unless Landlock (any ABI) refuses that access.
+// Abstract sockets live in the network namespace, which runs share with the host: only
+// Landlock ABI 6 scopes them.
+inline DoorFence DoorFenceFor(bool namespaces, bool fresh_proc, uint32_t landlock_abi) {
+  if (!namespaces || (!fresh_proc && landlock_abi == 0)) return DoorFence::kNoView;
+  return landlock_abi >= 6 ? DoorFence::kNone : DoorFence::kUnixSockets;
+}
 
 // The errno a denied call sees, or 0 for kKillProcess.
 int ActionErrno(Action action);

@@ -251,8 +251,11 @@ void TakeCellSteps(Cell& cell) {
   if (cell.spec.ids_ahead) SwitchIdentity(cell.spec.uid, cell.spec.gid);
   // kUserNamespace..kPidNamespace, where the cell asks for the view ahead: its first half;
   // the second binds what the description names (FinishRunView).
+  // Node's prefix is named by the cell where the Landlock rules are made ahead, else by a
+  // whole description (a pipe); a cell that names neither has no Landlock rule to need it.
   if (cell.spec.view_ahead)
-    EnterNamespaces(cell.spec.hidden_roots, cell.spec.node_dir_path, cell.view);
+    EnterNamespaces(cell.spec.hidden_roots,
+                    cell.whole ? cell.whole->node_dir_path : cell.spec.node_dir_path, cell.view);
   // kLandlock, where the cell asks for the rules ahead: the ruleset with the rules no run
   // changes, each path opened now as the run's user and in the run's view (the cell asks
   // only once both are settled); the run adds its own to it (worker/landlock.h).

@@ -153,6 +153,18 @@ std::vector<std::string> ResolveKeptFiles() {
   return out;
 }
 
+// Whether `path` is a cover's path or lies above one (a bind there would show what the
+// cover hides).
+bool HoldsACover(const PendingView& view, const std::string& path) {
+  for (const PendingView::Hidden& h : view.hidden)
+    if (IsSameOrBeneath(h.path, path)) return true;
+  // A place beneath an earlier cover got no cover of its own (HOME under /home), yet a
+  // bind of it would show it again.
+  for (const std::string& place : view.hidden_roots)
+    if (IsSameOrBeneath(place, path)) return true;
+  return false;
+}
+
 // Binds the one regular file at `path`, which a cover of `view` hides, back at its path.
 // why the file and never its directory: /run/systemd/resolve also holds resolved's
 // socket, and a kept directory would be a door to it. Opened beneath the cover's
@@ -196,13 +208,18 @@ int KeepNodeDir(const std::string& node_dir, const PendingView& view) {
   std::string rel;
   const PendingView::Hidden* h = node_dir.empty() ? nullptr : HiddenBy(view, node_dir, rel);
   if (h == nullptr) return 0;
+  // why never a prefix that is or holds a hidden place (node at ~/bin/node has the home as
+  // its prefix): the bind would bring the place back whole, agents' sockets included. Such
+  // a node still runs (it is exec'd by descriptor), without its prefix in the view.
+  if (HoldsACover(view, node_dir)) return 0;
   // why: node may be installed under a hidden home (a per-user install); its prefix is
-  // bound back alone, as the Landlock rule grants it (read and execute).
+  // bound back alone, as the Landlock rule grants it (read and execute), and without the
+  // mounts beneath it.
   UniqueFd dir = OpenDirNoSymlinksBeneath(h->fd.get(), rel);
   if (!dir.valid()) return errno;
   if (int e = MakeParents(node_dir); e != 0) return e;
   const std::string from = "/proc/self/fd/" + std::to_string(dir.get());
-  if (mount(from.c_str(), node_dir.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) return errno;
+  if (mount(from.c_str(), node_dir.c_str(), nullptr, MS_BIND, nullptr) != 0) return errno;
   return 0;
 }
 
@@ -302,6 +319,7 @@ StepResult BeginRunView(const std::vector<std::string>& hidden_roots, const std:
                         PendingView& view) {
   if (StepResult r = EnterUserNamespace()) return r;
   view.kept_files = ResolveKeptFiles();
+  view.hidden_roots = hidden_roots;
   // why / stays a slave of the host's until FinishRunView: a worker may wait long for its
   // run; where the host's mounts are shared, an unmount of a filesystem the view neither
   // covers nor opened reaches its copy meanwhile, so the waiting worker does not keep it
@@ -389,7 +407,9 @@ StepResult FinishRunView(const RunSpec& spec, PendingView& view) {
   }
   // MCP_DATA_DIR bound onto its own path, a mount of its own that stays writable
   // (MakeViewReadOnly), also where a hidden place (/tmp, a home) holds it.
-  if (!spec.data_dir_path.empty()) {
+  // why never one that is or holds a hidden place (MCP_DATA_DIR=$HOME): the bind would
+  // bring the place back whole and writable; the run then has no data directory.
+  if (!spec.data_dir_path.empty() && !HoldsACover(view, spec.data_dir_path)) {
     UniqueFd data = OpenHostDir(view, spec.data_dir_path);
     if (data.valid()) {
       if (int e = MakeParents(spec.data_dir_path); e != 0) return MountFailed(e);

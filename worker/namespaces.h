@@ -56,6 +56,7 @@ struct PendingView {
   // The real paths of the /etc files a run reads that lead elsewhere (resolv.conf into
   // /run, ...), resolved before any cover hid them; bound back by FinishRunView.
   std::vector<std::string> kept_files;
+  std::vector<std::string> hidden_roots;  // every root and place asked for, covered or not
 };
 
 // The view in two halves, so that a worker started ahead builds what does not depend on

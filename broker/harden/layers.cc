@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "seccomp/policy.h"
 #include "shared/small_file.h"
 
 namespace skillmcp {
@@ -197,50 +198,66 @@ std::vector<Layer> ComputeLayers(const IsolationFacts& f) {
                      "a kernel with Landlock enabled (5.13 or later, landlock in the lsm= boot "
                      "parameter), and SKILL_MCP_LANDLOCK unset or auto"));
 
-  // The doors out of the cell that Landlock cannot shut (pathname sockets, metadata, System
-  // V IPC): the run's view closes them where runs have namespaces, the seccomp filter's
-  // no-view groups where they have not (seccomp/policy.h); with neither they stay open,
-  // and the boot line says so.
-  const bool fence_on = seccomp_on && !ns_on;
+  // The doors out of the cell that Landlock cannot shut (pathname and abstract sockets,
+  // metadata, host IPC): the run's view closes them where it is a closed view, the seccomp
+  // filter's no-view groups where it is not (seccomp DoorFenceFor, the same decision the
+  // run's description takes); with neither they stay open, and the boot line says so.
+  const seccomp::DoorFence fence =
+      seccomp::DoorFenceFor(ns_on, ns_on && w.fresh_proc, w.landlock_abi);
+  const bool view_closed = ns_on && fence != seccomp::DoorFence::kNoView;
+  const bool fence_all = seccomp_on && fence == seccomp::DoorFence::kNoView;
+  const bool fence_unix = seccomp_on && fence != seccomp::DoorFence::kNone;
   std::string places;
   for (const std::string& p : w.private_places) places += (places.empty() ? "" : ", ") + p;
   out.push_back(Make(
-      "private-view", ns_on, false,
-      ns_on ? "each run's view hides " + (places.empty() ? std::string("no private place") : places) +
-                  " behind empty read-only covers (only its own skill, scratch and data "
-                  "directories, node's prefix and the resolver's files are bound back) and is "
-                  "read-only but for its own /tmp, /dev/shm, scratch directory and MCP_DATA_DIR"
-            : "no mount namespace for runs (see run-namespaces): a run sees every place its "
-              "uid may read, homes and /run included",
+      "private-view", view_closed, false,
+      view_closed
+          ? "each run's view hides " + (places.empty() ? std::string("no private place") : places) +
+                " behind empty read-only covers (only its own skill, scratch and data "
+                "directories, node's prefix and the resolver's files are bound back) and is "
+                "read-only but for its own /tmp, /dev/shm, scratch directory and MCP_DATA_DIR"
+      : ns_on ? "the runs' /proc is the host's and Landlock is off, so /proc/<pid>/root of "
+                "another process of the run's uid leads around the view; the seccomp filter "
+                "closes its doors instead (see unix-sockets-fenced)"
+              : "no mount namespace for runs (see run-namespaces): a run sees every place its "
+                "uid may read, homes and /run included",
       "set SKILL_MCP_NAMESPACES=auto (the default) or on where unprivileged user namespaces "
-      "are allowed"));
+      "are allowed, with a fresh /proc or Landlock"));
   const std::string no_fence =
-      !seccomp_on ? "the seccomp filter is off" : "the seccomp filter is off for these runs";
+      !seccomp_on ? "the seccomp filter is off" : "the seccomp filter does not fence them here";
   out.push_back(Make(
-      "unix-sockets-fenced", ns_on || fence_on, false,
-      ns_on ? "a run connects only to sockets it made itself: its view hides every other "
-              "(private-view), abstract ones are scoped by Landlock ABI 6 where the kernel has it"
-      : fence_on
-          ? "runs without namespaces cannot create unix sockets (seccomp refuses "
-            "socket(AF_UNIX) with EPERM; socketpair, node's own pipes, still works)"
+      "unix-sockets-fenced", fence == seccomp::DoorFence::kNone ? view_closed : fence_unix, false,
+      fence == seccomp::DoorFence::kNone && view_closed
+          ? "a run connects only to sockets it made itself: its view hides every other "
+            "(private-view) and Landlock ABI 6 scopes abstract ones to the run"
+      : fence_unix
+          ? "runs cannot create unix sockets (seccomp refuses socket(AF_UNIX) and datagram "
+            "socketpairs with EPERM; a stream socketpair, node's own pipes, still works): " +
+                std::string(fence == seccomp::DoorFence::kNoView
+                                ? "no closed view hides the user's sockets"
+                                : "Landlock does not scope abstract sockets here (ABI 6 needed)")
           : "warning: runs can reach the user's sockets (session bus, agents, daemons): no view "
-            "hides them and " + no_fence,
-      "turn namespaces or the seccomp filter on (SKILL_MCP_NAMESPACES, SKILL_MCP_SECCOMP)"));
+            "hides them all and " + no_fence,
+      "turn namespaces and Landlock on, or the seccomp filter (SKILL_MCP_NAMESPACES, "
+      "SKILL_MCP_LANDLOCK, SKILL_MCP_SECCOMP)"));
   out.push_back(Make(
-      "metadata-fenced", ns_on || fence_on, false,
-      ns_on ? "chmod, chown, utimes, xattrs, mknod and rename fail with EROFS outside the run's "
-              "own /tmp, /dev/shm, scratch directory and MCP_DATA_DIR (private-view)"
-      : fence_on
-          ? "runs without namespaces cannot change any file's mode, owner, times or extended "
+      "metadata-fenced", view_closed || fence_all, false,
+      view_closed
+          ? "chmod, chown, utimes, xattrs, mknod and rename fail with EROFS outside the run's "
+            "own /tmp, /dev/shm, scratch directory and MCP_DATA_DIR (private-view)"
+      : fence_all
+          ? "runs cannot change any file's mode, owner, times, inode flags or extended "
             "attributes (seccomp refuses them with EPERM, their own files included)"
           : "runs can change the mode, times and extended attributes of files their uid may "
             "write: no view is read-only and " + no_fence,
       "turn namespaces or the seccomp filter on (SKILL_MCP_NAMESPACES, SKILL_MCP_SECCOMP)"));
   out.push_back(Make(
-      "sysv-ipc-fenced", ns_on || fence_on, false,
-      ns_on ? "each run's System V IPC lives in its own IPC namespace and dies with it"
-      : fence_on ? "runs without namespaces cannot use System V IPC (seccomp refuses it with EPERM)"
-                 : "runs share the host's System V IPC: " + no_fence,
+      "host-ipc-fenced", ns_on || fence_all, false,
+      ns_on ? "each run's System V IPC and POSIX message queues live in its own IPC "
+              "namespace and die with it"
+      : fence_all ? "runs without namespaces cannot use System V IPC or POSIX message queues "
+                    "(seccomp refuses them with EPERM)"
+                  : "runs share the host's System V IPC and POSIX message queues: " + no_fence,
       "turn namespaces or the seccomp filter on (SKILL_MCP_NAMESPACES, SKILL_MCP_SECCOMP)"));
 
   const bool net_on = w.network_off && w.landlock_abi >= 4;

@@ -200,7 +200,10 @@ void CompileSeccompPolicy(LaunchConfig& c) {
   c.seccomp_pending = false;
   // why: fail closed; with seccomp configured on, no run starts without the filter.
   int rc = seccomp::CompileWorkerPolicy(&c.seccomp_bpf);
-  if (rc == 0) rc = seccomp::CompileWorkerPolicy(&c.seccomp_bpf_without_view, true);
+  if (rc == 0)
+    rc = seccomp::CompileWorkerPolicy(&c.seccomp_bpf_unix_fence, seccomp::DoorFence::kUnixSockets);
+  if (rc == 0)
+    rc = seccomp::CompileWorkerPolicy(&c.seccomp_bpf_without_view, seccomp::DoorFence::kNoView);
   if (rc < 0)
     c.refusal += std::string(c.refusal.empty() ? "" : "; ") +
                  "the seccomp policy cannot be compiled (" + std::strerror(-rc) +

@@ -44,8 +44,9 @@ struct LaunchConfig {
   RunLimits limits;
   bool seccomp = true;
   std::string seccomp_bpf;  // compiled once (CompileSeccompPolicy), handed to every worker
-  // The same with the groups that shut a run's doors where it has no view of its own
-  // (seccomp NoViewPolicyGroups): handed to runs without namespaces.
+  // The same with the groups that shut the doors a run's view leaves open (seccomp
+  // DoorFenceFor): the unix socket groups, or every no-view group.
+  std::string seccomp_bpf_unix_fence;
   std::string seccomp_bpf_without_view;
   // Serve compiles the policy after its first answer (libseccomp's compilation is about
   // 0.35 ms of the start): until then no run starts (RunSupervisor refuses).

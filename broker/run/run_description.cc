@@ -6,6 +6,7 @@
 
 #include "broker/run/data_dir.h"
 #include "broker/run/module_dirs.h"
+#include "seccomp/policy.h"
 #include "shared/worker_protocol.h"
 
 namespace skillmcp {
@@ -30,9 +31,20 @@ RunSpec BuildSpec(const PreparedRun& run, const LaunchConfig& config, const EnvS
   spec.gid = config.gid;
   spec.limits = config.limits;
   spec.seccomp = config.seccomp;
-  // why the larger filter without namespaces: no view hides the user's sockets, System V
-  // IPC or files outside from such a run (seccomp NoViewPolicyGroups).
-  spec.seccomp_bpf = config.namespaces ? config.seccomp_bpf : config.seccomp_bpf_without_view;
+  // why a larger filter where the view leaves a door open: no view (or one the host's
+  // /proc leads around) hides the user's sockets, IPC and files outside, and only Landlock
+  // ABI 6 scopes abstract sockets (seccomp DoorFenceFor).
+  switch (seccomp::DoorFenceFor(config.namespaces, config.fresh_proc, config.landlock_abi)) {
+    case seccomp::DoorFence::kNone:
+      spec.seccomp_bpf = config.seccomp_bpf;
+      break;
+    case seccomp::DoorFence::kUnixSockets:
+      spec.seccomp_bpf = config.seccomp_bpf_unix_fence;
+      break;
+    case seccomp::DoorFence::kNoView:
+      spec.seccomp_bpf = config.seccomp_bpf_without_view;
+      break;
+  }
   // why only its own root's: another root's node_modules is no business of this run.
   std::vector<ModuleDir> module_dirs;
   if (config.namespaces || config.landlock_abi > 0)

@@ -7,15 +7,17 @@
 // - namespaces on: the view hides every place and is read-only (ENOENT, EROFS);
 // - namespaces off (as where the kernel refuses them): seccomp's no-view groups refuse
 //   socket(AF_UNIX), the metadata calls and System V IPC (EPERM);
-// - the control, namespaces and seccomp off: every door opens, so the observations above
-//   are the fences', never a broken channel.
+// - namespaces on, Landlock off: the view hides the places, the seccomp fence refuses unix
+//   sockets (abstract ones are not scoped without Landlock ABI 6);
+// - the control, namespaces, seccomp and Landlock off: every door opens, so the
+//   observations above are the fences', never a broken channel.
 // Each mode also has its positive control in the same run: a socket the run made in its
 // own scratch directory connects (with a view), node's own pipes work (socketpair), and
 // MCP_DATA_DIR under /tmp is written (and its file's mode changed, with a view).
 // With the broker as root (runs under their own uid) and as uid 65534 (setpriv), the
 // ordinary user whose own files and sockets are the ones at stake.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readFileSync, realpathSync,
          rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -69,6 +71,8 @@ const attempt = (fn) => { try { fn(); return 'changed'; } catch (e) { return e.c
       : op === 'chmod' ? attempt(() => fs.chmodSync(arg, 0o640))
       : op === 'utimes' ? attempt(() => fs.utimesSync(arg, 1000, 1000))
       : op === 'write' ? attempt(() => fs.writeFileSync(arg, 'by a run'))
+      : op === 'abstract' ? await connectTo('\\0' + arg)
+      : op === 'dgram' ? runProbe(['dgram', arg])
       : op === 'xattr' ? runProbe(['xattr', arg])
       : op === 'sysv' ? runProbe(['sysv'])
       : 'bad op';
@@ -88,6 +92,25 @@ async function listen(path, mode, uid) {
   });
   chmodSync(path, mode);
   if (uid !== undefined) chownSync(path, uid, uid);
+  return server;
+}
+
+// A datagram socket at `path` (0777), received by the probe; `got()` is what reached it.
+async function listenDatagrams(path) {
+  const child = spawn(PROBE, ['dgram-listen', path], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (d) => { out += d; });
+  for (let i = 0; i < 100 && !out.startsWith('ready'); i++) await new Promise((r) => setTimeout(r, 20));
+  assert.ok(out.startsWith('ready'), `the datagram listener did not start: ${out}`);
+  return { child, got: () => out.split('\n').slice(1).filter(Boolean) };
+}
+
+async function listenAbstract(name) {
+  const server = createServer((s) => s.destroy());
+  await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen('\0' + name, resolve);
+  });
   return server;
 }
 
@@ -138,6 +161,12 @@ async function plant(owner) {
   };
   for (const path of Object.values(sockets)) servers.push(await listen(path, 0o777, owner));
   made.push(sockets.varTmp);
+  // A datagram socket under /run (a socketpair's end can send to any path) and an abstract
+  // one (no path at all: only Landlock's scope or the seccomp fence keeps a run off it).
+  const dgram = join(runDir, 'dgram.sock');
+  const dgramListener = await listenDatagrams(dgram);
+  const abstractName = `${tag}-abstract`;
+  servers.push(await listenAbstract(abstractName));
   const env = { SKILLS_DIR: root, HOME: home, MCP_DATA_DIR: data };
   if (owner !== undefined) {
     // The desktop's session bus: the user's own 0700 runtime directory, a 0600 socket.
@@ -161,10 +190,13 @@ async function plant(owner) {
                 utimesBundle: ['utimes', join(skill, 'bundle.txt')],
                 xattrBundle: ['xattr', join(skill, 'bundle.txt')], sysv: ['sysv'] };
   for (const [name, path] of Object.entries(sockets)) ops[`socket:${name}`] = ['connect', path];
+  ops.dgram = ['dgram', dgram];
+  ops.abstract = ['abstract', abstractName];
   return {
-    env, ops, sockets,
+    env, ops, sockets, dgramListener,
     cleanup() {
       for (const s of servers) s.close();
+      dgramListener.child.kill();
       for (const p of made.reverse()) rmSync(p, { recursive: true, force: true });
     },
   };
@@ -225,8 +257,9 @@ for (const [label, asUser] of modes) {
     before(async () => { planted = await plant(asUser ? USER_UID : undefined); });
     after(() => planted?.cleanup());
 
-    test('the control: with namespaces and seccomp off every door opens', async () => {
-      const seen = await runDoors(planted, { SKILL_MCP_NAMESPACES: 'off', SKILL_MCP_SECCOMP: 'off' }, asUser);
+    test('the control: with namespaces, seccomp and Landlock off every door opens', async () => {
+      const seen = await runDoors(planted, { SKILL_MCP_NAMESPACES: 'off', SKILL_MCP_SECCOMP: 'off',
+                                             SKILL_MCP_LANDLOCK: 'off' }, asUser);
       for (const name of Object.keys(planted.sockets))
         assert.equal(seen[`socket:${name}`], 'connected', `${name}: ${JSON.stringify(seen)}`);
       assert.equal(seen.xattrOutside, 'ok', JSON.stringify(seen));
@@ -242,6 +275,9 @@ for (const [label, asUser] of modes) {
       spawnSync('ipcrm', ['-m', seen.sysv]);
       assert.equal(seen.ownSocket, 'connected');
       assert.equal(seen.pipe, 'changed');
+      assert.equal(seen.dgram, 'sent', JSON.stringify(seen));
+      assert.ok(planted.dgramListener.got().includes('from a run'), 'the datagram reached its socket');
+      assert.equal(seen.abstract, 'connected', JSON.stringify(seen));
     });
 
     test('namespaces auto and on: every place is hidden and the view is read-only', async (t) => {
@@ -257,6 +293,10 @@ for (const [label, asUser] of modes) {
         const what = `SKILL_MCP_NAMESPACES=${mode}: ${JSON.stringify(seen)}`;
         for (const name of Object.keys(planted.sockets))
           assert.equal(seen[`socket:${name}`], 'ENOENT', `${name}, ${what}`);
+        assert.equal(seen.dgram, 'ENOENT', what);
+        // Landlock ABI 6 scopes abstract sockets to the run (EPERM), or the fence refuses
+        // the socket itself where the ABI is older.
+        assert.equal(seen.abstract, 'EPERM', what);
         for (const op of ['chmodOutside', 'utimesOutside', 'xattrOutside', 'chmodBundle',
                           'utimesBundle', 'xattrBundle'])
           assert.equal(seen[op], 'EROFS', `${op}, ${what}`);
@@ -271,16 +311,37 @@ for (const [label, asUser] of modes) {
       }
     });
 
+    test('namespaces on, Landlock off: the view hides the places, seccomp refuses unix sockets', async (t) => {
+      const report = doctor(planted, { SKILL_MCP_NAMESPACES: 'on', SKILL_MCP_LANDLOCK: 'off' }, asUser);
+      if (!/run-namespaces: on/.test(report)) return t.skip('the run namespaces are off here');
+      if (!/fresh-proc: on/.test(report)) return t.skip('no fresh /proc here: the no-view fence applies (next test)');
+      assert.match(report, /private-view: on/);
+      assert.match(report, /unix-sockets-fenced: on\n\s+runs cannot create unix sockets.*abstract/);
+      const seen = await runDoors(planted, { SKILL_MCP_NAMESPACES: 'on', SKILL_MCP_LANDLOCK: 'off' }, asUser);
+      const what = JSON.stringify(seen);
+      for (const name of Object.keys(planted.sockets))
+        assert.equal(seen[`socket:${name}`], 'EPERM', `${name}: ${what}`);
+      for (const op of ['abstract', 'dgram', 'ownSocket']) assert.equal(seen[op], 'EPERM', `${op}: ${what}`);
+      for (const op of ['chmodOutside', 'xattrOutside', 'chmodBundle'])
+        assert.equal(seen[op], 'EROFS', `${op}: ${what}`);
+      // The positive controls: node's pipes, and metadata in the run's own places (only the
+      // unix sockets are fenced here; the view closes the rest).
+      assert.equal(seen.pipe, 'changed', what);
+      assert.equal(seen.dataChmod, 'changed', what);
+    });
+
     test('namespaces off: seccomp refuses unix sockets, metadata changes and System V IPC', async () => {
       const report = doctor(planted, { SKILL_MCP_NAMESPACES: 'off' }, asUser);
       assert.match(report, /private-view: off/);
-      assert.match(report, /unix-sockets-fenced: on\n\s+runs without namespaces/);
+      assert.match(report, /unix-sockets-fenced: on\n\s+runs cannot create unix sockets/);
       assert.match(report, /metadata-fenced: on/);
-      assert.match(report, /sysv-ipc-fenced: on/);
+      assert.match(report, /host-ipc-fenced: on/);
       const seen = await runDoors(planted, { SKILL_MCP_NAMESPACES: 'off' }, asUser);
       for (const name of Object.keys(planted.sockets))
         assert.equal(seen[`socket:${name}`], 'EPERM', `${name}: ${JSON.stringify(seen)}`);
       assert.equal(seen.ownSocket, 'EPERM', 'no unix socket at all without a view');
+      assert.equal(seen.dgram, 'EPERM', JSON.stringify(seen));
+      assert.equal(seen.abstract, 'EPERM', JSON.stringify(seen));
       for (const op of ['chmodOutside', 'utimesOutside', 'xattrOutside', 'chmodBundle',
                         'utimesBundle', 'xattrBundle', 'dataChmod'])
         assert.equal(seen[op], 'EPERM', `${op}: ${JSON.stringify(seen)}`);
@@ -294,7 +355,7 @@ for (const [label, asUser] of modes) {
       const report = doctor(planted, { SKILL_MCP_NAMESPACES: 'off', SKILL_MCP_SECCOMP: 'off' }, asUser);
       assert.match(report, /unix-sockets-fenced: off\n\s+warning: runs can reach the user's sockets/);
       assert.match(report, /metadata-fenced: off/);
-      assert.match(report, /sysv-ipc-fenced: off/);
+      assert.match(report, /host-ipc-fenced: off/);
     });
   });
 }

@@ -97,10 +97,29 @@ inline constexpr SyscallRow kMustDenyWithoutView[] = {
     {"semtimedop", "EPERM"},     {"shmat", "EPERM"},        {"shmctl", "EPERM"},
     {"shmdt", "EPERM"},          {"shmget", "EPERM"},       {"socket_unix", "EPERM"},
     {"socket_unix_high", "EPERM"},
+    {"socketpair_unix_dgram", "EPERM"},
+    {"socketpair_unix_dgram_cloexec", "EPERM"},
+    {"ioctl_setflags", "EPERM"},
+    {"ioctl_setflags32", "EPERM"},
+    {"ioctl_fssetxattr", "EPERM"},
+    {"file_setattr", "EPERM"},
+    {"mq_getsetattr", "EPERM"},
+    {"mq_notify", "EPERM"},
+    {"mq_open", "EPERM"},
+    {"mq_timedreceive", "EPERM"},
+    {"mq_timedsend", "EPERM"},
+    {"mq_unlink", "EPERM"},
 };
+
+// The unix socket group alone (a closed view without Landlock ABI 6): these are refused,
+// while the metadata and IPC rows of kMustDenyWithoutView pass.
+inline constexpr const char* kUnixSocketCalls[] = {
+    "socket_unix", "socket_unix_high", "socketpair_unix_dgram", "socketpair_unix_dgram_cloexec"};
 
 inline constexpr SyscallRow kMustAllowWithoutView[] = {
     {"socketpair_unix", "ok"},
+    {"socketpair_unix_seqpacket", "ok"},
+    {"ioctl_tiocgwinsz", "EBADF"},
     {"socket_inet", "ok"},
     {"getpid", "ok"},
 };

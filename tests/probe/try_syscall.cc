@@ -7,6 +7,8 @@
 //                              denied ones show the filter's errno or die by SIGSYS.
 //   try_syscall status         /proc/self/status identity fields, rlimits, open fds, cwd
 //   try_syscall env            the environment, one entry a line
+//   try_syscall dgram PATH     one datagram from a socketpair end to PATH: "dgram sent|<errno>"
+//   try_syscall dgram-listen PATH  a datagram socket at PATH (0777): "ready", then each message
 //   try_syscall create PATH... creates each for writing: "PATH ok" or "PATH <errno name>"
 //   try_syscall xattr PATH...  sets user.skillmcp on each: "PATH ok" or "PATH <errno name>"
 //   try_syscall sysv           leaves a System V segment behind: "shm <id>" or "shm <errno>"
@@ -20,6 +22,7 @@
 //   try_syscall setuid0        setresuid(0,0,0) and setresgid(0,0,0), prints the errnos
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
@@ -28,6 +31,8 @@
 #include <sys/resource.h>
 #include <sys/shm.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
@@ -178,6 +183,28 @@ const Call kCalls[] = {
     {"socket_unix", [] { return S(SYS_socket, AF_UNIX, SOCK_STREAM, 0); }},
     {"socket_unix_high", [] { return S(SYS_socket, (1L << 32) | AF_UNIX, SOCK_STREAM, 0); }},
     {"socket_inet", [] { return S(SYS_socket, AF_INET, SOCK_STREAM, 0); }},
+    {"socketpair_unix_dgram", [] {
+       int sv[2];
+       return S(SYS_socketpair, AF_UNIX, SOCK_DGRAM, 0, reinterpret_cast<long>(sv));
+     }},
+    {"socketpair_unix_dgram_cloexec", [] {
+       int sv[2];
+       return S(SYS_socketpair, AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, reinterpret_cast<long>(sv));
+     }},
+    {"socketpair_unix_seqpacket", [] {
+       int sv[2];
+       return S(SYS_socketpair, AF_UNIX, SOCK_SEQPACKET, 0, reinterpret_cast<long>(sv));
+     }},
+    {"ioctl_setflags", [] { return S(SYS_ioctl, -1, FS_IOC_SETFLAGS, 0); }},
+    {"ioctl_setflags32", [] { return S(SYS_ioctl, -1, FS_IOC32_SETFLAGS, 0); }},
+    {"ioctl_fssetxattr", [] { return S(SYS_ioctl, -1, FS_IOC_FSSETXATTR, 0); }},
+    {"file_setattr", [] { return S(469, -1, B(), B(), 0, 0); }},
+    {"mq_getsetattr", [] { return S(SYS_mq_getsetattr, -1, 0, 0); }},
+    {"mq_notify", [] { return S(SYS_mq_notify, -1, 0); }},
+    {"mq_open", [] { return S(SYS_mq_open, B(), 0, 0, 0); }},
+    {"mq_timedreceive", [] { return S(SYS_mq_timedreceive, -1, B(), 0, 0, 0); }},
+    {"mq_timedsend", [] { return S(SYS_mq_timedsend, -1, B(), 0, 0, 0); }},
+    {"mq_unlink", [] { return S(SYS_mq_unlink, B()); }},
     {"socketpair_unix", [] {
        int sv[2];
        return S(SYS_socketpair, AF_UNIX, SOCK_STREAM, 0, reinterpret_cast<long>(sv));
@@ -393,6 +420,41 @@ int main(int argc, char** argv) {
       const int fd = open(argv[i], O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
       std::printf("%s %s\n", argv[i], fd >= 0 ? "ok" : strerrorname_np(errno));
       if (fd >= 0) close(fd);
+    }
+    return 0;
+  }
+  if (mode == "dgram") {  // sends one datagram to the socket at PATH: "sent" or the errno
+    int sv[2];
+    const char* what = "sent";
+    if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv) != 0) {
+      what = strerrorname_np(errno);
+    } else {
+      sockaddr_un to{};
+      to.sun_family = AF_UNIX;
+      std::strncpy(to.sun_path, argv[2], sizeof to.sun_path - 1);
+      if (sendto(sv[0], "from a run", 10, 0, reinterpret_cast<sockaddr*>(&to), sizeof to) < 0)
+        what = strerrorname_np(errno);
+    }
+    std::printf("dgram %s\n", what);
+    return 0;
+  }
+  if (mode == "dgram-listen" && argc > 2) {  // binds PATH (mode 0777), prints "ready", then
+                                             // each datagram it receives, one a line
+    const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_un at{};
+    at.sun_family = AF_UNIX;
+    std::strncpy(at.sun_path, argv[2], sizeof at.sun_path - 1);
+    if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&at), sizeof at) != 0 ||
+        chmod(argv[2], 0777) != 0) {
+      std::printf("%s\n", strerrorname_np(errno));
+      return 1;
+    }
+    std::printf("ready\n");
+    std::fflush(stdout);
+    char buf[256];
+    for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) >= 0;) {
+      std::printf("%.*s\n", static_cast<int>(n), buf);
+      std::fflush(stdout);
     }
     return 0;
   }

@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <iterator>
+#include <set>
 #include <string>
 
 #include "seccomp/load.h"
@@ -30,7 +32,7 @@ struct ProbeRun {
 
 // Forks; the child leaves the terminal (setsid: vhangup must hang nothing up), installs
 // the policy when asked, and execs the probe with `call <name>`.
-ProbeRun RunProbe(const char* call, bool with_policy, bool without_view = false) {
+ProbeRun RunProbe(const char* call, bool with_policy, DoorFence fence = DoorFence::kNone) {
   int pipefd[2];
   if (pipe2(pipefd, O_CLOEXEC) != 0) return {};
   const pid_t pid = fork();
@@ -39,7 +41,7 @@ ProbeRun RunProbe(const char* call, bool with_policy, bool without_view = false)
     setsid();
     if (with_policy) {
       if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) _exit(90);
-      if (InstallWorkerPolicy(without_view) != 0) _exit(91);
+      if (InstallWorkerPolicy(fence) != 0) _exit(91);
     }
     const char* argv[] = {"try_syscall", "call", call, nullptr};
     execv(SKILL_MCP_TEST_PROBE, const_cast<char**>(argv));
@@ -108,8 +110,9 @@ TEST_F(PolicyKernelTest, OrdinaryCallsStayAllowed) {
 // sees the kernel's own answer there, so the EPERM is the filter's).
 TEST_F(PolicyKernelTest, WithoutAViewSocketsIpcAndMetadataAreRefused) {
   for (const Row& row : probe::kMustDenyWithoutView) {
-    EXPECT_EQ(Outcome(RunProbe(row.call, true, true), row.call), row.expected) << row.call;
-    const std::string with_view = Outcome(RunProbe(row.call, true, false), row.call);
+    EXPECT_EQ(Outcome(RunProbe(row.call, true, DoorFence::kNoView), row.call), row.expected)
+        << row.call;
+    const std::string with_view = Outcome(RunProbe(row.call, true), row.call);
     EXPECT_NE(with_view, row.expected) << row.call << " is refused with a view too";
     EXPECT_NE(with_view, "SIGSYS") << row.call;
   }
@@ -117,9 +120,29 @@ TEST_F(PolicyKernelTest, WithoutAViewSocketsIpcAndMetadataAreRefused) {
 
 TEST_F(PolicyKernelTest, WithoutAViewSocketpairAndNetworkSocketsStayOpen) {
   for (const Row& row : probe::kMustAllowWithoutView)
-    EXPECT_EQ(Outcome(RunProbe(row.call, true, true), row.call), row.expected) << row.call;
+    EXPECT_EQ(Outcome(RunProbe(row.call, true, DoorFence::kNoView), row.call), row.expected)
+        << row.call;
   for (const Row& row : probe::kMustDeny)
-    EXPECT_EQ(Outcome(RunProbe(row.call, true, true), row.call), row.expected) << row.call;
+    EXPECT_EQ(Outcome(RunProbe(row.call, true, DoorFence::kNoView), row.call), row.expected)
+        << row.call;
+}
+
+// A closed view without Landlock ABI 6: the unix socket group alone. Its calls are refused;
+// every other no-view row gets the kernel's own answer (the view closes those doors).
+TEST_F(PolicyKernelTest, TheUnixSocketFenceAloneRefusesOnlyUnixSockets) {
+  const std::set<std::string> unix_calls(std::begin(probe::kUnixSocketCalls),
+                                         std::end(probe::kUnixSocketCalls));
+  for (const Row& row : probe::kMustDenyWithoutView) {
+    const std::string seen = Outcome(RunProbe(row.call, true, DoorFence::kUnixSockets), row.call);
+    if (unix_calls.count(row.call)) {
+      EXPECT_EQ(seen, "EPERM") << row.call;
+    } else {
+      EXPECT_NE(seen, "EPERM") << row.call << " is refused by the unix fence alone";
+    }
+  }
+  for (const Row& row : probe::kMustAllowWithoutView)
+    EXPECT_EQ(Outcome(RunProbe(row.call, true, DoorFence::kUnixSockets), row.call), row.expected)
+        << row.call;
 }
 
 // The fixed prefix: a foreign ABI kills the process even though no group names it.

@@ -220,6 +220,56 @@ TEST_F(WorkerTest, NamespacedRunBindsNoDataDirReachedThroughALink) {
   }
 }
 
+// Node installed beneath a hidden place (a per-user install under a home): its prefix alone
+// is bound back, so node still starts under Landlock, while the rest of the place stays
+// hidden. The probe, copied there, takes node's place.
+TEST_F(WorkerTest, NamespacedRunKeepsNodesPrefixAloneFromAHiddenPlace) {
+  const int abi = landlock::ProbeAbi();
+  if (abi <= 0) GTEST_SKIP() << "this kernel has no Landlock: node's prefix is bound for its rule";
+  HostDir host;
+  ASSERT_EQ(mkdir(host.Sub("node").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir(host.Sub("node/bin").c_str(), 0755), 0);
+  std::filesystem::copy_file(ProbePath(), host.Sub("node/bin/node"));
+  ASSERT_EQ(chmod(host.Sub("node/bin/node").c_str(), 0755), 0);
+  WriteFile(host.Sub("secret"), "not for runs\n", 0644);
+  RunSpec spec = ProbeSpec({"open", host.Sub("node/bin/node"), host.Sub("secret")});
+  spec.namespaces = true;
+  spec.skill_dir_path = dir_.path();
+  spec.hidden_roots = {host.Sub("")};
+  spec.hidden_roots[0].pop_back();  // the place itself, without its trailing '/'
+  spec.landlock_abi = std::min<uint32_t>(static_cast<uint32_t>(abi), landlock::kKnownAbi);
+  spec.node_dir_path = host.Sub("node");
+  Launch l = LaunchFor(spec);
+  l.program_path = host.Sub("node/bin/node");
+  const LaunchResult r = RunWorker(l);
+  SKIP_WITHOUT_USER_NAMESPACES(r);
+  ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
+  EXPECT_EQ(Lines(r.out), (std::vector<std::string>{host.Sub("node/bin/node") + " ok",
+                                                    host.Sub("secret") + " ENOENT"}))
+      << r.out;
+}
+
+// An MCP_DATA_DIR that is a hidden place itself is not bound back: the place would come
+// back whole and writable. The same directory beneath no hidden place is (control).
+TEST_F(WorkerTest, NamespacedRunBindsNoDataDirThatIsAHiddenPlace) {
+  HostDir host;
+  ASSERT_EQ(mkdir(host.Sub("home").c_str(), 0777), 0);
+  ASSERT_EQ(chmod(host.Sub("home").c_str(), 0777), 0);  // past the umask
+  for (const bool hidden : {true, false}) {
+    RunSpec spec = ProbeSpec({"create", host.Sub("home/new")});
+    spec.namespaces = true;
+    spec.skill_dir_path = dir_.path();
+    if (hidden) spec.hidden_roots = {host.Sub("home")};
+    spec.data_dir_path = host.Sub("home");
+    const LaunchResult r = Probe(spec);
+    SKIP_WITHOUT_USER_NAMESPACES(r);
+    ASSERT_EQ(r.ExitCode(), 0) << r.Describe();
+    EXPECT_EQ(Lines(r.out), std::vector<std::string>{host.Sub("home/new") +
+                                                     (hidden ? " EROFS" : " ok")})
+        << (hidden ? "a hidden place" : "no place") << ": " << r.out;
+  }
+}
+
 // Root without a uid switch, namespaced: uid 0 maps onto itself in the run's namespace,
 // so the securebits locked there are what keeps exec from granting it anything.
 TEST_F(WorkerTest, NamespacedRootWithoutSwitchHasLockedSecurebits) {
