@@ -27,7 +27,7 @@ require('node:fs').writeFileSync(process.argv[2], JSON.stringify({ uid: process.
 setInterval(() => {}, 1000);
 `;
 
-let root, markers, copyDir, copy, canUnshare;
+let root, markers, runtime, copyDir, copy, canUnshare;
 before(() => {
   root = freshDir('skill-mcp-hoststate-');
   const dir = join(root, 'hold');
@@ -36,11 +36,11 @@ before(() => {
     'name: hold\ndescription: Holds a run open.\nmcp-host:\n  version: 1\n  run:\n' +
     '    - script: scripts/hold.js\n      interpreter: node\n      timeout: 60\n', '\n# Hold\n'));
   writeFileSync(join(dir, 'scripts', 'hold.js'), HOLD_JS);
-  // Where a namespaced run's view shows the host's (not /tmp, /var/tmp or /var/lib, which
-  // the tests bind over): docs/isolation.md, "Doors out of the cell". The tests need root.
-  markers = mkdtempSync(isRoot ? '/var/cache/skill-mcp-hoststate-markers-'
-                               : '/var/tmp/skill-mcp-hoststate-markers-');
+  // The runs write their markers in MCP_DATA_DIR, the one place outside its scratch
+  // directory a namespaced run may write (docs/isolation.md, "Doors out of the cell").
+  markers = mkdtempSync('/var/tmp/skill-mcp-hoststate-markers-');
   chmodSync(markers, 0o1777);
+  runtime = mkdtempSync('/var/tmp/skill-mcp-hoststate-runtime-');
   // The binary outside its build tree, as an installed one (root's, 0755).
   copyDir = mkdtempSync('/var/tmp/skill-mcp-hoststate-bin-');
   chmodSync(copyDir, 0o755);
@@ -49,7 +49,7 @@ before(() => {
   chmodSync(copy, 0o755);
   canUnshare = isRoot && spawnSync('unshare', ['--mount', '--propagation', 'private', '--', 'true']).status === 0;
 });
-after(() => { removeDir(root); removeDir(markers); removeDir(copyDir); });
+after(() => { removeDir(root); removeDir(markers); removeDir(runtime); removeDir(copyDir); });
 
 // A fresh directory to bind over /var/lib: root's, 0755, as the host's.
 function fakeVarLib() {
@@ -74,8 +74,12 @@ function wrapped(varLib, exe, args, { asNobody = false } = {}) {
 
 function env(extra = {}) {
   // No SKILL_MCP_STATE_DIR, no STATE_DIRECTORY; an XDG_RUNTIME_DIR that must lose.
+  // MCP_DATA_DIR makes the broker hosted: the owner's grant names the script.
   return serverEnv({ SKILLS_DIR: root, MCP_CONFIRM_MODE: 'auto', SKILL_MCP_USER: String(SERVICE_UID),
-                     SKILL_MCP_RUN_AS: String(RUN_AS_UID), XDG_RUNTIME_DIR: markers, ...extra });
+                     SKILL_MCP_RUN_AS: String(RUN_AS_UID), XDG_RUNTIME_DIR: runtime,
+                     MCP_DATA_DIR: markers,
+                     MCP_SKILL_RUN: JSON.stringify([{ skill: 'hold', script: 'scripts/hold.js' }]),
+                     ...extra });
 }
 
 function doctor(varLib, { exe = copy, asNobody = false, extra = {} } = {}) {
@@ -96,7 +100,7 @@ describe('a root stdio broker without a state directory', () => {
       assert.deepEqual([st.uid, st.gid, st.mode & 0o7777], [SERVICE_UID, SERVICE_UID, 0o700]);
       assert.ok(existsSync(join(varLib, 'skill-mcp', 'run-uids')));
       // Nothing of it went to the per-login directory.
-      assert.equal(existsSync(join(markers, 'skill-mcp')), false);
+      assert.equal(existsSync(join(runtime, 'skill-mcp')), false);
     } finally {
       removeDir(varLib);
     }

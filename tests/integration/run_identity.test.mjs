@@ -78,10 +78,8 @@ before(() => {
   writeFileSync(join(dir, 'SKILL.md'), skillMd(
     `name: ids\ndescription: Probes per-run identities.\nmcp-host:\n  version: 1\n  run:\n${run}`, '\n# Ids\n'));
   for (const [name, text] of Object.entries(SCRIPTS)) writeFileSync(join(dir, 'scripts', name), text);
-  // Where a namespaced run's view shows the host's: not /tmp, /var/tmp or a home, which it
-  // hides (docs/isolation.md, "Doors out of the cell"). Every run's uid writes here.
-  markers = mkdtempSync(process.getuid() === 0 ? '/var/cache/skill-mcp-uid-markers-'
-                                                : '/var/tmp/skill-mcp-uid-markers-');
+  // Every run's uid writes here (MCP_DATA_DIR, below).
+  markers = mkdtempSync('/var/tmp/skill-mcp-uid-markers-');
   chmodSync(markers, 0o1777);
   // The host-wide state directory, as the unit's StateDirectory=: the service user's own.
   state = join(root, 'state');
@@ -95,8 +93,15 @@ const ROOT_MODE = { name: 'root (uid switch)', wrap: [] };
 const UNPRIVILEGED = { name: 'unprivileged', wrap: isRoot ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'] : [] };
 const BASE = { SKILL_MCP_USER: String(SERVICE_UID), SKILL_MCP_RUN_AS: String(RUN_AS_UID), CELL_SECRET: SECRET };
 
+// The markers directory is MCP_DATA_DIR: the one place outside its scratch directory a
+// namespaced run may write (docs/isolation.md, "Doors out of the cell"). It makes the
+// broker hosted, so the owner's grant names every script and the victim's variable.
+const GRANT = JSON.stringify(Object.keys(SCRIPTS).map((s) => ({
+  skill: 'ids', script: `scripts/${s}`, ...(s === 'victim.js' ? { env: ['CELL_SECRET'] } : {}) })));
+
 function env(extra) {
-  return serverEnv({ SKILLS_DIR: root, MCP_CONFIRM_MODE: 'auto', SKILL_MCP_STATE_DIR: state, ...BASE, ...extra });
+  return serverEnv({ SKILLS_DIR: root, MCP_CONFIRM_MODE: 'auto', SKILL_MCP_STATE_DIR: state,
+                     MCP_DATA_DIR: markers, MCP_SKILL_RUN: GRANT, ...BASE, ...extra });
 }
 
 function startBroker(mode, extra) {
