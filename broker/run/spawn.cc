@@ -132,9 +132,10 @@ SpawnOutcome SpawnWorker(const SpawnRequest& req) {
   plan.envp = req.worker_envp;
 
   // Not fork: a copy of the broker's address space is dear (its page tables, then a
-  // copy-on-write fault on each page the broker writes next; tests/bench/README.md,
-  // eighth pass). The child borrows the broker's memory on a stack of its own and the
-  // broker sleeps until the exec, as posix_spawn does. Only a process that may signal
+  // copy-on-write fault on each page the broker writes next: about 40 faults and 0.6 ms
+  // on the request after each run, tests/bench/README.md, "the broker's spawn without a
+  // copy of the broker"). The child borrows the broker's memory on a stack of its own
+  // and the broker sleeps until the exec, as posix_spawn does. Only a process that may signal
   // the broker's uid could stop the child there, and it could stop the broker itself as
   // well: a run's processes cannot (Landlock's signal scope, and none outlives its run).
   sigset_t all, old_mask;

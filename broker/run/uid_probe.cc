@@ -94,9 +94,10 @@ Wait EndsWithin(pid_t pid, int wait_ms, siginfo_t* info) {
 UidProcesses ProbeUidProcesses(uint32_t uid) {
   // Not fork: a copy of the broker for each probe (one per run where each run has a uid
   // of its own) cost its page tables, then a copy-on-write fault on each page the broker
-  // wrote next (tests/bench/README.md, fifteenth pass). The probe shares the broker's
-  // memory instead and runs beside it; not CLONE_VFORK: the broker would sleep
-  // unkillably in the clone for as long as a process of the uid kept the probe stopped.
+  // wrote next (tests/bench/README.md, "The broker's CPU on that path: a fork per run").
+  // The probe shares the broker's memory instead and runs beside it; not CLONE_VFORK:
+  // the broker would sleep unkillably in the clone for as long as a process of the uid
+  // kept the probe stopped.
   // A process of the uid can still neither trace the probe nor read its memory (its
   // effective and saved uids stay the broker's; ptrace needs all three), and no handler
   // runs in it (every signal blocked but glibc's two internal ones, whose handlers ignore

@@ -129,7 +129,7 @@ async function runOverhead(root, extraEnv = {}) {
     // the comparison is not skewed by variables such as NODE_EXTRA_CA_CERTS.
     // stdout and stderr are pipes read to the end, as a run's are: node sets up a socket
     // stream for a pipe where it writes /dev/null synchronously, about 2 ms more on the
-    // slower machine of tests/bench/README.md's sixth pass, which a floor must not leave out.
+    // slower of tests/bench/README.md's machines, which a floor must not leave out.
     spawnSync(process.execPath, [script], { stdio: ['ignore', 'pipe', 'pipe'],
                                             cwd: path.dirname(script),
                                             env: { PATH: process.env.PATH, HOME: os.tmpdir() } });
@@ -144,7 +144,8 @@ async function runOverhead(root, extraEnv = {}) {
   }
   b.child.stdin.end();
   // paired: the median of each run minus the bare spawn just before it, which the
-  // machine's drift over a sitting does not move (README.md, "Issue 11, sixth pass").
+  // machine's drift over a sitting does not move (up to 20% over a minute on one test
+  // machine; README.md, "With the fair floor").
   return { bare: median(bare), run: median(run), paired: median(run.map((r, i) => r - bare[i])) };
 }
 
@@ -186,7 +187,8 @@ try {
   console.log(`the same run with /bin/true as interpreter: ${fmt(shell.run)} ms ` +
               `(spawning /bin/true directly: ${fmt(base)} ms; broker + worker share: ` +
               `${fmt(shell.run - base)} ms)`);
-  // The issue's table (issue 11): each figure, its floor from this run, the ratio, the target.
+  // The run's figures and their floors: each figure, its floor from this run, the ratio,
+  // and the target it is held to (docs/performance.md).
   const x = (v, f) => `${(v / f).toFixed(2)}x`;
   const rows = [
     ['spawn -> initialize, 32 skills', `${fmt(start)} ms`, `${fmt(base)} ms (spawn /bin/true)`, x(start, base), '<= 2 ms'],

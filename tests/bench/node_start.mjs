@@ -9,17 +9,19 @@
 //   main-fd  node --preserve-symlinks-main /proc/self/fd/8 one.js, the bootstrap at fd 8
 // with the script open at fd 6 as the worker leaves it; stdout /dev/null, and then a pipe
 // read to the end for bare and main-fd: a run's stdout is a pipe, and node builds a socket
-// stream for a pipe where it writes /dev/null synchronously (README.md, "Issue 11, sixth
-// pass"). And one way the worker does not take, measured as the floor of another design:
+// stream for a pipe where it writes /dev/null synchronously (README.md, "Which
+// JavaScript: a pipe on stdout, and the bootstrap"). And one way the worker does not
+// take, measured as the floor of another design:
 //   snapshot node --snapshot-blob <blob> one.js, the blob a user-land startup snapshot
 //            (node --build-snapshot) whose main function only reads fd 6 and compiles it
-//            as the main module: node's own main-module start skipped (README.md, "Issue
-//            11, sixteenth pass").
+//            as the main module: node's own main-module start skipped (README.md, "A
+//            user-land startup snapshot instead of the bootstrap module").
 // Wall medians and 10th percentiles; with valgrind installed, also callgrind's
 // instruction counts of node with V8's randomness fixed (--single-threaded
-// --random-seed=1), which do not move with the machine's load (tests/bench/README.md,
-// "5. The run path, third pass"); with GNU time installed, node's minor page faults, which
-// callgrind does not count.
+// --random-seed=1), which do not move with the machine's load (the same count to within
+// 0.001% run after run; tests/bench/README.md, "where node's extra time under the worker
+// went"); with GNU time installed, node's minor page faults, which callgrind does not
+// count.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';

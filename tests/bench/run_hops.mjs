@@ -117,7 +117,7 @@ async function drive(bin, pidsFile, N) {
   for (let i = 0; i < N; i++) {
     // stdout and stderr are pipes read to the end, as a run's are: node sets up a socket
     // stream for a pipe where it writes /dev/null synchronously, about 2 ms more on the
-    // slower machine of tests/bench/README.md's sixth pass, which a floor must not leave out.
+    // slower of tests/bench/README.md's machines, which a floor must not leave out.
     spawnSync(process.execPath, [script], { stdio: ['ignore', 'pipe', 'pipe'],
                                             cwd: path.dirname(script),
                                             env: { PATH: process.env.PATH, HOME: os.tmpdir() } });

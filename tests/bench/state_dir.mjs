@@ -1,10 +1,10 @@
 // The host-wide state directory a benchmark's broker is given, so that its runs take the
-// path an installed broker takes (tests/bench/README.md, "Issue 11, fifteenth pass"): a
-// broker started from the build tree uses no host-wide state directory unless told
-// (broker/harden/state_dir.h), and without one every run shares the run-as uid, so
-// nothing of the run's cell is made ahead (doctor: `run-identity: off`). As root, a fresh
-// 0700 directory under `parent`, owned by the service uid the broker drops to
-// (SKILL_MCP_USER, numeric; 64001, the broker's own fallback, unless given), turns the
+// path an installed broker takes (tests/bench/README.md, "The benchmark's brokers on the
+// installed path"): a broker started from the build tree uses no host-wide state
+// directory unless told (broker/harden/state_dir.h), and without one every run shares the
+// run-as uid, so nothing of the run's cell is made ahead (doctor: `run-identity: off`). As
+// root, a fresh 0700 directory under `parent`, owned by the service uid the broker drops
+// to (SKILL_MCP_USER, numeric; 64001, the broker's own fallback, unless given), turns the
 // per-run uids on (SKILL_MCP_RUN_UIDS' default range), and with them the worker's uid,
 // view, scratch directory and Landlock rules made ahead. Another uid cannot switch uids,
 // so it gets none. An explicit SKILL_MCP_STATE_DIR in `given` is left as it is, and

@@ -302,7 +302,7 @@ describe('a prompt that cannot lie', () => {
   });
 });
 
-describe('wire parity of the gate (issue rules 15-17, 22, 23)', () => {
+describe('wire parity of the gate (docs/wire.md §6)', () => {
   test('token refusals carry action after error, 2-space indented', async () => {
     const conn = await connect({ env: env({ MCP_CONFIRM_MODE: 'auto' }) });
     try {

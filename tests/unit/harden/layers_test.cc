@@ -209,7 +209,7 @@ TEST(Layers, SpentTokensNotHostWideIsAWarning) {
             0);
 }
 
-// Issue 12: auto's probe failure is off with its reason and never fails doctor; the
+// Auto's probe failure is off with its reason and never fails doctor; the
 // fresh /proc and parent-death layers are reported with the namespaces.
 TEST(Layers, AutoNamespacesFreshProcAndParentDeathAreReported) {
   EXPECT_EQ(InChild([] {

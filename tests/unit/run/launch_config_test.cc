@@ -219,7 +219,7 @@ std::vector<std::string> OtherProcMounts() {
   return points;
 }
 
-// Issue 12: a runtime that masks part of /proc (podman binds /dev/null over some of its
+// A runtime that masks part of /proc (podman binds /dev/null over some of its
 // files) refuses a fresh /proc to a user namespace; the boot probe then keeps the
 // namespaces and turns only fresh-proc off, with the reason. Played here by a private
 // mount namespace with a file bound over /proc/uptime, and no other proc mount: the

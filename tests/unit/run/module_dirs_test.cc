@@ -86,7 +86,8 @@ class RunModuleDirsTest : public ::testing::Test {
   std::string base_;
 };
 
-// Each run gets only its own root's module directories (F3/F4, issue 12).
+// Each run gets only its own root's module directories: a root's packages are not
+// another root's skills' to load (docs/isolation.md, "The filesystem allowlist").
 TEST_F(RunModuleDirsTest, OnlyTheRunsOwnRoot) {
   const auto roots = Roots({base_ + "/one", base_ + "/two"});
   EXPECT_EQ(Paths(RunModuleDirs(roots, base_ + "/one/s")),
@@ -97,8 +98,9 @@ TEST_F(RunModuleDirsTest, OnlyTheRunsOwnRoot) {
             (Dirs{base_ + "/one/node_modules", base_ + "/node_modules"}));
 }
 
-// Beside a root in /tmp, another local user's node_modules is never loaded; the same
-// directory owned by the root's owner is (F2, issue 12).
+// Beside a root in /tmp, another local user's node_modules is never loaded (whoever may
+// write a module directory runs code in every run that loads it); the same directory
+// owned by the root's owner is.
 TEST_F(RunModuleDirsTest, AnotherUsersDirectoryIsLeftOut) {
   if (geteuid() != 0) GTEST_SKIP() << "giving a directory to another uid needs root";
   const std::string shared = base_ + "/node_modules";

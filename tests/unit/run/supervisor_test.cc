@@ -803,8 +803,8 @@ TEST_F(SupervisorTest, BrokerAfterPrivilegeDropLaunchesAndKillsAcrossUids) {
           "\"stderr\":false},\"timedOut\":true"),
       std::string::npos)
       << report;
-  // Issue 12, point 6: the broker keeps CAP_SETPCAP for the worker, which empties the
-  // script's bounding set (it kept cap_kill, cap_setgid and cap_setuid before).
+  // The broker keeps CAP_SETPCAP for the worker, which empties the script's bounding
+  // set: a capability left there (cap_kill, cap_setgid, cap_setuid) could be regained.
   EXPECT_NE(report.find("\"stdout\":\"0000000000000000\\n\""), std::string::npos) << report;
 }
 

@@ -221,7 +221,8 @@ TEST(ProbeUidProcesses, AProcessOfTheUidSignallingTheProbeRunsNoHandlerOfTheCall
 
 // The probe copies none of the caller's memory: after it, the caller writes its pages
 // without a fault each (a fork leaves every page copy-on-write, and the next write to each
-// faults: tests/bench/README.md, fifteenth pass). Counted by the kernel, not timed.
+// faults: tests/bench/README.md, "The broker's CPU on that path: a fork per run").
+// Counted by the kernel, not timed.
 TEST(ProbeUidProcesses, LeavesTheCallersPagesWritableWithoutAFault) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_SETUID) to switch a probe's uid";
   constexpr uint32_t kUid = 1879113033;

@@ -44,7 +44,8 @@ TEST(PolicyTable, EveryNameResolvesOnTheNativeArchitecture) {
     }
 }
 
-// What the issue asks the policy to deny, independent of how the table groups it.
+// What the policy must deny (docs/isolation.md, "The seccomp filter"), independent of how
+// the table groups it.
 TEST(PolicyTable, CoversEveryRequiredSyscall) {
   std::set<std::string_view> listed;
   for (const SyscallGroup& g : WorkerPolicyGroups())

@@ -546,7 +546,7 @@ TEST(LandlockKernel, RulesMadeAheadAreRemadeWhenWhatDecidedThemChanged) {
 }
 
 // The rules made ahead are looked up as the run's user alone: a root broker's worker
-// keeps its effective capabilities across its uid switch until step 9 (the securebits'
+// keeps its effective capabilities across its uid switch until kDropCaps (the securebits'
 // NO_SETUID_FIXUP), and the run's own step looks up with none. A node directory that
 // user cannot reach fails the step ahead too, and the worker has its capabilities back
 // afterwards. Root only (the uid switch keeping capabilities).

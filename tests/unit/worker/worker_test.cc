@@ -289,7 +289,7 @@ TEST_F(WorkerTest, NamespacedRootWithoutSwitchHasLockedSecurebits) {
   EXPECT_EQ(kv["Securebits"], "0xef");
 }
 
-// An ordinary user's broker has no CAP_SETPCAP and locks nothing at step 6; in its own
+// An ordinary user's broker has no CAP_SETPCAP and locks nothing at kSecurebits; in its own
 // user namespace it holds the capability, so a namespaced run's securebits are locked.
 TEST_F(WorkerTest, UnprivilegedNamespacedRunHasLockedSecurebits) {
   if (access(ProbePath(), R_OK) != 0) GTEST_SKIP() << "probe not reachable";
@@ -333,9 +333,9 @@ std::vector<pid_t> Carrying(const std::string& token) {
   return found;
 }
 
-// Issue 12, point 3: with namespaces the run's first process is its pid namespace's
-// only way to live on: when it exits, a child it left behind dies with it, by the kernel,
-// with no broker to sweep it up. Without namespaces (the control) the child lives on.
+// With namespaces the run's first process is its pid namespace's only way to live on:
+// when it exits, a child it left behind dies with it, by the kernel, with no broker to
+// sweep it up. Without namespaces (the control) the child lives on.
 // Seccomp off, so the child can leave the run's process group (the launcher kills that).
 TEST_F(WorkerTest, ALeftBehindChildDiesWhenTheRunsFirstProcessExits) {
   const std::string token = "skill-mcp-orphan-" + std::to_string(getpid());
