@@ -9,7 +9,7 @@
 #include <string>
 
 #include "broker/loop/event_loop.h"
-#include "broker/mcp/stdio_fd.h"
+#include "broker/loop/stdio_fd.h"
 
 namespace skillmcp {
 
