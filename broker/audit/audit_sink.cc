@@ -13,8 +13,6 @@
 namespace skillmcp {
 namespace {
 
-constexpr int kMaxIov = 64;
-
 UniqueFd ConnectJournal(std::string_view path) {
   sockaddr_un addr{};
   if (path.empty() || path.size() >= sizeof addr.sun_path) {
@@ -65,15 +63,7 @@ bool AuditSink::Open(AuditTarget target, std::string* why, std::string_view jour
   // Registered with no events, so a descriptor epoll refuses is known at once.
   if (loop_.AddFd(fd, 0, [this](uint32_t ev) {
         // why: a reader of stderr that closed its end is gone; waiting on it would spin.
-        if (!journal_.valid() && (ev & (EPOLLERR | EPOLLHUP)) != 0) {
-          broken_ = true;
-          Lose(queue_.size());
-          queue_.clear();
-          queued_ = 0;
-          head_offset_ = 0;
-          Watch(false);
-          return;
-        }
+        if (!journal_.valid() && (ev & (EPOLLERR | EPOLLHUP)) != 0) return Break();
         Flush();
       })) {
     registered_ = true;
@@ -92,9 +82,13 @@ void AuditSink::Emit(AuditFacts facts) {
   const AuditFields fields = BuildAuditFields(facts);
   std::string bytes = journal_.valid() ? JournalDatagram(fields) : AuditJsonLine(fields);
   // why a bound: a reader that never reads must not make the broker hold every record.
-  if (broken_ || queued_ + bytes.size() > kAuditQueueBytes) return Lose(1);
-  queued_ += bytes.size();
-  queue_.push_back(std::move(bytes));
+  if (broken_ || queued_bytes() + bytes.size() > kAuditQueueBytes) return Lose(1);
+  if (journal_.valid()) {
+    journal_queued_ += bytes.size();
+    datagrams_.push_back(std::move(bytes));
+  } else {
+    lines_.Push(std::move(bytes));
+  }
   if (!watching_) Flush();
 }
 
@@ -120,63 +114,45 @@ AuditSink::Step AuditSink::SendJournal(const std::string& datagram) {
   return Step::kFailed;
 }
 
-AuditSink::Step AuditSink::WriteStderr() {
-  iovec iov[kMaxIov];
-  int n = 0;
-  for (auto it = queue_.begin(); it != queue_.end() && n < kMaxIov; ++it, ++n) {
-    const size_t skip = n == 0 ? head_offset_ : 0;
-    iov[n].iov_base = it->data() + skip;
-    iov[n].iov_len = it->size() - skip;
-  }
-  ssize_t w = err_.Write(iov, n);
-  if (w < 0) {
-    if (errno == EINTR) return Step::kProgress;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) return Step::kWouldBlock;
-    return Step::kFailed;
-  }
-  if (w == 0) return Step::kWouldBlock;
-  size_t left = static_cast<size_t>(w);
-  queued_ -= left;
-  while (left > 0) {
-    const size_t rest = queue_.front().size() - head_offset_;
-    if (left < rest) {
-      head_offset_ += left;
-      break;
+void AuditSink::FlushJournal() {
+  while (!datagrams_.empty()) {
+    Step s = SendJournal(datagrams_.front());
+    if (s == Step::kWouldBlock) return;
+    journal_queued_ -= datagrams_.front().size();
+    datagrams_.pop_front();
+    if (s == Step::kFailed) {
+      Lose(1);
+    } else {
+      ++written_;
     }
-    left -= rest;
-    head_offset_ = 0;
-    queue_.pop_front();
-    ++written_;
   }
-  return Step::kProgress;
+}
+
+void AuditSink::FlushStderr() {
+  while (!lines_.empty() && !broken_) {
+    size_t finished = 0;
+    ByteQueue::Step s = lines_.WriteSome(err_, &finished);
+    written_ += finished;
+    if (s == ByteQueue::Step::kWouldBlock) return;
+    // why: stderr that fails a write other than "full" is gone for good (EPIPE).
+    if (s == ByteQueue::Step::kBroken) Break();
+  }
 }
 
 void AuditSink::Flush() {
-  while (!queue_.empty() && !broken_) {
-    if (journal_.valid()) {
-      Step s = SendJournal(queue_.front());
-      if (s == Step::kWouldBlock) break;
-      queued_ -= queue_.front().size();
-      queue_.pop_front();
-      if (s == Step::kFailed) {
-        Lose(1);
-      } else {
-        ++written_;
-      }
-      continue;
-    }
-    Step s = WriteStderr();
-    if (s == Step::kWouldBlock) break;
-    if (s == Step::kFailed) {
-      // why: stderr that fails a write other than "full" is gone for good (EPIPE).
-      broken_ = true;
-      Lose(queue_.size());
-      queue_.clear();
-      queued_ = 0;
-      head_offset_ = 0;
-    }
+  if (journal_.valid()) {
+    FlushJournal();
+  } else {
+    FlushStderr();
   }
-  Watch(!queue_.empty() && !broken_);
+  Watch(queued_bytes() > 0 && !broken_);
+}
+
+void AuditSink::Break() {
+  broken_ = true;
+  Lose(lines_.size());
+  lines_.Clear();
+  Watch(false);
 }
 
 void AuditSink::Watch(bool want) {
@@ -187,21 +163,20 @@ void AuditSink::Watch(bool want) {
 
 void AuditSink::DrainAtExit() {
   const int64_t deadline = EventLoop::NowMs() + kAuditExitTotalMs;
-  while (!queue_.empty() && !broken_) {
-    const size_t before = queue_.size();
-    const size_t head_before = head_offset_;
+  while (queued_bytes() > 0 && !broken_) {
+    const size_t before = queued_bytes();
     Flush();
-    if (queue_.empty() || broken_) break;
-    if (queue_.size() != before || head_offset_ != head_before) continue;
+    if (queued_bytes() == 0 || broken_) break;
+    if (queued_bytes() != before) continue;
     const int64_t left = deadline - EventLoop::NowMs();
     pollfd p{journal_.valid() ? journal_.get() : err_.fd(), POLLOUT, 0};
     if (left <= 0 || poll(&p, 1, static_cast<int>(std::min<int64_t>(kAuditExitStallMs, left))) <= 0)
       break;
   }
-  Lose(queue_.size());
-  queue_.clear();
-  queued_ = 0;
-  head_offset_ = 0;
+  Lose(datagrams_.size() + lines_.size());
+  datagrams_.clear();
+  journal_queued_ = 0;
+  lines_.Clear();
   Watch(false);
 }
 

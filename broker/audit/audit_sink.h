@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "broker/audit/audit_record.h"
+#include "broker/loop/byte_queue.h"
 #include "broker/loop/event_loop.h"
 #include "broker/loop/stdio_fd.h"
 #include "shared/unique_fd.h"
@@ -51,7 +52,7 @@ class AuditSink {
 
   uint64_t lost() const { return lost_; }
   uint64_t written() const { return written_; }
-  size_t queued_bytes() const { return queued_; }
+  size_t queued_bytes() const { return journal_queued_ + lines_.bytes(); }
 
   // At exit: writes what is queued, waiting kAuditExitStallMs at most each time nothing
   // moves and kAuditExitTotalMs in all; what is left counts as lost.
@@ -60,8 +61,10 @@ class AuditSink {
  private:
   enum class Step { kProgress, kWouldBlock, kFailed };
   Step SendJournal(const std::string& datagram);
-  Step WriteStderr();
   void Flush();
+  void FlushJournal();
+  void FlushStderr();
+  void Break();  // stderr's reader is gone
   void Watch(bool want);
   void Lose(uint64_t n) { lost_ += n; }
 
@@ -70,12 +73,12 @@ class AuditSink {
   std::string journal_path_;
   StdioFd err_;
   bool err_open_ = false;
-  bool broken_ = false;            // stderr's reader is gone: every record from now on is lost
-  bool registered_ = false;        // the descriptor is on the loop
-  bool watching_ = false;          // EPOLLOUT asked for
-  std::deque<std::string> queue_;  // datagrams, or lines
-  size_t head_offset_ = 0;         // bytes of a stderr line already written
-  size_t queued_ = 0;
+  bool broken_ = false;                // stderr's reader is gone: every record from now on is lost
+  bool registered_ = false;            // the descriptor is on the loop
+  bool watching_ = false;              // EPOLLOUT asked for
+  std::deque<std::string> datagrams_;  // for the journal, one record each
+  size_t journal_queued_ = 0;          // their bytes
+  ByteQueue lines_;                    // for stderr, one record each
   uint64_t lost_ = 0;
   uint64_t written_ = 0;
 };
