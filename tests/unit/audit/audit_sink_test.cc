@@ -54,6 +54,17 @@ struct Journal {
   }
 };
 
+// Where stderr would be: a pipe whose reader the test controls.
+struct Pipe {
+  UniqueFd r, w;
+  Pipe() {
+    int p[2];
+    EXPECT_EQ(pipe2(p, O_CLOEXEC), 0);
+    r.reset(p[0]);
+    w.reset(p[1]);
+  }
+};
+
 std::string Lost(const std::string& datagram) {
   const std::string key = "\nSKILL_MCP_AUDIT_LOST=";
   size_t at = datagram.find(key);
@@ -84,17 +95,17 @@ TEST(AuditSink, DemandedJournalWithoutItsSocketStopsTheBoot) {
 }
 
 TEST(AuditSink, AutoWithoutAJournalWritesMarkedLinesToStderr) {
-  int p[2];
-  ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
-  UniqueFd r(p[0]), w(p[1]);
+  Pipe pipe;
+  const int r = pipe.r.get();
   EventLoop loop;
   AuditSink sink(loop);
   std::string why;
-  ASSERT_TRUE(sink.Open(AuditTarget::kAuto, &why, "/nonexistent/journal/socket", w.get())) << why;
+  ASSERT_TRUE(sink.Open(AuditTarget::kAuto, &why, "/nonexistent/journal/socket", pipe.w.get()))
+      << why;
   EXPECT_FALSE(sink.to_journal());
   sink.Emit(Facts("pdf"));
   char buf[8192];
-  ssize_t n = read(r.get(), buf, sizeof buf);
+  ssize_t n = read(r, buf, sizeof buf);
   ASSERT_GT(n, 0);
   const std::string line(buf, static_cast<size_t>(n));
   EXPECT_EQ(line, AuditJsonLine(BuildAuditFields(Facts("pdf"))));
@@ -104,13 +115,12 @@ TEST(AuditSink, AutoWithoutAJournalWritesMarkedLinesToStderr) {
 // A reader of stderr that stops reading: Emit returns at once every time, what does not
 // fit the bound is counted, and the count reaches the records written after it.
 TEST(AuditSink, ASlowStderrReaderNeverBlocksAndLossesAreCounted) {
-  int p[2];
-  ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
-  UniqueFd r(p[0]), w(p[1]);
+  Pipe pipe;
+  const int r = pipe.r.get();
   EventLoop loop;
   AuditSink sink(loop);
   std::string why;
-  ASSERT_TRUE(sink.Open(AuditTarget::kStderr, &why, kJournalSocketPath, w.get())) << why;
+  ASSERT_TRUE(sink.Open(AuditTarget::kStderr, &why, kJournalSocketPath, pipe.w.get())) << why;
   const int total = 5000;  // about 2 MiB of records: the pipe and the queue together hold less
   for (int i = 0; i < total; ++i) sink.Emit(Facts("s" + std::to_string(i)));
   EXPECT_GT(sink.lost(), 0u);
@@ -121,12 +131,12 @@ TEST(AuditSink, ASlowStderrReaderNeverBlocksAndLossesAreCounted) {
   std::string got;
   char buf[65536];
   for (int round = 0; round < 10000 && (sink.queued_bytes() > 0 || got.empty()); ++round) {
-    ssize_t n = read(r.get(), buf, sizeof buf);
+    ssize_t n = read(r, buf, sizeof buf);
     if (n > 0) got.append(buf, static_cast<size_t>(n));
     loop.RunOnce(0);
   }
   ASSERT_EQ(sink.queued_bytes(), 0u);
-  for (ssize_t n; (n = read(r.get(), buf, sizeof buf)) > 0;) {
+  for (ssize_t n; (n = read(r, buf, sizeof buf)) > 0;) {
     got.append(buf, static_cast<size_t>(n));
     if (n < static_cast<ssize_t>(sizeof buf)) break;
   }
@@ -137,7 +147,7 @@ TEST(AuditSink, ASlowStderrReaderNeverBlocksAndLossesAreCounted) {
 
   // The next record says how many were lost before it.
   sink.Emit(Facts("after"));
-  ssize_t n = read(r.get(), buf, sizeof buf);
+  ssize_t n = read(r, buf, sizeof buf);
   ASSERT_GT(n, 0);
   const nlohmann::json j = nlohmann::json::parse(std::string(buf, static_cast<size_t>(n)));
   EXPECT_EQ(j["SKILL_MCP_AUDIT_LOST"], std::to_string(lost));
@@ -170,14 +180,12 @@ TEST(AuditSink, AFullJournalNeverBlocks) {
 
 TEST(AuditSink, AClosedStderrCountsEveryRecordLost) {
   signal(SIGPIPE, SIG_IGN);  // as the broker has it (HardenProcess)
-  int p[2];
-  ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
-  UniqueFd w(p[1]);
-  close(p[0]);
+  Pipe pipe;
+  pipe.r.reset();
   EventLoop loop;
   AuditSink sink(loop);
   std::string why;
-  ASSERT_TRUE(sink.Open(AuditTarget::kStderr, &why, kJournalSocketPath, w.get())) << why;
+  ASSERT_TRUE(sink.Open(AuditTarget::kStderr, &why, kJournalSocketPath, pipe.w.get())) << why;
   sink.Emit(Facts("a"));
   sink.Emit(Facts("b"));
   EXPECT_EQ(sink.lost(), 2u);
