@@ -129,7 +129,17 @@ std::unique_ptr<Boot> BootBroker(NamespaceProbeTiming probe, CatalogueTiming cat
   // 6. The catalogue, scanned once: now, or when serve asks (after the first answer).
   if (catalogue == CatalogueTiming::kNow) LoadCatalogue(*b);
 
-  // 7. The confirmation gate and its signing key.
+  // 7. Where the audit trail goes (docs/audit.md); a value that is not understood stops the
+  //    boot, since the operator asked for a trail the broker cannot say it keeps.
+  const std::string audit = b->env.GetConfig("SKILL_MCP_AUDIT").value_or("");
+  std::optional<AuditTarget> target = ParseAuditTarget(audit);
+  if (!target) {
+    b->fatal = "SKILL_MCP_AUDIT=\"" + audit + "\" is not auto, journal or stderr";
+    return b;
+  }
+  b->audit = *target;
+
+  // 8. The confirmation gate and its signing key.
   b->gate = ParseGateConfig([env = &b->env](std::string_view n) { return env->GetConfig(n); });
   for (const auto& w : b->gate.warnings) LOG_WARN("%s", w.c_str());
   if (b->env.IsSet("MCP_CONFIRM_SECRET")) {

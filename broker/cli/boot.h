@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "broker/audit/audit_sink.h"
 #include "broker/catalogue/skill.h"
 #include "broker/cli/roots.h"
 #include "broker/confirm/gate_config.h"
@@ -25,6 +26,7 @@ struct Boot {
   Catalogue catalogue;
   GrantDecision grants;
   GateConfig gate;
+  AuditTarget audit = AuditTarget::kAuto;  // SKILL_MCP_AUDIT
   std::unique_ptr<ConfirmTokens> tokens;
   std::optional<std::string> runs_blocked;  // why no script may run on this host
   bool environ_blocked = false;             // runs_blocked: the environ could not be wiped

@@ -49,6 +49,9 @@ Running scripts (skill_run):
   SKILL_MCP_LANDLOCK         auto (default) | on | off: the per-run filesystem allowlist
   SKILL_MCP_NETWORK          on (default) | off: off refuses a run's TCP (Landlock ABI 4+)
   TMPDIR                     where each run's private scratch TMPDIR is made (default /tmp)
+  SKILL_MCP_AUDIT            auto (default) | journal | stderr: where each skill_run
+                             outcome's audit record goes (auto: the journal where its
+                             socket is, else one {"skill_mcp_audit":1,...} line on stderr)
   SKILL_MCP_LIMIT_*          per-run limits: NPROC, AS_MB, DATA_MB, CPU_SECONDS, FSIZE_MB,
                              NOFILE (positive integers)
   SKILL_MCP_LIMIT_RUN_MEMORY_MB

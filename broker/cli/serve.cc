@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 
+#include "broker/audit/audit_peer.h"
+#include "broker/audit/audit_sink.h"
 #include "broker/cli/boot.h"
 #include "broker/loop/event_loop.h"
 #include "broker/mcp/late_catalogue.h"
@@ -105,6 +107,16 @@ int RunServe() {
     return 1;
   }
   Session session(loop, STDIN_FILENO, STDOUT_FILENO);
+  // Declared before the run tool, so the records the tool writes as it goes (a run the
+  // client left behind) still find it, and its last drain comes after them.
+  AuditSink audit(loop);
+  std::string audit_problem;
+  if (!audit.Open(b->audit, &audit_problem)) {
+    LOG_ERROR("%s", audit_problem.c_str());
+    return 1;
+  }
+  // Who is on the other end: read once, before the loop (the user name lookup may wait).
+  AuditConnection connection{ReadAuditPeer(STDIN_FILENO), {}, {}};
   RunSupervisor supervisor(loop, *b->launch, b->env);
   DeferredRunTool run_gate([&session] { session.HoldInput(); },
                            [&session] { session.ReleaseInput(); });
@@ -122,10 +134,16 @@ int RunServe() {
   deps.withdraw = [&session](const Json& id) {
     session.WithdrawRequest(id, "the skill_run call this prompt was for was cancelled");
   };
+  deps.audit.connection = &connection;
+  deps.audit.interpreter_path = b->launch->node_path;
+  deps.audit.emit = [&audit](AuditFacts facts) { audit.Emit(std::move(facts)); };
   // Once the run side is decided: the isolation line, then skill_run with the refusal
   // that holds (runs_blocked may only now be known).
   auto open_runs = [&b, &run_gate, &deps, &supervisor] {
-    LOG_INFO("%s", LayersOneLine(ComputeLayers(b->facts)).c_str());
+    const std::vector<Layer> layers = ComputeLayers(b->facts);
+    LOG_INFO("%s", LayersOneLine(layers).c_str());
+    for (const Layer& l : layers)
+      if (l.on) deps.audit.layers.push_back(l.name);
     deps.runs_blocked = b->runs_blocked;
     // The first run's worker, started ahead (broker/run/worker_pool.h).
     if (!b->runs_blocked) supervisor.Prestart();
@@ -143,6 +161,7 @@ int RunServe() {
   McpServer server(session, CatalogueView{&b->catalogue, &b->grants}, SKILL_MCP_VERSION,
                    &run_gate);
   server.SetLateCatalogue(&late_catalogue);
+  server.SetAuditConnection(&connection);
   server.Register();
   session.OnClosed([&loop] { loop.Stop(); });
   UniqueFd sigfd = BlockTerminationSignals();
@@ -185,6 +204,14 @@ int RunServe() {
   supervisor.KillAndReapNow();
   // What the client has not read yet still reaches a client that keeps reading.
   session.DrainOutput(kExitDrainStallMs);
+  // A prompt or run still open is recorded as the tool goes; then what is queued is written.
+  run_gate.Close();
+  audit.DrainAtExit();
+  if (audit.lost() > 0)
+    LOG_WARN("%llu audit record(s) could not be written (%s)",
+             static_cast<unsigned long long>(audit.lost()),
+             audit.to_journal() ? "the journal refused them or stayed full"
+                                : "stderr was not read fast enough, or was closed");
   return 0;
 }
 
@@ -194,7 +221,23 @@ int RunDoctorCommand() {
     printf("skill-mcp cannot start with this configuration: %s\n", b->fatal.c_str());
     return 1;
   }
-  return RunDoctor(b->facts, stdout);
+  int rc = RunDoctor(b->facts, stdout);
+  // Where serve's audit records would go (docs/audit.md, "Where records go").
+  EventLoop loop;
+  AuditSink audit(loop);
+  std::string why;
+  if (!audit.Open(b->audit, &why)) {
+    printf("audit: off\n    %s\n", why.c_str());
+    return 1;
+  }
+  const std::string where = audit.to_journal()
+                                ? "journal\n    one record per skill_run outcome to " +
+                                      std::string(kJournalSocketPath) + " (journalctl -t skill-mcp)"
+                                : std::string(
+                                      "stderr\n    one JSON line per skill_run outcome, starting "
+                                      "{\"skill_mcp_audit\":1,");
+  printf("audit: %s\n", where.c_str());
+  return rc;
 }
 
 }  // namespace skillmcp

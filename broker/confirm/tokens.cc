@@ -283,14 +283,15 @@ TokenVerdict ConfirmTokens::Spend(std::string_view token, int64_t now, std::stri
 }
 
 TokenVerdict ConfirmTokens::CheckAndSpend(std::string_view token, const WillRun& will_run,
-                                          int64_t now, std::string* detail,
-                                          std::string_view tool) {
+                                          int64_t now, std::string* detail, std::string_view tool,
+                                          int64_t* expires_at) {
   Nonce nonce{};
   int64_t expiry = 0;
   std::string ignored;
   if (detail == nullptr) detail = &ignored;
   TokenVerdict verdict = CheckLocked(token, &will_run, now, &nonce, &expiry, detail, tool);
   if (verdict != TokenVerdict::kValid) return verdict;
+  if (expires_at != nullptr) *expires_at = expiry;
   return SpendLocked(nonce, expiry, now, detail);
 }
 

@@ -92,9 +92,11 @@ class ConfirmTokens {
 
   // Check and, when kValid, Spend, in one step: two pipelined calls carrying the same
   // token cannot both pass (the broker is single-threaded; no lock is needed).
+  // `expires_at`, when given, gets the spent token's expiry (the audit trail tells from it
+  // how long ago the preview was shown).
   TokenVerdict CheckAndSpend(std::string_view token, const WillRun& will_run, int64_t now,
-                             std::string* detail = nullptr,
-                             std::string_view tool = kSkillRunTool);
+                             std::string* detail = nullptr, std::string_view tool = kSkillRunTool,
+                             int64_t* expires_at = nullptr);
 
   size_t SpentCount();
 

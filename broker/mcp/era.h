@@ -15,6 +15,7 @@ inline constexpr std::string_view kProtocolVersionKey = "io.modelcontextprotocol
 inline constexpr std::string_view kClientCapabilitiesKey =
     "io.modelcontextprotocol/clientCapabilities";
 inline constexpr std::string_view kServerInfoKey = "io.modelcontextprotocol/serverInfo";
+inline constexpr std::string_view kClientInfoKey = "io.modelcontextprotocol/clientInfo";
 
 // What `params._meta` of one request says about its revision.
 struct Envelope {

@@ -9,10 +9,6 @@
 #include "shared/log.h"
 
 namespace skillmcp {
-namespace {
-constexpr int kMaxIov = 64;
-}  // namespace
-
 OutputQueue::OutputQueue(EventLoop& loop, int fd) : loop_(loop), raw_fd_(fd) {}
 
 OutputQueue::~OutputQueue() {
@@ -39,49 +35,27 @@ bool OutputQueue::Start(Events events) {
 
 void OutputQueue::Push(std::string line) {
   if (broken_ || line.empty()) return;
-  queued_ += line.size();
-  queue_.push_back(std::move(line));
+  queue_.Push(std::move(line));
   if (!watching_) Flush();  // otherwise EPOLLOUT will call Flush
 }
 
 void OutputQueue::Push(std::string head, std::string body, std::string tail) {
   if (broken_) return;
-  for (std::string* p : {&head, &body, &tail}) {
-    if (p->empty()) continue;
-    queued_ += p->size();
-    queue_.push_back(std::move(*p));
-  }
+  for (std::string* p : {&head, &body, &tail}) queue_.Push(std::move(*p));
   if (!watching_) Flush();
 }
 
 OutputQueue::Step OutputQueue::WriteSome() {
-  iovec iov[kMaxIov];
-  int n = 0;
-  for (auto it = queue_.begin(); it != queue_.end() && n < kMaxIov; ++it, ++n) {
-    size_t skip = n == 0 ? head_offset_ : 0;
-    iov[n].iov_base = it->data() + skip;
-    iov[n].iov_len = it->size() - skip;
-  }
-  ssize_t w = out_.Write(iov, n);
-  if (w < 0) {
-    if (errno == EINTR) return Step::kDone;  // nothing written; try again
-    if (errno == EAGAIN || errno == EWOULDBLOCK) return Step::kWouldBlock;
-    return Step::kBroken;
-  }
-  if (w == 0) return Step::kWouldBlock;  // no room and no error: wait, never spin
-  size_t left = static_cast<size_t>(w);
-  queued_ -= left;
-  last_progress_ms_ = EventLoop::NowMs();
-  while (left > 0) {
-    size_t rest = queue_.front().size() - head_offset_;
-    if (left < rest) {
-      head_offset_ += left;
+  const size_t before = queue_.bytes();
+  switch (queue_.WriteSome(out_)) {
+    case ByteQueue::Step::kBroken:
+      return Step::kBroken;
+    case ByteQueue::Step::kWouldBlock:
+      return Step::kWouldBlock;
+    case ByteQueue::Step::kProgress:
       break;
-    }
-    left -= rest;
-    head_offset_ = 0;
-    queue_.pop_front();
   }
+  if (queue_.bytes() != before) last_progress_ms_ = EventLoop::NowMs();
   return Step::kDone;
 }
 
@@ -92,7 +66,7 @@ void OutputQueue::Flush() {
     if (s == Step::kWouldBlock) break;
   }
   Watch(!queue_.empty());
-  if (queued_ <= kOutputPauseBytes / 2 && events_.below_pause) events_.below_pause();
+  if (queue_.bytes() <= kOutputPauseBytes / 2 && events_.below_pause) events_.below_pause();
 }
 
 void OutputQueue::Break(const char* why) {
@@ -102,9 +76,7 @@ void OutputQueue::Break(const char* why) {
     LOG_WARN_ERRNO("could not write to stdout; the client is gone");
   }
   broken_ = true;
-  queue_.clear();
-  queued_ = 0;
-  head_offset_ = 0;
+  queue_.Clear();
   if (out_.kind() != StdioFd::Kind::kPlain) loop_.RemoveFd(out_.fd());
   watching_ = false;
   if (stall_timer_ != 0) loop_.CancelTimer(stall_timer_);
@@ -139,7 +111,7 @@ void OutputQueue::OnStallTimer() {
     ArmStallTimer();
     return;
   }
-  LOG_WARN("the client has read none of %zu queued byte(s) for %lld s; dropping it", queued_,
+  LOG_WARN("the client has read none of %zu queued byte(s) for %lld s; dropping it", queue_.bytes(),
            static_cast<long long>(kStalledClientGraceMs / 1000));
   if (events_.stalled) events_.stalled();
 }
@@ -153,7 +125,7 @@ void OutputQueue::DrainBlocking(int stall_ms, int64_t total_ms) {
     const int64_t left = deadline - EventLoop::NowMs();
     pollfd p{out_.fd(), POLLOUT, 0};
     if (left <= 0 || poll(&p, 1, static_cast<int>(std::min<int64_t>(stall_ms, left))) <= 0) {
-      LOG_WARN("%zu byte(s) of output never reached the client", queued_);
+      LOG_WARN("%zu byte(s) of output never reached the client", queue_.bytes());
       break;
     }
   }

@@ -4,12 +4,12 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <string>
 
+#include "broker/loop/byte_queue.h"
 #include "broker/loop/event_loop.h"
-#include "broker/mcp/stdio_fd.h"
+#include "broker/loop/stdio_fd.h"
 
 namespace skillmcp {
 
@@ -41,8 +41,8 @@ class OutputQueue {
   // One line in three parts, queued together and written with one writev where the pipe
   // takes it, so a multi-MiB body is never copied to join it to its head.
   void Push(std::string head, std::string body, std::string tail);
-  size_t queued_bytes() const { return queued_; }
-  bool over_pause() const { return queued_ >= kOutputPauseBytes; }
+  size_t queued_bytes() const { return queue_.bytes(); }
+  bool over_pause() const { return queue_.bytes() >= kOutputPauseBytes; }
   // Writes what is queued, waiting at most `stall_ms` each time no byte moves and
   // `total_ms` in all (exit).
   void DrainBlocking(int stall_ms, int64_t total_ms = kExitDrainTotalMs);
@@ -60,9 +60,7 @@ class OutputQueue {
   int raw_fd_;
   StdioFd out_;
   Events events_;
-  std::deque<std::string> queue_;
-  size_t head_offset_ = 0;  // bytes of queue_.front() already written
-  size_t queued_ = 0;
+  ByteQueue queue_;
   bool watching_ = false;  // EPOLLOUT requested
   bool broken_ = false;
   int64_t last_progress_ms_ = 0;

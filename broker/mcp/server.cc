@@ -23,6 +23,17 @@ bool ReadsCatalogue(const std::string& method) {
          method != "resources/templates/list";
 }
 
+// {name, version} as the client sent them, into the connection's audit facts. Strings
+// only; anything else leaves what was there.
+void ReadClientInfo(const Json& info, AuditConnection* audit) {
+  if (audit == nullptr || !info.is_object()) return;
+  auto name = info.find("name");
+  auto version = info.find("version");
+  if (name != info.end() && name->is_string()) audit->client_name = name->get<std::string>();
+  if (version != info.end() && version->is_string())
+    audit->client_version = version->get<std::string>();
+}
+
 }  // namespace
 
 McpServer::McpServer(Session& session, CatalogueView view, std::string version,
@@ -33,6 +44,13 @@ void McpServer::On(const std::string& method, Handler handler) {
   session_.OnRequest(method, [this, method, handler](const RpcMessage& m, Reply r) {
     Envelope e = ReadEnvelope(m.params);
     if (!Admit(method, e, r)) return;
+    if (e.kind == Envelope::Kind::kModern && m.params.is_object()) {
+      auto meta = m.params.find("_meta");
+      if (meta != m.params.end() && meta->is_object()) {
+        auto info = meta->find(std::string(kClientInfoKey));
+        if (info != meta->end()) ReadClientInfo(*info, audit_);
+      }
+    }
     if (late_ != nullptr && ReadsCatalogue(method)) late_->Ensure();
     handler(m, r, e);
   });
@@ -189,6 +207,8 @@ void McpServer::Initialize(const RpcMessage& m, Reply reply) {
     if (requested == v) protocol_ = v;
   }
   era_ = Era::kLegacy;
+  if (m.params.is_object() && m.params.contains("clientInfo"))
+    ReadClientInfo(m.params["clientInfo"], audit_);
   // Why: only a client that offered form elicitation on a revision that has it is ever
   // sent elicitation/create (broker/confirm/gate_config.h).
   client_elicits_ = m.params.is_object() &&

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "broker/audit/audit_peer.h"
 #include "broker/mcp/era.h"
 #include "broker/mcp/late_catalogue.h"
 #include "broker/mcp/session.h"
@@ -24,6 +25,9 @@ class McpServer {
   // The catalogue is scanned after start (broker/mcp/late_catalogue.h): every request that
   // reads it loads it first, and answering initialize or server/discover schedules it.
   void SetLateCatalogue(LateCatalogue* late) { late_ = late; }
+  // Where the client's name and version go for the audit trail (docs/audit.md): from
+  // initialize's clientInfo, or a 2026-07-28 request's _meta clientInfo.
+  void SetAuditConnection(AuditConnection* connection) { audit_ = connection; }
 
  private:
   // Which lifecycle the connection follows (docs/wire.md §8): none yet, 2025 (fixed by
@@ -45,6 +49,7 @@ class McpServer {
   std::string version_;
   RunToolHandler* run_;
   LateCatalogue* late_ = nullptr;
+  AuditConnection* audit_ = nullptr;
   SkillsExtension skills_ext_;  // skills/list, skills/get, resources/directory/read
   bool client_elicits_ = false;
   std::string protocol_;

@@ -14,7 +14,7 @@
 #include "broker/mcp/jsonrpc.h"
 #include "broker/mcp/line_reader.h"
 #include "broker/mcp/output_queue.h"
-#include "broker/mcp/stdio_fd.h"
+#include "broker/loop/stdio_fd.h"
 #include "broker/tools/tool.h"
 
 namespace skillmcp {

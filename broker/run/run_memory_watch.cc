@@ -3,6 +3,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "broker/run/reaper.h"
@@ -27,6 +28,7 @@ RunMemoryWatch::RunMemoryWatch(EventLoop& loop, const LaunchConfig& config, Root
 void RunMemoryWatch::Start(pid_t worker) {
   Stop();
   worker_ = worker;
+  peak_.reset();
   // why: the run's memory in all is bounded even where no cgroup can do it
   // (docs/isolation.md, "Whole-run limits"); a loop timer, never a blocking wait.
   if (config_.run_memory_bytes > 0)
@@ -51,6 +53,7 @@ void RunMemoryWatch::Sample() {
   clock_gettime(CLOCK_MONOTONIC, &t0);
   const RunMemorySample sample = SampleRunMemory(roots, RunMemoryVisitCap(config_.limits.nproc));
   clock_gettime(CLOCK_MONOTONIC, &t1);
+  if (sample.root_seen) peak_ = std::max(peak_.value_or(0), sample.bytes);
   const int64_t took_ns =
       (int64_t{t1.tv_sec} - t0.tv_sec) * 1000000000 + (int64_t{t1.tv_nsec} - t0.tv_nsec);
   switch (JudgeRunMemory(sample, config_.run_memory_bytes)) {

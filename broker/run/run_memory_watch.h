@@ -6,7 +6,9 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "broker/loop/event_loop.h"
@@ -39,6 +41,9 @@ class RunMemoryWatch {
   void Start(pid_t worker);
   // No sample after this: the run has ended, or is dropped.
   void Stop();
+  // The largest sample of the run last started, in bytes; nullopt when none was taken (no
+  // limit is set, or the run ended before the first sample).
+  std::optional<uint64_t> peak() const { return peak_; }
 
  private:
   void Sample();
@@ -51,6 +56,7 @@ class RunMemoryWatch {
   EventLoop::TimerId timer_ = 0;
   pid_t worker_ = -1;
   bool blind_warned_ = false;  // the run's root was unreadable in /proc once
+  std::optional<uint64_t> peak_;
 };
 
 }  // namespace skillmcp

@@ -62,6 +62,9 @@ struct RunResult {
   bool timed_out = false;
   std::optional<MemoryKill> memory_kill;  // set: killed for its memory in all
   int64_t duration_ms = 0;
+  uint32_t run_uid = 0;  // the uid the run had
+  // The largest whole-run memory sample (broker/run/run_memory_watch.h); nullopt: none taken.
+  std::optional<uint64_t> peak_memory_bytes;
 };
 
 }  // namespace skillmcp

@@ -412,12 +412,14 @@ void RunSupervisor::ReleaseEnded() {
 
 RunResult RunSupervisor::Result(Run& r) const {
   RunResult result = DecodeRunOutcome(r.report_buf, r.child_code, r.child_status, r.uid, config_);
+  result.run_uid = r.uid;
   if (result.failure) return result;
   result.out = std::move(r.out);
   result.err = std::move(r.err);
   result.timed_out = r.timed_out;
   result.memory_kill = r.memory_kill;
   result.duration_ms = r.exit_ms - r.start_ms;
+  result.peak_memory_bytes = memory_.peak();
   return result;
 }
 

@@ -22,6 +22,9 @@ class DeferredRunTool : public RunToolHandler {
   // From now on every call goes to `handler`; the calls that waited go first, in order.
   void Open(std::unique_ptr<RunToolHandler> handler);
   bool open() const { return handler_ != nullptr; }
+  // At exit, once the loop has stopped: the handler goes, and with it what it still held
+  // (SkillRunTool records a prompt or run the client left as cancelled).
+  void Close() { handler_.reset(); }
 
   void Call(const Json& args, const Json& request_id, bool client_elicits,
             ToolDone done) override;

@@ -3,7 +3,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 
@@ -16,7 +18,47 @@
 #include "shared/relpath.h"
 
 namespace skillmcp {
+
+struct SkillRunTool::AuditCall {
+  AuditFacts facts;
+  // What the answer is: kDefault records an error answer as refused and writes nothing for
+  // any other (a preview and its token are a step, not an outcome); kExplicit writes
+  // `facts.outcome`.
+  enum class Mark { kDefault, kExplicit } mark = Mark::kDefault;
+  bool written = false;  // the one record of this call is out
+  std::optional<std::chrono::steady_clock::time_point> prompt_sent;  // elicitation/create
+  bool cancel_asked = false;  // notifications/cancelled came for its run
+  void Set(AuditOutcome outcome) {
+    mark = Mark::kExplicit;
+    facts.outcome = outcome;
+  }
+};
+
 namespace {
+
+// The answer's code and sentence, for a record of a refusal: the code from `error`, else
+// the gate's `reason` or `status`; the sentence from `message`, else `note`.
+void ReadRefusal(const ToolResult& r, AuditFacts* f) {
+  auto text = [&r](const char* key) {
+    auto it = r.payload.find(key);
+    return it != r.payload.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  f->refusal = text("error");
+  if (f->refusal.empty()) f->refusal = text("reason");
+  if (f->refusal.empty()) f->refusal = text("status");
+  f->reason = text("message");
+  if (f->reason.empty()) f->reason = text("note");
+}
+
+std::string Sha256Hex(const ScriptIdentity& id) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned char b : id.sha256) {
+    hex += kHex[b >> 4];
+    hex += kHex[b & 15];
+  }
+  return hex;
+}
 
 ToolResult Gate(OrderedJson payload, bool is_error) {
   ToolResult r;
@@ -156,6 +198,57 @@ WillRun WillRunOf(const PreparedRun& run, const ScriptEnv& env) {
 
 SkillRunTool::SkillRunTool(SkillRunDeps deps) : deps_(std::move(deps)) {}
 
+SkillRunTool::~SkillRunTool() {
+  // why: the broker is going (the client left); a prompt nobody can answer and a run that is
+  // killed now are outcomes too, and each call leaves its one record.
+  for (AuditCall* call : {prompt_ ? prompt_->audit.get() : nullptr, running_audit_.get()}) {
+    if (call == nullptr || call->written) continue;
+    call->Set(AuditOutcome::kCancelled);
+    call->facts.reason = "the client left before the call was answered";
+    Record(*call, nullptr);
+  }
+}
+
+std::shared_ptr<SkillRunTool::AuditCall> SkillRunTool::StartAudit(const Json& args) const {
+  auto call = std::make_shared<AuditCall>();
+  AuditFacts& f = call->facts;
+  if (const AuditConnection* c = deps_.audit.connection) {
+    f.peer = c->peer;
+    f.client_name = c->client_name;
+    f.client_version = c->client_version;
+  }
+  if (args.is_object()) {
+    auto name = args.find("name");
+    auto script = args.find("script");
+    if (name != args.end() && name->is_string()) f.skill = name->get<std::string>();
+    if (script != args.end() && script->is_string()) f.script = script->get<std::string>();
+  }
+  f.confirm_mode = std::string(ConfirmModeName(deps_.gate.mode));
+  f.layers = deps_.audit.layers;
+  return call;
+}
+
+ToolDone SkillRunTool::Audited(ToolDone answer, const Json& args,
+                               std::shared_ptr<AuditCall> audit) {
+  return [this, answer, args, audit](ToolResult r) {
+    r = NameRun(std::move(r), args);
+    Record(*audit, &r);
+    answer(std::move(r));
+  };
+}
+
+void SkillRunTool::Record(AuditCall& call, const ToolResult* result) {
+  if (call.written) return;
+  if (call.mark == AuditCall::Mark::kDefault) {
+    if (result == nullptr || !result->is_error) return;
+    call.facts.outcome = AuditOutcome::kRefused;
+  }
+  if (result != nullptr && call.facts.outcome != AuditOutcome::kRan && call.facts.reason.empty())
+    ReadRefusal(*result, &call.facts);
+  call.written = true;
+  if (deps_.audit.emit) deps_.audit.emit(call.facts);
+}
+
 int64_t SkillRunTool::Now() const {
   if (deps_.now) return deps_.now();
   return static_cast<int64_t>(time(nullptr));
@@ -221,13 +314,26 @@ std::optional<ToolResult> SkillRunTool::Prepare(const Json& args, Prepared* out)
   ScriptEnv env = ComputeScriptEnv(granted.env, deps_.is_set, deps_.view.grants->from);
   run.env_names = env.names;
   out->will_run = WillRunOf(run, env);
+  if (out->audit) {
+    AuditFacts& f = out->audit->facts;
+    f.prepared = true;
+    f.skill = run.skill;
+    f.script = run.script;
+    f.script_sha256 = Sha256Hex(run.identity);
+    f.interpreter = run.interpreter;
+    f.interpreter_path = deps_.audit.interpreter_path;
+    f.argv = out->will_run.argv;
+    f.env_names = run.env_names;
+    f.timeout_ms = run.timeout_ms;
+  }
   return std::nullopt;
 }
 
 void SkillRunTool::Call(const Json& args, const Json& request_id, bool client_elicits,
                         ToolDone answer) {
-  ToolDone done = [answer, args](ToolResult r) { answer(NameRun(std::move(r), args)); };
   auto p = std::make_shared<Prepared>();
+  p->audit = StartAudit(args);
+  ToolDone done = Audited(std::move(answer), args, p->audit);
   if (auto refusal = Prepare(args, p.get())) return done(*refusal);
 
   // 6. the gate: one decision function says what happens (broker/confirm/gate_config.h).
@@ -243,6 +349,7 @@ void SkillRunTool::PassGate(Prepared& prepared, GateStep step, const Json& reque
   const std::optional<std::string>& token = p->token;
   switch (step) {
     case GateStep::kRefuse:
+      p->audit->Set(AuditOutcome::kRefused);
       // Mode refuse is an answer, not a failure (docs/wire.md); a gate that cannot be read is.
       return done(
           Gate(RefusedPayload(deps_.gate.refusal.value_or("")), deps_.gate.refusal.has_value()));
@@ -266,8 +373,9 @@ void SkillRunTool::PassGate(Prepared& prepared, GateStep step, const Json& reque
 
 void SkillRunTool::CallRound(const Json& args, const Json& request_id, const RoundCall& round,
                              ToolDone answer, AskDone ask) {
-  ToolDone done = [answer, args](ToolResult r) { answer(NameRun(std::move(r), args)); };
   Prepared p;
+  p.audit = StartAudit(args);
+  ToolDone done = Audited(std::move(answer), args, p.audit);
   if (auto refusal = Prepare(args, &p)) return done(*refusal);
   if (deps_.tokens == nullptr) return done(NoTokens());
   // Why the declared capabilities alone decide: a client that does not offer elicitation
@@ -315,6 +423,8 @@ void SkillRunTool::Answer(Prepared& p, const Json& request_id, const RoundCall& 
   // The revision's answer to a retry that lacks the response: ask again, same state.
   if (response == nullptr) return Ask(p, &state, done, ask);
   PromptAnswer answer = ReadPromptAnswer(response);
+  if (!answer.approved)
+    p.audit->Set(answer.declined ? AuditOutcome::kDeclined : AuditOutcome::kCancelled);
   // Why a decline spends nothing: it authorises nothing, so a replay can do no harm (it
   // declines again), and recording it would let declines fill the host-wide spent record
   // that every confirmation on the host needs. Only the approval that starts a run is spent.
@@ -332,7 +442,8 @@ void SkillRunTool::Elicit(std::shared_ptr<Prepared> p, const Json& request_id, T
                         "prompt first"));
   }
   auto live = std::make_shared<bool>(true);
-  prompt_ = OpenPrompt{request_id.dump(), Json(), live};
+  prompt_ = OpenPrompt{request_id.dump(), Json(), live, p->audit};
+  p->audit->prompt_sent = std::chrono::steady_clock::now();
   Json id = deps_.elicit(
       ElicitationRequestParams(p->will_run), kElicitationTimeoutMs,
       [this, p, request_id, done, live](const Json* result, const Json* error) {
@@ -341,7 +452,10 @@ void SkillRunTool::Elicit(std::shared_ptr<Prepared> p, const Json& request_id, T
         *live = false;
         prompt_.reset();
         PromptAnswer answer = ReadPromptAnswer(error == nullptr ? result : nullptr);
-        if (!answer.approved) return done(NotApproved(answer));
+        if (!answer.approved) {
+          p->audit->Set(answer.declined ? AuditOutcome::kDeclined : AuditOutcome::kCancelled);
+          return done(NotApproved(answer));
+        }
         if (deps_.runner->Busy()) return done(RunInProgress(Approval::kPrompt));
         Dispatch(*p, request_id, done, std::nullopt, kSkillRunTool);
       });
@@ -379,22 +493,57 @@ void SkillRunTool::Dispatch(Prepared& p, const Json& request_id, ToolDone done,
   // (another broker spent it first: TOKEN_REUSED), and then nothing runs.
   TokenVerdict spent = TokenVerdict::kValid;
   std::string detail;
+  int64_t expires_at = 0;
   Runner::Commit commit = [&] {
     if (!token) return true;
-    spent = deps_.tokens->CheckAndSpend(*token, p.will_run, Now(), &detail, domain);
+    spent = deps_.tokens->CheckAndSpend(*token, p.will_run, Now(), &detail, domain, &expires_at);
     return spent == TokenVerdict::kValid;
   };
   running_ = request_id.dump();
+  std::shared_ptr<AuditCall> audit = p.audit;
+  running_audit_ = audit;
   std::optional<StartRefusal> refused = deps_.runner->StartCommitted(
       std::move(p.run), std::move(commit),
-      [this, done, context = std::move(context)](RunResult result) {
+      [this, done, audit, context = std::move(context)](RunResult result) {
         running_.reset();
-        if (result.failure)
+        running_audit_.reset();
+        AuditFacts& f = audit->facts;
+        f.run_uid = result.run_uid;
+        if (result.failure) {
+          audit->Set(AuditOutcome::kSetupFailed);
           return done(Refusal("RUN_SETUP_FAILED", DescribeSetupFailure(*result.failure)));
+        }
+        audit->Set(result.memory_kill    ? AuditOutcome::kMemoryKilled
+                   : result.timed_out    ? AuditOutcome::kTimedOut
+                   : audit->cancel_asked ? AuditOutcome::kCancelled
+                                         : AuditOutcome::kRan);
+        f.exit_code = result.exit_code;
+        if (result.signal) f.signal = SignalName(*result.signal);
+        f.duration_ms = result.duration_ms;
+        f.peak_memory_bytes = result.peak_memory_bytes;
+        f.stdout_bytes = result.out.total;
+        f.stderr_bytes = result.err.total;
         done(ToolResult{BuildReceipt(context, result)});
       });
-  if (!refused) return;
+  if (!refused) {
+    // The run started: how it was confirmed, and how long after its preview.
+    AuditFacts& f = audit->facts;
+    if (!token) {
+      f.confirm = "elicitation";
+      if (audit->prompt_sent)
+        f.confirm_wait_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::steady_clock::now() - *audit->prompt_sent)
+                                .count();
+    } else {
+      f.confirm = domain == kSkillRunRoundTool ? "input-required" : "token";
+      // The token carries its expiry, not its issue: issued ttl before it, whole seconds.
+      f.confirm_wait_ms =
+          std::max<int64_t>(0, Now() - (expires_at - deps_.gate.ttl_seconds)) * 1000;
+    }
+    return;
+  }
   running_.reset();
+  running_audit_.reset();
   if (spent != TokenVerdict::kValid) return done(Gate(RejectionPayload(spent, detail), true));
   done(Refusal("RUN_NOT_STARTED", DescribeStartRefusal(*refused)));
 }
@@ -406,10 +555,18 @@ void SkillRunTool::Cancel(const Json& request_id) {
     // slot must free now, not when the prompt would have timed out.
     *prompt_->live = false;
     Json elicitation_id = std::move(prompt_->elicitation_id);
+    // why: the call ends here with no answer to the client, so its record is written here.
+    std::shared_ptr<AuditCall> audit = std::move(prompt_->audit);
     prompt_.reset();
+    audit->Set(AuditOutcome::kCancelled);
+    audit->facts.reason = "the client cancelled the call while the prompt was open";
+    Record(*audit, nullptr);
     if (deps_.withdraw) deps_.withdraw(elicitation_id);
   }
-  if (running_ && *running_ == key) deps_.runner->Cancel();
+  if (running_ && *running_ == key) {
+    if (running_audit_) running_audit_->cancel_asked = true;
+    deps_.runner->Cancel();
+  }
 }
 
 }  // namespace skillmcp

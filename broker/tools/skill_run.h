@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 
+#include "broker/audit/audit_peer.h"
+#include "broker/audit/audit_record.h"
 #include "broker/confirm/gate_config.h"
 #include "broker/confirm/tokens.h"
 #include "broker/confirm/will_run.h"
@@ -25,6 +27,14 @@ inline constexpr size_t kMaxRunArgBytes = 8192;
 inline constexpr int64_t kElicitationTimeoutMs = 300000;
 // The key of the confirmation prompt in a 2026-07-28 input_required round (docs/wire.md §8).
 inline constexpr std::string_view kConfirmInputKey = "confirm";
+
+// What skill_run's audit records need beyond the call (docs/audit.md).
+struct SkillRunAudit {
+  const AuditConnection* connection = nullptr;  // the peer and the client; may be null
+  std::vector<std::string> layers;              // the isolation layers on
+  std::string interpreter_path;                 // the pinned node
+  std::function<void(AuditFacts)> emit;         // AuditSink::Emit; empty: no trail
+};
 
 struct SkillRunDeps {
   CatalogueView view;
@@ -44,11 +54,14 @@ struct SkillRunDeps {
   // not be wiped; no worker or node): the sentence skill_run refuses with.
   std::optional<std::string> runs_blocked;
   std::function<int64_t()> now = nullptr;  // unix seconds; defaults to the real clock
+  SkillRunAudit audit;
 };
 
 class SkillRunTool : public RunToolHandler {
  public:
   explicit SkillRunTool(SkillRunDeps deps);
+  // A prompt still open or a run still in flight (the client left) is recorded cancelled.
+  ~SkillRunTool() override;
   void Call(const Json& args, const Json& request_id, bool client_elicits,
             ToolDone done) override;
   // 2026-07-28 (docs/wire.md §8): the prompt is an input_required round whose requestState
@@ -58,11 +71,19 @@ class SkillRunTool : public RunToolHandler {
   void Cancel(const Json& request_id) override;
 
  private:
+  // One call's audit record, filled as the call goes and written once when it ends.
+  struct AuditCall;
   struct Prepared {
     PreparedRun run;                   // what exactly runs, moved down once
     std::optional<std::string> token;  // confirmToken, when given
     WillRun will_run;                  // what the user approves (and the token binds)
+    std::shared_ptr<AuditCall> audit;  // never null
   };
+  std::shared_ptr<AuditCall> StartAudit(const Json& args) const;
+  // The answer `answer` gets, named (NameRun) and recorded once (Record).
+  ToolDone Audited(ToolDone answer, const Json& args, std::shared_ptr<AuditCall> audit);
+  // Writes the call's record, from `result` where it is the answer; once per call.
+  void Record(AuditCall& call, const ToolResult* result);
   // Everything before the gate; returns a refusal or fills `out`.
   std::optional<ToolResult> Prepare(const Json& args, Prepared* out);
   void Elicit(std::shared_ptr<Prepared> p, const Json& request_id, ToolDone done);
@@ -92,10 +113,12 @@ class SkillRunTool : public RunToolHandler {
     std::string call;
     Json elicitation_id;
     std::shared_ptr<bool> live;
+    std::shared_ptr<AuditCall> audit;
   };
   std::optional<OpenPrompt> prompt_;
-  // The request whose run is in flight (for cancellation).
+  // The request whose run is in flight (for cancellation), and its record.
   std::optional<std::string> running_;
+  std::shared_ptr<AuditCall> running_audit_;
 };
 
 }  // namespace skillmcp

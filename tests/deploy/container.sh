@@ -85,6 +85,11 @@ for variant in plain setid locked root namespaces; do
   node "${here}/check-session.mjs" \
     "{\"skills\":[\"example\",\"probe\"],\"load\":\"example\",\"file\":\"no shell ever saw them\",\"run\":{\"uid\":\"${uid}\",\"gid\":\"${gid}\",\"envNames\":[\"MCP_DATA_DIR\"],${bounding_check}}}" \
     <"${scratch}/${variant}.json" | sed "s/^/${variant}: /" || rc=1
+  # The audit trail on the container's stderr (no journal in it, docs/audit.md): the one
+  # confirmed run left one marked record, without its output.
+  node "${here}/check-audit.mjs" stderr \
+    '{"outcomes":["ran"],"every":{"SKILL_MCP_SKILL":"probe","SKILL_MCP_SCRIPT":"scripts/status.js","SKILL_MCP_CLIENT_NAME":"skill-mcp-deploy-test"},"ran":{"SKILL_MCP_EXIT_CODE":"0","SKILL_MCP_CONFIRM":"token"},"absent":["NoNewPrivs"]}' \
+    <"${scratch}/${variant}.json" | sed "s/^/${variant}: /" || rc=1
 
   # The doctor in the same setting: every layer this configuration demands is on.
   doc_rc=0

@@ -100,6 +100,18 @@ session "{\"run\":{\"name\":\"probe\",\"script\":\"scripts/status.js\",\"confirm
   "{\"run\":{\"uid\":\"${run_uid}\",\"tokenGiven\":true}}" || rc=1
 [[ ${rc} == 0 ]] && echo "ok - a token from one broker is honoured by the next (MCP_CONFIRM_SECRET credential loaded)"
 
+# The audit trail in the journal (docs/audit.md): the sessions above ran status.js twice
+# and had a token refused once; previews write nothing. Each record names alice's
+# connection (SO_PEERCRED of the accepted socket), and neither the secret nor the script's
+# output (its /proc/self/status keys) is anywhere in them.
+alice_uid=$(in_ctr id -u alice)
+secret=$(in_ctr cat /etc/credstore/MCP_CONFIRM_SECRET)
+in_ctr journalctl --sync 2>/dev/null || true
+in_ctr journalctl --no-pager -o json -t skill-mcp SKILL_MCP_SCRIPT=scripts/status.js \
+  >"${stage}/audit.json" 2>/dev/null || true
+node "${here}/check-audit.mjs" journal "$(printf '{"outcomes":["ran","refused","ran"],"every":{"SYSLOG_IDENTIFIER":"skill-mcp","SKILL_MCP_SKILL":"probe","SKILL_MCP_PEER_FROM":"socket","SKILL_MCP_PEER_UID":"%s","SKILL_MCP_PEER_USER":"alice","SKILL_MCP_CLIENT_NAME":"skill-mcp-deploy-test","SKILL_MCP_AUDIT_LOST":"0"},"ran":{"SKILL_MCP_RUN_UID":"/^1879[0-9]{6}$/","SKILL_MCP_EXIT_CODE":"0","SKILL_MCP_SCRIPT_SHA256":"/^[0-9a-f]{64}$/","SKILL_MCP_CONFIRM":"token","SKILL_MCP_LAYERS":"/landlock/","SKILL_MCP_INTERPRETER_PATH":"/^\\//"},"absent":["%s","NoNewPrivs"]}' \
+  "${alice_uid}" "${secret}")" <"${stage}/audit.json" || rc=1
+
 # Every broker of this run reported every isolation layer on at boot (the journal),
 # run-namespaces, fresh-proc, parent-death and landlock included (the unit's defaults).
 # network-off is the operator's opt-in (SKILL_MCP_NETWORK=off): off, saying so, is right.

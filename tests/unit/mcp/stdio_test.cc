@@ -14,7 +14,7 @@
 
 #include "broker/mcp/output_queue.h"
 #include "broker/mcp/session.h"
-#include "broker/mcp/stdio_fd.h"
+#include "broker/loop/stdio_fd.h"
 
 namespace skillmcp {
 namespace {

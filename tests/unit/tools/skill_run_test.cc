@@ -78,6 +78,9 @@ class SkillRunTest : public ::testing::Test {
     d.runner = &runner_;
     d.runs_blocked = std::move(blocked);
     d.now = [] { return int64_t{1000}; };
+    d.audit.emit = [this](AuditFacts f) { records_.push_back(std::move(f)); };
+    d.audit.layers = {"seccomp"};
+    d.audit.interpreter_path = "/usr/bin/node";
     return SkillRunTool(std::move(d));
   }
   // One call without elicitation; the answer, as JSON.
@@ -132,6 +135,7 @@ class SkillRunTest : public ::testing::Test {
   FakeRunner runner_;
   std::optional<ToolResult> got_;
   std::optional<Json> asked_;
+  std::vector<AuditFacts> records_;  // the audit records written, in order
 };
 
 TEST_F(SkillRunTest, RefusalsBeforeTheGateComeInTheirOrder) {
@@ -371,6 +375,123 @@ TEST_F(SkillRunTest, ARetryWithoutTheElicitationCapabilityGetsTheTokenFlow) {
   // The state was left alone: the eliciting retry still runs once.
   EXPECT_TRUE(Round(tool, args, Retry(state, "accept", true)).is_null());
   EXPECT_EQ(runner_.started.size(), 1u);
+}
+
+}  // namespace
+}  // namespace skillmcp
+
+namespace skillmcp {
+namespace {
+
+// The audit trail (docs/audit.md): one record per call that ends, none for a preview.
+TEST_F(SkillRunTest, EachOutcomeWritesOneRecordAndAPreviewNone) {
+  SkillRunTool tool = Tool();
+  EXPECT_EQ(Call(tool, Args("demo", "scripts/nope.js"))["error"], "SCRIPT_NOT_DECLARED");
+  ASSERT_EQ(records_.size(), 1u);
+  EXPECT_EQ(records_[0].outcome, AuditOutcome::kRefused);
+  EXPECT_EQ(records_[0].refusal, "SCRIPT_NOT_DECLARED");
+  EXPECT_FALSE(records_[0].prepared);
+
+  Json args = Args("demo", "scripts/run.js");
+  args["args"] = Json::array({"one"});
+  const std::string token = Token(tool, args);
+  EXPECT_EQ(records_.size(), 1u) << "a preview is a step, not an outcome";
+  args["confirmToken"] = token;
+  EXPECT_TRUE(Call(tool, args).is_null());
+  EXPECT_EQ(records_.size(), 1u) << "nothing is written before the run ends";
+  RunResult r;
+  r.exit_code = 0;
+  r.run_uid = 4242;
+  r.duration_ms = 70;
+  r.out.Append("abc", 3);
+  runner_.done(std::move(r));
+  ASSERT_EQ(records_.size(), 2u);
+  const AuditFacts& ran = records_[1];
+  EXPECT_EQ(ran.outcome, AuditOutcome::kRan);
+  EXPECT_EQ(ran.confirm, "token");
+  EXPECT_EQ(ran.confirm_wait_ms, 0);  // issued and spent at the same (fake) second
+  EXPECT_EQ(ran.run_uid, 4242u);
+  EXPECT_EQ(ran.stdout_bytes, 3u);
+  EXPECT_EQ(ran.argv, (std::vector<std::string>{"scripts/run.js", "one"}));
+  EXPECT_EQ(ran.interpreter_path, "/usr/bin/node");
+  EXPECT_EQ(ran.layers, std::vector<std::string>{"seccomp"});
+  ASSERT_TRUE(ran.script_sha256);
+  EXPECT_EQ(ran.script_sha256->size(), 64u);
+
+  // The same token again: refused, once.
+  EXPECT_EQ(Call(tool, args)["error"], "TOKEN_REUSED");
+  ASSERT_EQ(records_.size(), 3u);
+  EXPECT_EQ(records_[2].refusal, "TOKEN_REUSED");
+}
+
+TEST_F(SkillRunTest, HowARunEndedDecidesItsRecord) {
+  struct Case {
+    std::function<void(RunResult&)> set;
+    AuditOutcome want;
+  };
+  const std::vector<Case> cases = {
+      {[](RunResult& r) { r.timed_out = true, r.signal = 15; }, AuditOutcome::kTimedOut},
+      {[](RunResult& r) {
+         r.memory_kill = MemoryKill{1, 2, 3, 0}, r.signal = 9;
+       },
+       AuditOutcome::kMemoryKilled},
+      {[](RunResult& r) { r.failure = SetupFailure{}; }, AuditOutcome::kSetupFailed},
+      {[](RunResult& r) { r.signal = 11; }, AuditOutcome::kRan},
+  };
+  for (const Case& c : cases) {
+    records_.clear();
+    SkillRunTool tool = Tool();
+    Json args = Args("demo", "scripts/run.js");
+    args["confirmToken"] = Token(tool, args);
+    ASSERT_TRUE(Call(tool, args).is_null());
+    RunResult r;
+    c.set(r);
+    runner_.done(std::move(r));
+    ASSERT_EQ(records_.size(), 1u);
+    EXPECT_EQ(records_[0].outcome, c.want) << AuditOutcomeName(c.want);
+  }
+}
+
+TEST_F(SkillRunTest, ACancelledRunAndOneTheClientLeftAreRecordedCancelledOnce) {
+  {
+    SkillRunTool tool = Tool();
+    Json args = Args("demo", "scripts/run.js");
+    args["confirmToken"] = Token(tool, args);
+    ASSERT_TRUE(Call(tool, args).is_null());
+    tool.Cancel(Json(1));
+    EXPECT_EQ(runner_.cancels, 1);
+    RunResult r;
+    r.signal = 9;
+    runner_.done(std::move(r));
+    ASSERT_EQ(records_.size(), 1u);
+    EXPECT_EQ(records_[0].outcome, AuditOutcome::kCancelled);
+  }
+  records_.clear();
+  {
+    SkillRunTool tool = Tool();
+    Json args = Args("demo", "scripts/run.js");
+    args["confirmToken"] = Token(tool, args);
+    ASSERT_TRUE(Call(tool, args).is_null());
+  }  // the broker goes with the run in flight: its done never comes
+  ASSERT_EQ(records_.size(), 1u);
+  EXPECT_EQ(records_[0].outcome, AuditOutcome::kCancelled);
+}
+
+TEST_F(SkillRunTest, ADeclinedRoundIsRecordedDeclined) {
+  SkillRunTool tool = Tool();
+  const Json args = Args("demo", "scripts/run.js");
+  const std::string state = RoundState(tool, args);
+  EXPECT_TRUE(records_.empty()) << "the prompt is a step, not an outcome";
+  Round(tool, args, Retry(state, "decline", false));
+  ASSERT_EQ(records_.size(), 1u);
+  EXPECT_EQ(records_[0].outcome, AuditOutcome::kDeclined);
+  EXPECT_TRUE(records_[0].confirm.empty());
+  Round(tool, args, Retry(state, "accept", true));
+  RunResult r;
+  r.exit_code = 0;
+  runner_.done(std::move(r));
+  ASSERT_EQ(records_.size(), 2u);
+  EXPECT_EQ(records_[1].confirm, "input-required");
 }
 
 }  // namespace

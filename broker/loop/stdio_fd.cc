@@ -1,4 +1,4 @@
-#include "broker/mcp/stdio_fd.h"
+#include "broker/loop/stdio_fd.h"
 
 #include <fcntl.h>
 #include <sys/ioctl.h>
