@@ -78,6 +78,25 @@ bool IsValidLandlockPart(const RunSpec& spec) {
   return true;
 }
 
+// The declared network mode's fields (shared/egress_allowlist.h).
+bool IsValidEgressPart(const RunSpec& spec) {
+  if (!spec.egress_declared) return spec.egress_rules.empty();
+  // why: the run's own network namespace comes with its user namespace; without one the
+  // mode could only run with the host's network, which it must never do.
+  if (!spec.namespaces || spec.probe) return false;
+  if (spec.egress_rules.size() > kRunSpecMaxEgressRules) return false;
+  for (const EgressRule& rule : spec.egress_rules) {
+    // why: the mirror answers names by comparing them with these hosts, as the broker
+    // does; a host in another form would be answered differently on the two sides.
+    if (NormaliseEgressHost(rule.host, /*wildcard=*/true) != rule.host) return false;
+    if (rule.ports.empty() || rule.ports.size() > kRunSpecMaxEgressPorts) return false;
+    for (size_t i = 0; i < rule.ports.size(); ++i) {
+      if (rule.ports[i] == 0 || (i > 0 && rule.ports[i] <= rule.ports[i - 1])) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 bool IsValidRunSpec(const RunSpec& spec) {
@@ -107,6 +126,7 @@ bool IsValidRunSpec(const RunSpec& spec) {
     return false;
   }
   if (!IsValidLandlockPart(spec)) return false;
+  if (!IsValidEgressPart(spec)) return false;
   // A fresh /proc belongs to the run's pid namespace (a probe always tries that one).
   if (spec.fresh_proc && !spec.namespaces && !spec.probe) return false;
   if (spec.probe) {
@@ -151,9 +171,39 @@ std::optional<std::string> EncodeRunSpec(const RunSpec& spec) {
   PutString(out, spec.node_dir_path);
   PutModuleDirs(out, spec.read_dirs);
   PutU8(out, spec.fresh_proc ? 1 : 0);
+  PutU8(out, spec.egress_declared ? 1 : 0);
+  PutU32(out, static_cast<uint32_t>(spec.egress_rules.size()));
+  for (const EgressRule& rule : spec.egress_rules) {
+    PutString(out, rule.host);
+    PutU32(out, static_cast<uint32_t>(rule.ports.size()));
+    for (uint16_t port : rule.ports) PutU32(out, port);
+  }
   if (out.size() > kRunSpecMaxBytes) return std::nullopt;
   return out;
 }
+
+namespace {
+
+// At most kRunSpecMaxEgressRules of (str host, u32 portc, portc x u32 port), each count
+// checked against its bound before anything is reserved.
+bool ReadEgressRules(Reader& r, std::vector<EgressRule>& rules) {
+  uint32_t count = 0;
+  if (!r.U32(count) || count > kRunSpecMaxEgressRules) return false;
+  rules.resize(count);
+  for (EgressRule& rule : rules) {
+    uint32_t ports = 0;
+    if (!r.String(rule.host) || !r.U32(ports) || ports > kRunSpecMaxEgressPorts) return false;
+    rule.ports.resize(ports);
+    for (uint16_t& port : rule.ports) {
+      uint32_t v = 0;
+      if (!r.U32(v) || v > 65535) return false;
+      port = static_cast<uint16_t>(v);
+    }
+  }
+  return true;
+}
+
+}  // namespace
 
 std::optional<RunSpec> DecodeRunSpec(std::string_view bytes) {
   if (bytes.size() > kRunSpecMaxBytes) return std::nullopt;
@@ -179,7 +229,8 @@ std::optional<RunSpec> DecodeRunSpec(std::string_view bytes) {
       !r.String(spec.data_dir_path) || !r.String(spec.node_dir_path) ||
       !r.ModuleDirs(spec.read_dirs, kRunSpecMaxReadDirs))
     return std::nullopt;
-  if (!r.Bool(spec.fresh_proc)) return std::nullopt;
+  if (!r.Bool(spec.fresh_proc) || !r.Bool(spec.egress_declared)) return std::nullopt;
+  if (!ReadEgressRules(r, spec.egress_rules)) return std::nullopt;
   if (!r.AtEnd()) return std::nullopt;  // trailing bytes: not what the broker meant
   if (!IsValidRunSpec(spec)) return std::nullopt;
   return spec;

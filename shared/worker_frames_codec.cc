@@ -23,7 +23,7 @@ constexpr int32_t kMaxErrno = 4095;  // the kernel's own ceiling (MAX_ERRNO)
 
 std::optional<WorkerStep> WorkerStepFromCode(int code) {
   const bool known =
-      code >= static_cast<int>(WorkerStep::kSpawn) && code <= static_cast<int>(WorkerStep::kReadOnlyView);
+      code >= static_cast<int>(WorkerStep::kSpawn) && code <= static_cast<int>(WorkerStep::kOwnNetwork);
   if (!known) return std::nullopt;
   return static_cast<WorkerStep>(code);
 }

@@ -31,6 +31,8 @@
 #include <string_view>
 #include <vector>
 
+#include "shared/egress_allowlist.h"
+
 namespace skillmcp {
 
 inline constexpr int kWorkerSpecFd = 3;
@@ -43,7 +45,7 @@ inline constexpr int kWorkerFdCount = 8;  // 0..7
 // One version for every message of the protocol (the cell, the run description, the
 // report and the run's end): a broker and a worker from different builds refuse each
 // other instead of misreading.
-inline constexpr uint32_t kWorkerProtocolVersion = 11;
+inline constexpr uint32_t kWorkerProtocolVersion = 12;
 
 // Why: the worker reads its spec before any limit is applied; a bounded read cannot be
 // made to exhaust its memory, whatever arrives on fd 3.
@@ -114,6 +116,13 @@ struct RunSpec {
   std::string node_dir_path;          // where the pinned node lives (read and execute)
   std::vector<ModuleDir> read_dirs;   // node_modules beside the skills roots (read; also
                                       // bound into a namespaced run's view)
+  // The declared network mode (worker/egress_cell.h): a network namespace of the run's
+  // own, whose resolver answers only these hosts and whose connections to them the mirror
+  // asks the broker for over the egress channel, the third descriptor sent with the
+  // description. Only with namespaces; at most kRunSpecMaxEgressRules rules, each host as
+  // NormaliseEgressHost writes it, with 1 to kRunSpecMaxEgressPorts sorted distinct ports.
+  bool egress_declared = false;
+  std::vector<EgressRule> egress_rules;
 };
 
 // A classic BPF program: struct sock_filter records, at most BPF_MAXINSNS (the
@@ -128,7 +137,9 @@ inline bool IsPlausibleBpf(std::string_view bpf) {
 }
 inline constexpr size_t kRunSpecMaxHiddenRoots = 64;
 inline constexpr size_t kRunSpecMaxReadDirs = 64;
-inline constexpr uint32_t kRunSpecMaxLandlockAbi = 7;  // == landlock::kKnownAbi
+inline constexpr uint32_t kRunSpecMaxLandlockAbi = 7;
+inline constexpr size_t kRunSpecMaxEgressRules = 64;
+inline constexpr size_t kRunSpecMaxEgressPorts = 16;  // == landlock::kKnownAbi
 
 // The wire format (little-endian, no padding; shared/run_spec_codec.cc):
 //   "SMRS" u32 version | u8 probe u8 switch_ids u8 seccomp u8 namespaces | u32 uid
@@ -136,7 +147,8 @@ inline constexpr uint32_t kRunSpecMaxLandlockAbi = 7;  // == landlock::kKnownAbi
 //   u32 argc, argc x str | u32 envc, envc x str | str seccomp_bpf | str skill_dir_path |
 //   u32 rootc, rootc x str | u32 landlock_abi u8 network_off | str scratch_dir_path |
 //   str data_dir_path | str node_dir_path | u32 readc, readc x (str path u64 dev u64 ino) |
-//   u8 fresh_proc                                           (str = u32 length + bytes)
+//   u8 fresh_proc | u8 egress_declared | u32 rulec, rulec x (str host u32 portc,
+//   portc x u32 port)                                       (str = u32 length + bytes)
 // nullopt when the spec is not one DecodeRunSpec would accept (IsValidRunSpec, or
 // longer than kRunSpecMaxBytes): the encoder never truncates or sends what is refused.
 std::optional<std::string> EncodeRunSpec(const RunSpec& spec);
@@ -286,6 +298,8 @@ enum class WorkerStep : int32_t {
   kExec = 226,           // execveat(5, "", argv, envp, AT_EMPTY_PATH)
   kReadOnlyView = 227,   // with namespaces, last of the view: every mount read-only but the
                          // run's /tmp, /dev/shm, scratch directory and MCP_DATA_DIR
+  kOwnNetwork = 228,     // declared network mode: the run's network namespace, its resolver
+                         // and listeners (worker/egress_cell.h)
 };
 
 inline constexpr int32_t kWorkerStepFirst = 200;

@@ -38,6 +38,9 @@ const char* DescribeWorkerStep(WorkerStep step) {
     case WorkerStep::kReadOnlyView:
       return "make the run's view read-only (but its /tmp, /dev/shm, scratch directory and "
              "MCP_DATA_DIR)";
+    case WorkerStep::kOwnNetwork:
+      return "give the run its own network (namespace, resolver and the declared hosts' "
+             "listeners)";
     case WorkerStep::kDropAmbient:
       return "clear the ambient capabilities";
     case WorkerStep::kDropCaps:

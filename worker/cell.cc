@@ -5,12 +5,16 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
+#include "shared/unique_fd.h"
+#include "worker/egress_relay.h"
 #include "worker/report.h"
 
 namespace skillmcp::worker {
@@ -99,8 +103,15 @@ StepResult ResetSignalMask() {
   return StepOk();
 }
 
-void MirrorRun(pid_t child, int status_fd, pid_t broker) {
+void MirrorRun(pid_t child, int status_fd, pid_t broker, EgressRelay* relay) {
   const sigset_t set = MirrorSignals();
+  // With a relay the signals are read from a descriptor, polled beside the relay's.
+  UniqueFd signals;
+  if (relay != nullptr) {
+    signals.reset(signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
+    if (!signals.valid()) KillRunGroup();  // no way to see the run end: end it
+  }
+  std::vector<pollfd> fds;
   int status = 0;
   for (;;) {
     const pid_t got = waitpid(child, &status, WNOHANG);
@@ -108,8 +119,24 @@ void MirrorRun(pid_t child, int status_fd, pid_t broker) {
     if (got < 0 && errno != EINTR) _exit(static_cast<int>(WorkerStep::kFork));
     // Checked on every wake, not trusted from the signal: the run may send SIGHUP too.
     if (getppid() != broker) KillRunGroup();
-    siginfo_t info;
-    sigwaitinfo(&set, &info);  // SIGTERM is consumed: node got its own from the group kill
+    if (relay == nullptr) {
+      siginfo_t info;
+      sigwaitinfo(&set, &info);  // SIGTERM is consumed: node got its own from the group kill
+      continue;
+    }
+    fds.clear();
+    fds.push_back({signals.get(), POLLIN, 0});
+    relay->Collect(fds);
+    if (poll(fds.data(), fds.size(), -1) < 0) {
+      if (errno != EINTR) KillRunGroup();
+      continue;
+    }
+    if (fds[0].revents & POLLIN) {
+      signalfd_siginfo info[8];
+      while (read(signals.get(), info, sizeof info) > 0) {
+      }
+    }
+    relay->Handle(fds, 1);
   }
   if (status_fd >= 0) {
     // init wrote node's status before exiting; nothing there means init itself failed

@@ -25,6 +25,8 @@
 
 namespace skillmcp::worker {
 
+class EgressRelay;
+
 // kPidNamespace: unshare(CLONE_NEWPID | CLONE_NEWIPC). Call after the user namespace
 // (whose capabilities it needs); the next fork is the namespace's init.
 StepResult EnterPidIpcNamespace();
@@ -51,7 +53,9 @@ StepResult ResetSignalMask();
 // `broker` is the worker's parent at start. Waits for the child, kills the process group
 // if the broker dies; where the child was node, reports the run's end on fd 4; then exits
 // with node's code or dies of node's signal.
-[[noreturn]] void MirrorRun(pid_t child, int status_fd, pid_t broker);
+// In the declared network mode `relay` is the run's egress (worker/egress_relay.h), served
+// between the waits; null otherwise.
+[[noreturn]] void MirrorRun(pid_t child, int status_fd, pid_t broker, EgressRelay* relay);
 
 // The namespace's init after cloning node: reaps every orphan; when node exits, writes
 // its wait status to `status_fd`, kills and reaps every process left in the namespace,

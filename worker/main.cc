@@ -24,6 +24,8 @@
 #include "shared/worker_protocol.h"
 #include "worker/caps.h"
 #include "worker/cell.h"
+#include "worker/egress_cell.h"
+#include "worker/egress_relay.h"
 #include "worker/exec.h"
 #include "worker/fds.h"
 #include "worker/identity.h"
@@ -123,7 +125,8 @@ void PrepareMirror(pid_t broker) {
 
 // The mirror's side of the fork: it keeps no capability and no descriptor of the run's,
 // and waits, tied to the broker (PrepareMirror; worker/cell.h).
-[[noreturn]] void BecomeMirror(pid_t child, int status_fd, pid_t broker) {
+[[noreturn]] void BecomeMirror(pid_t child, int status_fd, pid_t broker,
+                               EgressCell* egress = nullptr) {
   if (StepResult r = ClearCapabilities()) {
     kill(child, SIGKILL);
     FailAndExit(*r);
@@ -133,7 +136,9 @@ void PrepareMirror(pid_t broker) {
   for (int fd : {0, 1, 2, kWorkerNodeFd, kWorkerScriptFd, kWorkerSkillDirFd, kWorkerBootstrapFd})
     close(fd);
   if (status_fd >= 0) close(kWorkerReportFd);
-  MirrorRun(child, status_fd, broker);
+  if (egress == nullptr || !egress->channel.valid()) MirrorRun(child, status_fd, broker, nullptr);
+  EgressRelay relay(std::move(*egress));
+  MirrorRun(child, status_fd, broker, &relay);
 }
 
 // What node's steps need, built before them (in init, before the clone; worker/launch.h):
@@ -164,6 +169,8 @@ struct Cell {
   bool will_be_root = false;  // any uid still 0 at exec: how strict the capability steps are
   PendingView view;           // with the view ahead, its first half
   LandlockAhead landlock;     // with the rules ahead, the ruleset
+  UniqueFd egress_channel;    // in the declared network mode: to the broker, the mirror's
+  EgressCell egress;          // in the declared network mode, from kOwnNetwork on
 };
 
 // kFork onwards: the run's processes. The worker stays outside as the mirror; without
@@ -202,11 +209,14 @@ struct Cell {
     status_w.reset();
     self.reset();
     cell.landlock.ruleset.reset();  // the run's, not the mirror's
-    BecomeMirror(init, status_r.get(), broker);
+    BecomeMirror(init, status_r.get(), broker, &cell.egress);
   }
   // The namespace's init (pid 1).
   Check(ResetSignalMask());  // kFork
   status_r.reset();
+  // why: the resolver, the listeners, the tun device and the channel are the mirror's;
+  // init and node are the run's and keep none of them.
+  cell.egress.CloseAll();
   if (spec.fresh_proc) Check(MountFreshProc());                   // kMountProc
   DropPrivilegesForGood(spec, cell.will_be_root, cell.landlock);  // kDropAmbient..kLandlock
   // kParentDeath, set after the last credential change (a change of credentials clears it).
@@ -270,7 +280,7 @@ void TakeCellSteps(Cell& cell) {
   if (cell.whole) {
     spec = std::move(*cell.whole);
   } else {
-    Check(ReadRunSpecAfterCell(kWorkerSpecFd, cell.spec, spec));
+    Check(ReadRunSpecAfterCell(kWorkerSpecFd, cell.spec, spec, cell.egress_channel));
   }
   // kCheckFds. 6 a regular file, 7 a directory.
   Check(CheckRunFds());
@@ -290,6 +300,13 @@ void TakeCellSteps(Cell& cell) {
   // kMountView, then kReadOnlyView, with namespaces: the view's second half, what the
   // description names, then every mount read-only but the run's own places.
   if (spec.namespaces) Check(FinishRunView(spec, cell.view));
+  // kOwnNetwork, in the declared network mode: the run's network namespace, resolver and
+  // listeners, bound while the capabilities over the user namespace are still held.
+  if (spec.egress_declared) {
+    cell.egress.channel = std::move(cell.egress_channel);
+    cell.egress.rules = spec.egress_rules;
+    Check(EnterOwnNetwork(cell.egress));
+  }
   // kFork onwards: the mirror, init and node, each with its own steps (StartRun).
   StartRun(spec, broker, cell);
 }

@@ -24,14 +24,14 @@ bool RunSlotsInherited() {
 // Places the two descriptors a started-ahead worker receives with its description
 // (shared/worker_protocol.h) at 6 (script) and 7 (skill directory). They may have landed
 // on 6 or 7 themselves: each is lifted above the layout first.
-StepResult PlaceReceived(const int (&got)[2]) {
+StepResult PlaceReceived(const int* got) {
   int lifted[2] = {-1, -1};
   StepResult result = StepOk();
   for (int i = 0; i < 2 && !result; ++i) {
     lifted[i] = fcntl(got[i], F_DUPFD_CLOEXEC, kLiftFloor);
     if (lifted[i] < 0) result = Fail(errno);
   }
-  for (int fd : got) close(fd);
+  for (int i = 0; i < 2; ++i) close(got[i]);
   const int slots[2] = {kWorkerScriptFd, kWorkerSkillDirFd};
   for (int i = 0; i < 2 && !result; ++i) {
     if (dup2(lifted[i], slots[i]) < 0) result = Fail(errno);  // dup2 clears close-on-exec
@@ -41,10 +41,21 @@ StepResult PlaceReceived(const int (&got)[2]) {
   return result;
 }
 
-// One recvmsg: the bytes, and at most one SCM_RIGHTS message of exactly two descriptors
+// What a description brought over the socket: the script, the skill directory and, in the
+// declared network mode, the egress channel (shared/worker_protocol.h).
+struct Received {
+  int fds[3] = {-1, -1, -1};
+  size_t count = 0;  // 0 (nothing yet), 2 or 3
+  void CloseAll() {
+    for (size_t i = 0; i < count; ++i) close(fds[i]);
+    count = 0;
+  }
+};
+
+// One recvmsg: the bytes, and at most one SCM_RIGHTS message of two or three descriptors
 // over the whole stream (`got` filled once). Anything else fails the step.
-ssize_t ReceiveSome(int fd, char* buf, size_t len, int (&got)[2], bool& have, int& err) {
-  // Room for more than the protocol's two, so that a wrong count is seen and every
+ssize_t ReceiveSome(int fd, char* buf, size_t len, Received& got, int& err) {
+  // Room for more than the protocol's three, so that a wrong count is seen and every
   // descriptor that came is closed; the kernel never fills more than the buffer holds
   // (CMSG_SPACE rounds up, so the real room is kRoom, computed from the buffer).
   alignas(cmsghdr) char control[CMSG_SPACE(8 * sizeof(int))];
@@ -66,16 +77,16 @@ ssize_t ReceiveSome(int fd, char* buf, size_t len, int (&got)[2], bool& have, in
     if (count > kRoom) count = kRoom;  // cannot be: the kernel fills at most the buffer
     int fds[kRoom];
     std::memcpy(fds, CMSG_DATA(c), count * sizeof(int));
-    // why: exactly the script and the skill directory, once; a third descriptor or a
-    // second message is not this protocol, and whatever came is closed.
-    if (count != 2 || have) {
+    // why: exactly the script and the skill directory (and the egress channel), once; a
+    // fourth descriptor or a second message is not this protocol, and whatever came is
+    // closed.
+    if ((count != 2 && count != 3) || got.count != 0) {
       for (size_t i = 0; i < count; ++i) close(fds[i]);
       err = EBADMSG;
       return -1;
     }
-    got[0] = fds[0];
-    got[1] = fds[1];
-    have = true;
+    std::memcpy(got.fds, fds, count * sizeof(int));
+    got.count = count;
   }
   if (msg.msg_flags & MSG_CTRUNC) {  // more descriptors than the buffer held: refused
     err = EBADMSG;
@@ -88,13 +99,12 @@ ssize_t ReceiveSome(int fd, char* buf, size_t len, int (&got)[2], bool& have, in
 StepResult ReceiveExactly(int fd, char* buf, size_t len) {
   size_t done = 0;
   while (done < len) {
-    int got[2] = {-1, -1};
-    bool have = false;
+    Received got;
     int err = 0;
-    const ssize_t n = ReceiveSome(fd, buf + done, len - done, got, have, err);
+    const ssize_t n = ReceiveSome(fd, buf + done, len - done, got, err);
     // why: the script and skill directory belong to the run, never to its cell.
-    if (have) {
-      for (int g : got) close(g);
+    if (got.count != 0) {
+      got.CloseAll();
       return Fail(EBADMSG);
     }
     if (n < 0 && err == EINTR) continue;
@@ -112,7 +122,8 @@ StepResult ReadCellSpec(int fd, CellSpec& cell, std::optional<RunSpec>& whole) {
   if (fstat(fd, &st) != 0) return Fail(errno);
   if (!S_ISSOCK(st.st_mode)) {
     RunSpec spec;
-    if (StepResult r = ReadRunSpec(fd, spec)) return r;
+    UniqueFd none;
+    if (StepResult r = ReadRunSpec(fd, spec, none)) return r;
     cell = CellOf(spec);
     whole = std::move(spec);
     return StepOk();
@@ -134,9 +145,10 @@ StepResult ReadCellSpec(int fd, CellSpec& cell, std::optional<RunSpec>& whole) {
   return StepOk();
 }
 
-StepResult ReadRunSpecAfterCell(int fd, const CellSpec& cell, RunSpec& out) {
+StepResult ReadRunSpecAfterCell(int fd, const CellSpec& cell, RunSpec& out,
+                                UniqueFd& egress_channel) {
   RunSpec spec;
-  if (StepResult r = ReadRunSpec(fd, spec)) return r;
+  if (StepResult r = ReadRunSpec(fd, spec, egress_channel)) return r;
   // why: the cell's steps were taken for `cell`; a description asking for another uid
   // (or none), or a probe, would run with what it did not ask for.
   if (!CellMatches(cell, spec)) return Fail(EINVAL);
@@ -144,7 +156,7 @@ StepResult ReadRunSpecAfterCell(int fd, const CellSpec& cell, RunSpec& out) {
   return StepOk();
 }
 
-StepResult ReadRunSpec(int fd, RunSpec& out) {
+StepResult ReadRunSpec(int fd, RunSpec& out, UniqueFd& egress_channel) {
   struct stat st;
   if (fstat(fd, &st) != 0) return Fail(errno);
   const bool socket = S_ISSOCK(st.st_mode);
@@ -152,35 +164,53 @@ StepResult ReadRunSpec(int fd, RunSpec& out) {
   const bool inherited = socket && RunSlotsInherited();
   std::string bytes;
   char buf[16384];
-  int got[2] = {-1, -1};
-  bool have = false;
+  Received got;
   for (;;) {
     int err = 0;
-    const ssize_t n = socket ? ReceiveSome(fd, buf, sizeof buf, got, have, err)
+    const ssize_t n = socket ? ReceiveSome(fd, buf, sizeof buf, got, err)
                              : read(fd, buf, sizeof(buf));
     if (n < 0) {
       if (!socket) err = errno;
       if (err == EINTR) continue;
-      if (have)
-        for (int g : got) close(g);
+      got.CloseAll();
       return Fail(err);
     }
     if (n == 0) break;  // EOF terminates the spec: the broker closed its end
     // Bounded: a broker bug or a hostile writer cannot make the worker grow without end.
     if (bytes.size() + static_cast<size_t>(n) > kRunSpecMaxBytes) {
-      if (have)
-        for (int g : got) close(g);
+      got.CloseAll();
       return Fail(EMSGSIZE);
     }
     bytes.append(buf, static_cast<size_t>(n));
   }
-  if (have && inherited) {
-    for (int g : got) close(g);
+  if (got.count != 0 && inherited) {
+    got.CloseAll();
     return Fail(EEXIST);
   }
-  if (have)
-    if (auto e = PlaceReceived(got)) return e;
   std::optional<RunSpec> spec = DecodeRunSpec(bytes);
+  // why: the channel comes exactly with a run in the declared network mode: without it
+  // the mirror could answer names it has no way to connect, with it a run in another mode
+  // would hold a way to its broker it has no use for.
+  if (spec && got.count != 0 && (got.count == 3) != spec->egress_declared) {
+    got.CloseAll();
+    return Fail(EBADMSG);
+  }
+  if (spec && spec->egress_declared && got.count != 3) {
+    got.CloseAll();
+    return Fail(EBADMSG);
+  }
+  if (got.count == 3) {
+    // Lifted above the layout, close-on-exec: the mirror's alone (worker/egress_relay.h).
+    egress_channel.reset(fcntl(got.fds[2], F_DUPFD_CLOEXEC, kLiftFloor));
+    close(got.fds[2]);
+    got.count = 2;
+    if (!egress_channel.valid()) {
+      got.CloseAll();
+      return Fail(errno);
+    }
+  }
+  if (got.count != 0)
+    if (auto e = PlaceReceived(got.fds)) return e;
   if (!spec) return Fail(EINVAL);
   out = std::move(*spec);
   return StepOk();

@@ -4,6 +4,7 @@
 
 #include <optional>
 
+#include "shared/unique_fd.h"
 #include "shared/worker_protocol.h"
 #include "worker/step_result.h"
 
@@ -20,13 +21,17 @@ StepResult ReadCellSpec(int fd, CellSpec& cell, std::optional<RunSpec>& whole);
 // The second read on a socket, once the cell's steps are done (worker/main.cc,
 // TakeCellSteps): the run description to EOF,
 // which must ask for `cell` (CellMatches; EINVAL otherwise).
-StepResult ReadRunSpecAfterCell(int fd, const CellSpec& cell, RunSpec& out);
+StepResult ReadRunSpecAfterCell(int fd, const CellSpec& cell, RunSpec& out,
+                                UniqueFd& egress_channel);
 
 // Reads at most kRunSpecMaxBytes from `fd` until EOF and decodes it. More bytes than
 // that, a read error or a spec DecodeRunSpec refuses all fail (EMSGSIZE / errno / EINVAL).
 // When `fd` is a socket (a worker started ahead of its run), the description may carry
 // the script and skill directory descriptors (SCM_RIGHTS, exactly two, once): they are
-// placed at 6 and 7, which must then be empty (EEXIST); anything else is EBADMSG.
-StepResult ReadRunSpec(int fd, RunSpec& out);
+// placed at 6 and 7, which must then be empty (EEXIST); a run in the declared network
+// mode comes with a third, its egress channel, kept in `egress_channel` (close-on-exec,
+// above the layout); any other count, or the channel with a run in another mode or
+// without it in that mode, is EBADMSG.
+StepResult ReadRunSpec(int fd, RunSpec& out, UniqueFd& egress_channel);
 
 }  // namespace skillmcp::worker

@@ -65,6 +65,8 @@ void ExpectSame(const RunSpec& a, const RunSpec& b) {
   EXPECT_EQ(a.data_dir_path, b.data_dir_path);
   EXPECT_EQ(a.node_dir_path, b.node_dir_path);
   EXPECT_EQ(a.read_dirs, b.read_dirs);
+  EXPECT_EQ(a.egress_declared, b.egress_declared);
+  EXPECT_EQ(a.egress_rules, b.egress_rules);
 }
 
 TEST(RunSpec, Roundtrip) {
@@ -221,13 +223,15 @@ TEST(RunSpec, ModuleDirsCarryTheirIdentity) {
   EXPECT_EQ(d->read_dirs[1].dev, 0xfd00000001ULL);
   EXPECT_EQ(d->read_dirs[1].ino, 0xffffffffffffffffULL);
   const std::string bytes = Bytes(s);
-  // The last directory's inode is the 8 bytes before fresh_proc (the last byte).
-  const size_t ino_at = bytes.size() - 1 - 8;
+  // The last directory's inode is the 8 bytes before fresh_proc, egress_declared and the
+  // egress rules' count (the last 6 bytes, without rules).
+  constexpr size_t kTail = 1 + 1 + 4;
+  const size_t ino_at = bytes.size() - kTail - 8;
   EXPECT_EQ(bytes.substr(ino_at, 8), std::string(8, '\xff'));
   std::string zero = bytes;
   zero.replace(ino_at, 8, std::string(8, '\0'));
   EXPECT_FALSE(DecodeRunSpec(zero).has_value()) << "inode 0";
-  std::string cut = bytes.substr(0, ino_at + 4) + bytes.back();
+  std::string cut = bytes.substr(0, ino_at + 4) + bytes.substr(bytes.size() - kTail);
   EXPECT_FALSE(DecodeRunSpec(cut).has_value()) << "an inode cut short";
   // A count of directories the input cannot hold.
   const size_t count_at = bytes.find("/srv/node_modules") - 4 - 4;
@@ -383,7 +387,7 @@ TEST(WorkerSteps, EveryCodeIsKnownAndTheyAreConsecutive) {
       WorkerStep::kDropCaps,      WorkerStep::kVerifyIds,    WorkerStep::kVerifyCaps,
       WorkerStep::kNoNewPrivs,    WorkerStep::kLandlock,     WorkerStep::kParentDeath,
       WorkerStep::kChdir,         WorkerStep::kSeccomp,      WorkerStep::kExec,
-      WorkerStep::kReadOnlyView};
+      WorkerStep::kReadOnlyView,  WorkerStep::kOwnNetwork};
   int expected = kWorkerStepFirst;
   for (WorkerStep s : order) {
     EXPECT_EQ(static_cast<int>(s), expected);
@@ -540,6 +544,74 @@ TEST(RunSpec, FreshProcOnlyWithNamespacesOrInAProbe) {
   probe.seccomp = false;
   probe.fresh_proc = true;
   EXPECT_TRUE(Roundtrip(probe).has_value());
+}
+
+// The declared network mode: only with namespaces, hosts as the allowlist writes them, and
+// ports sorted, distinct and never 0.
+RunSpec EgressSample() {
+  RunSpec s = Sample();
+  s.namespaces = true;
+  s.skill_dir_path = "/srv/skills/weather";
+  s.egress_declared = true;
+  s.egress_rules = {{"api.example.com", {80, 443}}, {"*.cdn.net", {8443}}, {"10.0.0.1", {443}}};
+  return s;
+}
+
+TEST(RunSpec, EgressRulesRoundTrip) {
+  const RunSpec s = EgressSample();
+  auto d = Roundtrip(s);
+  ASSERT_TRUE(d.has_value());
+  ExpectSame(s, *d);
+  RunSpec none = EgressSample();
+  none.egress_rules.clear();  // a skill that declares nothing reaches nothing
+  EXPECT_TRUE(Roundtrip(none).has_value());
+}
+
+TEST(RunSpec, EgressOnlyWithNamespacesAndWellFormedRules) {
+  RunSpec s = EgressSample();
+  s.namespaces = false;
+  s.skill_dir_path.clear();
+  EXPECT_FALSE(IsValidRunSpec(s));
+  s = EgressSample();
+  s.egress_declared = false;  // rules that would not be used
+  EXPECT_FALSE(IsValidRunSpec(s));
+  for (auto bad : std::vector<EgressRule>{{"API.example.com", {443}},
+                                          {"api.example.com.", {443}},
+                                          {"*", {443}},
+                                          {"a..b", {443}},
+                                          {"api.example.com", {}},
+                                          {"api.example.com", {0}},
+                                          {"api.example.com", {443, 80}},
+                                          {"api.example.com", {443, 443}}}) {
+    RunSpec r = EgressSample();
+    r.egress_rules = {bad};
+    EXPECT_FALSE(IsValidRunSpec(r)) << bad.host;
+  }
+  RunSpec many = EgressSample();
+  many.egress_rules.assign(kRunSpecMaxEgressRules + 1, EgressRule{"a.com", {443}});
+  EXPECT_FALSE(IsValidRunSpec(many));
+  RunSpec ports = EgressSample();
+  ports.egress_rules = {{"a.com", {}}};
+  for (uint16_t p = 1; p <= kRunSpecMaxEgressPorts + 1; ++p) ports.egress_rules[0].ports.push_back(p);
+  EXPECT_FALSE(IsValidRunSpec(ports));
+}
+
+TEST(RunSpec, TheDecoderRefusesPatchedEgressCounts) {
+  RunSpec s = EgressSample();
+  s.egress_rules = {{"a.com", {443}}};
+  std::string bytes = Bytes(s);
+  // ... u8 egress_declared | u32 1 | str "a.com" | u32 1 | u32 443
+  const size_t port_at = bytes.size() - 4;
+  std::string p = bytes;
+  p[port_at + 2] = 1;  // 443 + 65536
+  EXPECT_FALSE(DecodeRunSpec(p).has_value());
+  const size_t rules_at = bytes.size() - 4 - 4 - (4 + 5) - 4;
+  std::string c = bytes;
+  c[rules_at] = static_cast<char>(kRunSpecMaxEgressRules + 1);
+  EXPECT_FALSE(DecodeRunSpec(c).has_value());
+  std::string d = bytes;
+  d[rules_at - 1] = 2;  // egress_declared neither 0 nor 1
+  EXPECT_FALSE(DecodeRunSpec(d).has_value());
 }
 
 TEST(RunSpec, AScriptNeedsAnAbsolutePath) {

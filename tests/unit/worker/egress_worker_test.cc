@@ -1,0 +1,244 @@
+// The declared network mode through the real worker and real node: the test plays the
+// broker on the run's egress channel and opens each connection the mirror asks for to an
+// echo server of its own on the host's loopback. A declared name resolves to its allotted
+// address and carries bytes both ways (the positive control: the channel, the resolver
+// and the relay work); everything else is refused at once and the refusals reported.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cctype>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "broker/run/spawn.h"
+#include "shared/egress_channel.h"
+#include "shared/run_limits_default.h"
+#include "shared/worker_protocol.h"
+#include "tests/unit/run/started_worker.h"
+#include "tests/unit/worker/test_util.h"
+
+namespace skillmcp::testing {
+namespace {
+
+// Accepts on 127.0.0.1, answers each connection with what it read, upper-cased, once the
+// client has finished writing.
+class EchoServer {
+ public:
+  EchoServer() {
+    fd_.reset(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in at{};
+    at.sin_family = AF_INET;
+    at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd_.get(), reinterpret_cast<sockaddr*>(&at), sizeof at);
+    listen(fd_.get(), 16);
+    socklen_t len = sizeof at;
+    getsockname(fd_.get(), reinterpret_cast<sockaddr*>(&at), &len);
+    port_ = ntohs(at.sin_port);
+    thread_ = std::thread([this] {
+      for (;;) {
+        int c = accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC);
+        if (c < 0) return;
+        std::string got;
+        char buf[4096];
+        ssize_t n;
+        while ((n = read(c, buf, sizeof buf)) > 0) got.append(buf, static_cast<size_t>(n));
+        for (char& ch : got) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+        (void)!write(c, got.data(), got.size());
+        close(c);
+      }
+    });
+  }
+  ~EchoServer() {
+    shutdown(fd_.get(), SHUT_RDWR);
+    thread_.join();
+  }
+  uint16_t port() const { return port_; }
+
+ private:
+  UniqueFd fd_;
+  uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+UniqueFd ConnectLoopback(uint16_t port) {
+  UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  at.sin_port = htons(port);
+  if (connect(fd.get(), reinterpret_cast<sockaddr*>(&at), sizeof at) != 0) return {};
+  return fd;
+}
+
+void SendToMirror(int channel, const EgressToMirror& m, int fd) {
+  const std::string frame = EncodeEgressToMirror(m).value();
+  started_worker::SendWith(channel, frame, fd >= 0 ? std::vector<int>{fd} : std::vector<int>{});
+}
+
+constexpr char kScript[] = R"JS(
+const dns = require('dns');
+const net = require('net');
+const { spawnSync } = require('child_process');
+function attempt(host, port) {
+  return new Promise((resolve) => {
+    const t0 = Date.now();
+    const s = net.connect({ host, port });
+    let data = '';
+    s.on('connect', () => s.end('ping ' + host));
+    s.on('data', (d) => { data += d; });
+    s.on('error', (e) => resolve({ error: e.code, ms: Date.now() - t0 }));
+    s.on('close', () => resolve({ data, ms: Date.now() - t0 }));
+  });
+}
+(async () => {
+  const out = {};
+  out.lookup = await new Promise((r) => dns.lookup('API.example.com', { family: 4 }, (e, a) => r(e ? e.code : a)));
+  out.declared = await attempt('api.example.com', 443);
+  out.again = await attempt('api.example.com', 443);
+  out.wildcard = await attempt('x.svc.test', 8443);
+  out.undeclared = await attempt('evil.example.org', 443);
+  out.literal = await attempt('203.0.113.9', 443);
+  out.otherPort = await attempt('api.example.com', 8443);
+  out.closedPort = await attempt('api.example.com', 22);
+  const child = spawnSync(process.execPath, ['-e', `
+    const s = require('net').connect(443, 'api.example.com');
+    let d = ''; s.on('connect', () => s.end('child')); s.on('data', (x) => d += x);
+    s.on('close', () => process.stdout.write(d)); s.on('error', (e) => process.stdout.write(e.code));`]);
+  out.child = String(child.stdout);
+  console.log(JSON.stringify(out));
+})();
+)JS";
+
+class EgressWorkerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "the worker tests switch uids and need root";
+    if (access(kNode, X_OK) != 0) GTEST_SKIP() << "no node at " << kNode;
+    mkdir(skill_.Sub("scripts").c_str(), 0755);
+    WriteFile(skill_.Sub("scripts/net.js"), kScript);
+  }
+  TempDir skill_;
+};
+
+TEST_F(EgressWorkerTest, DeclaredHostsAreReachedThroughTheBrokerAndNothingElseIs) {
+  EchoServer echo;
+  int ch[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ch), 0);
+  UniqueFd broker_end(ch[0]), worker_end(ch[1]);
+
+  RunSpec spec;
+  spec.script_path = skill_.Sub("scripts/net.js");
+  spec.envp = {"PATH=/usr/bin:/bin", "HOME=/nonexistent", "LANG=C.UTF-8"};
+  spec.switch_ids = true;
+  spec.uid = spec.gid = 65534;
+  spec.limits = kDefaultRunLimits;
+  SetSeccomp(spec, true);
+  spec.namespaces = true;
+  spec.skill_dir_path = skill_.path();
+  spec.fresh_proc = true;
+  spec.egress_declared = true;
+  spec.egress_rules = {{"api.example.com", {443}}, {"*.svc.test", {8443}}};
+
+  UniqueFd worker(open(SKILL_MCP_TEST_WORKER, O_RDONLY | O_CLOEXEC));
+  UniqueFd node(open(kNode, O_RDONLY | O_CLOEXEC));
+  UniqueFd script(open(spec.script_path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd dir(open(skill_.path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  SpawnRequest req;
+  req.worker_fd = worker.get();
+  req.node_fd = node.get();
+  req.spec_socket = true;
+  SpawnOutcome s = SpawnWorker(req);
+  ASSERT_TRUE(s.spawned.has_value());
+  Spawned& w = *s.spawned;
+  CellSpec cell;
+  cell.switch_ids = true;
+  started_worker::SendWith(w.spec.get(), EncodeCellSpec(cell).value(), {});
+  started_worker::SendWith(w.spec.get(), EncodeRunSpec(spec).value(),
+                           {script.get(), dir.get(), worker_end.get()});
+  w.spec.reset();
+  worker_end.reset();
+
+  // The broker's side: answer every request, collect every report, read the output.
+  std::vector<EgressConnect> asked;
+  std::vector<EgressRefused> refused;
+  std::vector<EgressClosed> closed;
+  std::string out, err;
+  bool out_open = true, err_open = true;
+  while (out_open || err_open) {
+    pollfd p[3] = {{broker_end.get(), POLLIN, 0}, {w.out.get(), POLLIN, 0}, {w.err.get(), POLLIN, 0}};
+    if (!out_open) p[1].fd = -1;
+    if (!err_open) p[2].fd = -1;
+    ASSERT_GT(poll(p, 3, 30000), 0) << "the run hung; stdout so far: " << out;
+    char buf[4096];
+    if (p[0].revents & POLLIN) {
+      ssize_t n = recv(broker_end.get(), buf, sizeof buf, 0);
+      if (n > 0) {
+        auto m = DecodeEgressFromMirror(std::string_view(buf, static_cast<size_t>(n)));
+        ASSERT_TRUE(m.has_value());
+        if (auto* c = std::get_if<EgressConnect>(&*m)) {
+          asked.push_back(*c);
+          UniqueFd up = ConnectLoopback(echo.port());
+          ASSERT_TRUE(up.valid());
+          SendToMirror(broker_end.get(), EgressOpened{c->id}, up.get());
+        } else if (auto* r = std::get_if<EgressRefused>(&*m)) {
+          refused.push_back(*r);
+        } else {
+          closed.push_back(std::get<EgressClosed>(*m));
+        }
+      }
+    }
+    for (int i = 1; i <= 2; ++i) {
+      if (p[i].revents == 0) continue;
+      ssize_t n = read(p[i].fd, buf, sizeof buf);
+      if (n <= 0) (i == 1 ? out_open : err_open) = false;
+      else (i == 1 ? out : err).append(buf, static_cast<size_t>(n));
+    }
+  }
+  int status = 0;
+  waitpid(w.pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << " " << err;
+
+  const auto j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["lookup"], "127.77.0.1");
+  EXPECT_EQ(j["declared"]["data"], "PING API.EXAMPLE.COM");
+  EXPECT_EQ(j["again"]["data"], "PING API.EXAMPLE.COM");
+  EXPECT_EQ(j["wildcard"]["data"], "PING X.SVC.TEST");
+  EXPECT_EQ(j["child"], "CHILD") << "a child process is held to the same list";
+  EXPECT_EQ(j["undeclared"]["error"], "ENOTFOUND");
+  // An address literal has no route out of the namespace (or the tun route refuses it).
+  EXPECT_TRUE(j["literal"]["error"] == "ENETUNREACH" || j["literal"]["error"] == "ECONNREFUSED")
+      << j["literal"];
+  // An allotted address on a port its name does not allow: accepted, then reset.
+  EXPECT_TRUE(j["otherPort"].contains("error") || j["otherPort"]["data"] == "") << j["otherPort"];
+  EXPECT_EQ(j["closedPort"]["error"], "ECONNREFUSED");
+  for (const char* k : {"undeclared", "literal", "otherPort", "closedPort"})
+    EXPECT_LT(j[k]["ms"].get<int>(), 1000) << k << " was not refused at once";
+
+  ASSERT_EQ(asked.size(), 4u);
+  EXPECT_EQ(asked[0], (EgressConnect{asked[0].id, "api.example.com", 443}));
+  EXPECT_EQ(asked[2].host, "x.svc.test");
+  EXPECT_EQ(asked[2].port, 8443);
+  EXPECT_EQ(asked[3].host, "api.example.com");  // the child's
+  bool refused_name = false, refused_port = false;
+  for (const EgressRefused& r : refused) {
+    refused_name |= r == EgressRefused{"dns", "evil.example.org", 0};
+    refused_port |= r == EgressRefused{"tcp", "api.example.com", 8443};
+  }
+  EXPECT_TRUE(refused_name);
+  EXPECT_TRUE(refused_port);
+  ASSERT_EQ(closed.size(), 4u);
+  EXPECT_EQ(closed[0].bytes_out, std::string("ping api.example.com").size());
+  EXPECT_EQ(closed[0].bytes_in, std::string("PING API.EXAMPLE.COM").size());
+}
+
+}  // namespace
+}  // namespace skillmcp::testing
