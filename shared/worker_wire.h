@@ -1,8 +1,8 @@
 // The worker protocol's wire primitives (shared/worker_protocol.h): little-endian
 // integers and length-prefixed strings, written by the encoders and read back by a cursor
-// that checks what is left before every read and every allocation. Only the protocol's
+// that checks what is left before every read and every allocation. Only the protocols'
 // codecs include this (shared/run_spec_codec.cc, cell_spec_codec.cc,
-// worker_frames_codec.cc).
+// worker_frames_codec.cc) and the egress codecs (egress_channel.cc, egress_wire.cc).
 #pragma once
 
 #include <cstdint>
@@ -16,6 +16,10 @@
 namespace skillmcp::wire {
 
 inline void PutU8(std::string& out, uint8_t v) { out.push_back(static_cast<char>(v)); }
+
+inline void PutU16(std::string& out, uint16_t v) {
+  for (int i = 0; i < 2; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
 
 inline void PutU32(std::string& out, uint32_t v) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -58,6 +62,13 @@ class Reader {
     if (in_.size() < 1) return false;
     v = static_cast<uint8_t>(in_[0]);
     in_.remove_prefix(1);
+    return true;
+  }
+  bool U16(uint16_t& v) {
+    if (in_.size() < 2) return false;
+    v = static_cast<uint16_t>(uint16_t{static_cast<uint8_t>(in_[0])} |
+                              uint16_t{static_cast<uint8_t>(in_[1])} << 8);
+    in_.remove_prefix(2);
     return true;
   }
   bool U32(uint32_t& v) {
@@ -110,6 +121,13 @@ class Reader {
     dirs.resize(count);
     for (ModuleDir& d : dirs)
       if (!String(d.path) || !U64(d.dev) || !U64(d.ino)) return false;
+    return true;
+  }
+  // Exactly `n` bytes, copied into `out`.
+  bool Bytes(size_t n, std::string& out) {
+    if (n > in_.size()) return false;
+    out.assign(in_.substr(0, n));
+    in_.remove_prefix(n);
     return true;
   }
   bool Magic(const char (&magic)[4]) {

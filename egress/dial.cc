@@ -1,0 +1,63 @@
+#include "egress/dial.h"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+
+#include "egress/address_class.h"
+
+namespace skillmcp::egress {
+
+bool Dial::Advance(int64_t now_ms) {
+  while (next_ < peers_.size()) {
+    const Peer& p = peers_[next_++];
+    peer_ = p;
+    // why: a non-global address is the host's own services, its link or a cloud metadata
+    // service (address_class.cc says which); only a broker that allows local addresses
+    // (a test rig, a local service the operator declared) reaches one.
+    if (!allow_local_ && ClassifyAddress(p.family, p.address) != AddressClass::kGlobal) {
+      if (!tried_) error_ = EACCES;
+      continue;
+    }
+    tried_ = true;
+    sock_.reset(::socket(p.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!sock_) {
+      error_ = errno;
+      continue;
+    }
+    sockaddr_storage sa;
+    const socklen_t len = PeerToSockaddr(p, sa);
+    if (connect(sock_.get(), reinterpret_cast<const sockaddr*>(&sa), len) == 0) {
+      error_ = 0;
+      return false;
+    }
+    if (errno == EINPROGRESS) {
+      deadline_ms_ = now_ms + timeout_ms_;
+      return true;
+    }
+    error_ = errno;
+    sock_.reset();
+  }
+  return false;
+}
+
+bool Dial::OnReady(int64_t now_ms) {
+  int err = 0;
+  socklen_t len = sizeof err;
+  if (getsockopt(sock_.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+  if (err == 0) {
+    error_ = 0;
+    return false;
+  }
+  return Fail(err, now_ms);
+}
+
+bool Dial::OnTimeout(int64_t now_ms) { return Fail(ETIMEDOUT, now_ms); }
+
+bool Dial::Fail(int err, int64_t now_ms) {
+  error_ = err;
+  sock_.reset();
+  return Advance(now_ms);
+}
+
+}  // namespace skillmcp::egress

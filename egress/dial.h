@@ -1,0 +1,54 @@
+// One request's connection attempts: the resolved addresses in order, those that are not
+// global skipped unless the request allows local ones (address_class.h), each tried with
+// a non-blocking connect and a deadline of its own; the first that connects wins. The
+// caller waits for the socket in progress (EPOLLOUT) or its deadline, then says which.
+#pragma once
+
+#include <cerrno>
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "egress/peer.h"
+#include "shared/unique_fd.h"
+
+namespace skillmcp::egress {
+
+class Dial {
+ public:
+  Dial(std::vector<Peer> peers, bool allow_local, int timeout_ms)
+      : peers_(std::move(peers)), allow_local_(allow_local), timeout_ms_(timeout_ms) {}
+
+  // Tries addresses until one is in progress (true: wait for socket() until deadline_ms())
+  // or the dial is over (false: error(), peer(), TakeSocket()).
+  bool Advance(int64_t now_ms);
+  // The socket in progress is writable or in error; false when the dial is over.
+  bool OnReady(int64_t now_ms);
+  // The socket in progress missed its deadline; false when the dial is over.
+  bool OnTimeout(int64_t now_ms);
+
+  int socket() const { return sock_.get(); }
+  int64_t deadline_ms() const { return deadline_ms_; }
+  // 0 (connected), ETIMEDOUT or connect's errno for the last address tried, EACCES when
+  // every address was refused, ENOENT when there was none.
+  int error() const { return error_; }
+  // The peer connected to, or the last address tried or refused.
+  const std::optional<Peer>& peer() const { return peer_; }
+  UniqueFd TakeSocket() { return std::move(sock_); }
+
+ private:
+  bool Fail(int err, int64_t now_ms);
+
+  std::vector<Peer> peers_;
+  bool allow_local_;
+  int timeout_ms_;
+  size_t next_ = 0;
+  bool tried_ = false;  // a connect was attempted, so its errno outranks EACCES
+  UniqueFd sock_;
+  int64_t deadline_ms_ = 0;
+  int error_ = ENOENT;
+  std::optional<Peer> peer_;
+};
+
+}  // namespace skillmcp::egress

@@ -1,0 +1,26 @@
+// The helper's command line: where its brokers come from and how long one connect may take.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace skillmcp::egress {
+
+inline constexpr int kDefaultConnectTimeoutMs = 5000;
+inline constexpr int kMaxConnectTimeoutMs = 600000;
+
+struct Options {
+  // A connected SOCK_SEQPACKET socket from a broker that started the helper itself; the
+  // helper exits when it closes. Without it, the listening socket of socket activation.
+  std::optional<int> connection_fd;
+  int connect_timeout_ms = kDefaultConnectTimeoutMs;  // per address tried
+  bool help = false;
+};
+
+// Parses argv; on an error, nothing, and `error` says which argument and why.
+std::optional<Options> ParseOptions(int argc, const char* const* argv, std::string* error);
+
+// The --help text.
+const char* UsageText();
+
+}  // namespace skillmcp::egress

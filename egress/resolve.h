@@ -1,0 +1,31 @@
+// Name resolution for one request: an IP literal at once, a name by getaddrinfo on a
+// thread of its own (it blocks, for as long as the host's resolver takes).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "egress/peer.h"
+
+namespace skillmcp::egress {
+
+// At most this many addresses of one name are tried, in the resolver's order; a name
+// with more than that is as reachable through its first ones.
+inline constexpr size_t kMaxAddresses = 16;
+
+struct Resolution {
+  int error = 0;  // 0, ENOENT (no address), EIO (the resolver failed)
+  std::vector<Peer> peers;
+};
+
+// The errno an answer carries for a getaddrinfo error (shared/egress_wire.h).
+int ResolverErrno(int gai_error);
+
+// Does not block: the address of an IP literal (IsAddressLiteral, shared/egress_allowlist.h).
+Resolution ResolveLiteral(const std::string& host, uint16_t port);
+
+// Blocks: the name's IPv4 and IPv6 stream addresses (AI_ADDRCONFIG) with `port`.
+Resolution ResolveName(const std::string& host, uint16_t port);
+
+}  // namespace skillmcp::egress
