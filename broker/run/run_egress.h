@@ -1,0 +1,82 @@
+// One run's egress on the broker's side (the declared network mode; docs/isolation.md,
+// "Declared egress"): the run's end of the egress channel (shared/egress_channel.h). For
+// each connection the run's mirror asks for, the broker checks the name and port against
+// the run's rules, fixed when the run was confirmed, never against anything the run says;
+// asks the egress helper to open it (broker/run/egress_client.h); and hands the socket
+// back. It tallies what happened for the receipt, bounded.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "broker/loop/event_loop.h"
+#include "broker/run/egress_client.h"
+#include "shared/egress_allowlist.h"
+#include "shared/egress_channel.h"
+#include "shared/unique_fd.h"
+
+namespace skillmcp {
+
+inline constexpr size_t kEgressSummaryMaxEntries = 32;
+inline constexpr size_t kRunEgressMaxPending = 32;
+
+// What the receipt says of a run's network.
+struct EgressSummary {
+  struct Host {
+    std::string host;
+    uint16_t port = 0;
+    uint32_t connections = 0;
+    uint64_t bytes_out = 0;  // run -> host
+    uint64_t bytes_in = 0;   // host -> run
+    bool operator==(const Host&) const = default;
+  };
+  struct Refusal {
+    // "dns" (a name not declared), "tcp" / "udp" (an address or port outside the list,
+    // refused in the run's namespace), "connect" (a declared host the helper could not
+    // reach: `reason` says why), "policy" (asked for outside the rules).
+    std::string kind;
+    std::string target;
+    uint16_t port = 0;
+    std::string reason;
+    bool operator==(const Refusal&) const = default;
+  };
+  std::vector<Host> hosts;  // in the order first reached
+  std::vector<Refusal> refused;
+  uint32_t refused_omitted = 0;  // refusals beyond kEgressSummaryMaxEntries
+  bool operator==(const EgressSummary&) const = default;
+};
+
+class RunEgress {
+ public:
+  // `client` may be null (no helper reachable at boot): every request is then refused.
+  RunEgress(EventLoop& loop, EgressClient* client, std::vector<EgressRule> rules,
+            bool allow_local, UniqueFd channel);
+  ~RunEgress();
+  RunEgress(const RunEgress&) = delete;
+  RunEgress& operator=(const RunEgress&) = delete;
+
+  // Reads what the mirror sent and has not been read (the run ended: the last counts).
+  void Drain();
+  const EgressSummary& summary() const { return summary_; }
+
+ private:
+  void OnReadable(uint32_t events);
+  void OnConnect(const EgressConnect& m);
+  void Deny(uint32_t id, int err);
+  void Refuse(EgressSummary::Refusal r);
+  void Close();
+
+  EventLoop& loop_;
+  EgressClient* client_;
+  std::vector<EgressRule> rules_;
+  bool allow_local_;
+  UniqueFd channel_;
+  std::map<uint32_t, uint32_t> dials_;   // the helper's id -> the mirror's
+  std::map<uint32_t, size_t> host_of_;   // the mirror's id -> summary_.hosts index
+  EgressSummary summary_;
+};
+
+}  // namespace skillmcp
