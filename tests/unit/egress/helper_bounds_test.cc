@@ -9,6 +9,7 @@ namespace {
 
 constexpr size_t kInFlight = 64;       // egress/server.h, kMaxInFlight
 constexpr int64_t kStalledMs = 10000;  // egress/server.h, kStalledBrokerMs
+constexpr size_t kBrokers = 64;        // egress/server.h, kMaxBrokers
 
 // A listener whose accept queue is full: the kernel drops further SYNs, so a connection
 // to it stays in progress until the connecting side gives up. `held` keeps the
@@ -117,6 +118,39 @@ TEST(EgressBoundsTest, AMessageThatIsNotARequestClosesThatBrokerOnly) {
   ASSERT_TRUE(refused.answer.has_value());
   EXPECT_EQ(refused.answer->error, EACCES) << "and new ones too";
   EXPECT_EQ(helper->WaitExit(0), -1) << "the helper is still running";
+}
+
+TEST(EgressBoundsTest, OneBrokerOverTheBoundIsClosedAndItsPlaceComesBack) {
+  const std::string path = "/tmp/skill-mcp-egress-test-b" + std::to_string(getpid()) + ".sock";
+  unlink(path.c_str());
+  auto helper = Helper::Activated(path);
+  LocalPort closed = LocalPort::Open(false);
+  // Each served once, so that the helper has accepted it before the next one comes.
+  std::vector<BrokerEnd> brokers;
+  for (size_t i = 0; i < kBrokers; ++i) {
+    brokers.push_back(helper->Connect());
+    brokers.back().Ask(To(static_cast<uint32_t>(i), "127.0.0.1", closed.port, true));
+    Got got = brokers.back().Receive();
+    ASSERT_TRUE(got.answer.has_value()) << i;
+    ASSERT_EQ(got.answer->error, ECONNREFUSED) << i;
+  }
+  BrokerEnd over = helper->Connect();
+  Got refused = over.Receive(5000);
+  ASSERT_FALSE(refused.timed_out) << "the broker over the bound was kept";
+  EXPECT_EQ(refused.status, FdPacket::Status::kClosed);
+  // One goes away; once the helper has seen it, a new broker is served again.
+  brokers.front().Close();
+  Got got;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    BrokerEnd next = helper->Connect();
+    // Not Ask: this one may be closed before its request is sent.
+    next.SendRaw(*EncodeEgressRequest(To(99, "127.0.0.1", closed.port, true)));
+    got = next.Receive(5000);
+    if (got.answer) break;
+    usleep(20000);
+  }
+  ASSERT_TRUE(got.answer.has_value()) << "no place came back";
+  EXPECT_EQ(got.answer->error, ECONNREFUSED);
 }
 
 TEST(EgressBoundsTest, ActivationNeedsItsOwnPidAndOneListeningSeqpacketSocket) {
