@@ -191,11 +191,12 @@ StepResult ReadRunSpec(int fd, RunSpec& out, UniqueFd& egress_channel) {
   // why: the channel comes exactly with a run in the declared network mode: without it
   // the mirror could answer names it has no way to connect, with it a run in another mode
   // would hold a way to its broker it has no use for.
-  if (spec && got.count != 0 && (got.count == 3) != spec->egress_declared) {
+  const bool declared = spec && spec->egress_declared;
+  if (got.count == 3 && !declared) {
     got.CloseAll();
     return Fail(EBADMSG);
   }
-  if (spec && spec->egress_declared && got.count != 3) {
+  if (declared && got.count != 3) {
     got.CloseAll();
     return Fail(EBADMSG);
   }

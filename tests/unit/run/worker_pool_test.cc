@@ -83,6 +83,27 @@ TEST_F(SentDescriptors, AnyCountButTwoIsRefused) {
   }
 }
 
+// The third descriptor is a declared-mode run's egress channel: with any other run, or
+// missing from one, the description is refused.
+TEST_F(SentDescriptors, TheEgressChannelComesExactlyWithADeclaredRun) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+  UniqueFd a(sv[0]), b(sv[1]);
+  const std::string plain = EncodeRunSpec(PlainSpec()).value();
+  Outcome o = Launch(plain, {file_.get(), dir_.get(), a.get()});
+  ASSERT_TRUE(o.report.has_value());
+  EXPECT_EQ(o.report->step, WorkerStep::kReadSpec);
+  EXPECT_EQ(o.report->err, EBADMSG);
+  RunSpec declared = PlainSpec();
+  declared.namespaces = true;
+  declared.skill_dir_path = "/nonexistent";
+  declared.egress_declared = true;
+  o = Launch(EncodeRunSpec(declared).value(), {file_.get(), dir_.get()});
+  ASSERT_TRUE(o.report.has_value());
+  EXPECT_EQ(o.report->step, WorkerStep::kReadSpec);
+  EXPECT_EQ(o.report->err, EBADMSG);
+}
+
 TEST_F(SentDescriptors, SentAsWellAsInheritedIsRefused) {
   Outcome o = Launch("not a spec", {file_.get(), dir_.get()}, /*inherited=*/file_.get());
   ASSERT_TRUE(o.report.has_value());
