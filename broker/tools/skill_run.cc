@@ -1,5 +1,6 @@
 #include "broker/tools/skill_run.h"
 
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -303,7 +304,10 @@ std::optional<ToolResult> SkillRunTool::Prepare(const Json& args, Prepared* out)
   }
   run.skill = skill->name;
   run.interpreter = granted.interpreter;
-  run.skill_dir_fd = skill->dir.get();
+  run.skill_dir.reset(fcntl(skill->dir.get(), F_DUPFD_CLOEXEC, 0));
+  if (!run.skill_dir.valid())
+    return Refusal("PATH_REFUSED", "skill \"" + name + "\": " + std::strerror(errno));
+  run.skill_dir_fd = run.skill_dir.get();
   run.skill_dir_path = skill->source;
   run.script = granted.script;
   run.script_fd = std::move(sealed->fd);
