@@ -460,6 +460,14 @@ void SkillRunTool::Elicit(std::shared_ptr<Prepared> p, const Json& request_id, T
           p->audit->Set(answer.declined ? AuditOutcome::kDeclined : AuditOutcome::kCancelled);
           return done(NotApproved(answer));
         }
+        // Why: the catalogue may have been replaced while the prompt was open
+        // (SKILL_MCP_WATCH); an approval starts only what is still declared and granted.
+        ScriptLookup still = deps_.view.grants->Lookup(p->run.skill, p->run.script);
+        if (still.refusal != ScriptRefusal::kNone) {
+          return done(Refusal("DRAFT_CHANGED",
+                              "the skill's declaration changed while the prompt was open; "
+                              "nothing ran. Call skill_run again for a fresh prompt"));
+        }
         if (deps_.runner->Busy()) return done(RunInProgress(Approval::kPrompt));
         Dispatch(*p, request_id, done, std::nullopt, kSkillRunTool);
       });

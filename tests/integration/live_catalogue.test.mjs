@@ -5,7 +5,7 @@
 // the watch off nothing is sent and the lists stay as they were read. Real files throughout.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { appendFileSync, chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { MARK_JS, freshDir, removeDir, skillMd } from './fixtures.mjs';
@@ -172,6 +172,39 @@ describe('SKILL_MCP_WATCH on (the default)', () => {
       assert.equal(b.json?.error, 'SCRIPT_NOT_DECLARED', b.text);
       const listed = (await callJson(conn.client, 'skill_list')).json.skills[0];
       assert.deepEqual(listed.scripts.map((s) => s.script ?? s), ['scripts/a.js']);
+    } finally {
+      await conn.close();
+    }
+  });
+
+  test('a prompt approved after its script left the declaration runs nothing', async () => {
+    const root = freshRoot({});
+    const host = (scripts) =>
+      `mcp-host:\n  version: 1\n  run:\n${scripts.map((s) => `    - script: ${s}\n      interpreter: node\n`).join('')}`;
+    writeSkill(root, 'runner', 'Runs.', host(['scripts/a.js', 'scripts/b.js']));
+    mkdirSync(join(root, 'runner', 'scripts'));
+    const marks = join(base, `marks${seq}`);
+    mkdirSync(marks);
+    chmodSync(marks, 0o1777);
+    writeFileSync(join(root, 'runner', 'scripts', 'a.js'), MARK_JS);
+    writeFileSync(join(root, 'runner', 'scripts', 'b.js'), MARK_JS);
+    spawnSync('chmod', ['-R', 'a+rX', base]);
+    let conn;
+    conn = await connect({
+      env: { SKILLS_DIR: root, SKILL_MCP_NAMESPACES: 'off' },
+      onElicit: async () => {
+        const count = rescans(conn);
+        writeSkill(root, 'runner', 'Runs.', host(['scripts/a.js']));
+        await until('the rescan while the prompt is open', () => rescans(conn) > count);
+        return { action: 'accept', content: { approve: true } };
+      },
+    });
+    try {
+      await sleep(500);
+      const mark = join(marks, 'prompted');
+      const r = await callJson(conn.client, 'skill_run', { name: 'runner', script: 'scripts/b.js', args: [mark] });
+      assert.equal(r.json?.error, 'DRAFT_CHANGED', r.text);
+      assert.equal(existsSync(mark), false, 'nothing ran');
     } finally {
       await conn.close();
     }
