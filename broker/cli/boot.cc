@@ -139,7 +139,18 @@ std::unique_ptr<Boot> BootBroker(NamespaceProbeTiming probe, CatalogueTiming cat
   }
   b->audit = *target;
 
-  // 8. The confirmation gate and its signing key.
+  // 8. Whether the catalogue is watched (docs/configuration.md, "SKILL_MCP_WATCH").
+  const std::string watch = b->env.GetConfig("SKILL_MCP_WATCH").value_or("");
+  if (watch == "on") {
+    b->watch = WatchSetting::kOn;
+  } else if (watch == "off") {
+    b->watch = WatchSetting::kOff;
+  } else if (!watch.empty()) {
+    b->fatal = "SKILL_MCP_WATCH=\"" + watch + "\" is not on or off";
+    return b;
+  }
+
+  // 9. The confirmation gate and its signing key.
   b->gate = ParseGateConfig([env = &b->env](std::string_view n) { return env->GetConfig(n); });
   for (const auto& w : b->gate.warnings) LOG_WARN("%s", w.c_str());
   if (b->env.IsSet("MCP_CONFIRM_SECRET")) {
@@ -175,6 +186,15 @@ void LoadCatalogue(Boot& b) {
   b.catalogue_loaded = true;
   b.roots = ResolveRoots(b.env);
   b.catalogue = ScanCatalogue(b.roots.paths, b.roots.from);
+  SettleCatalogue(b);
+}
+
+void ReplaceCatalogue(Boot& b, Catalogue fresh) {
+  b.catalogue = std::move(fresh);
+  SettleCatalogue(b);
+}
+
+void SettleCatalogue(Boot& b) {
   {
     std::vector<std::string> dirs;
     for (const Skill& s : b.catalogue.skills) dirs.push_back(s.source);

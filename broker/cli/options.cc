@@ -52,6 +52,8 @@ Running scripts (skill_run):
   SKILL_MCP_AUDIT            auto (default) | journal | stderr: where each skill_run
                              outcome's audit record goes (auto: the journal where its
                              socket is, else one {"skill_mcp_audit":1,...} line on stderr)
+  SKILL_MCP_WATCH            on | off (default on where inotify works): watch the skills,
+                             rescan as they change and send list_changed
   SKILL_MCP_LIMIT_*          per-run limits: NPROC, AS_MB, DATA_MB, CPU_SECONDS, FSIZE_MB,
                              NOFILE (positive integers)
   SKILL_MCP_LIMIT_RUN_MEMORY_MB

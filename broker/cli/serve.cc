@@ -12,6 +12,7 @@
 #include "broker/audit/audit_peer.h"
 #include "broker/audit/audit_sink.h"
 #include "broker/cli/boot.h"
+#include "broker/cli/watch.h"
 #include "broker/loop/event_loop.h"
 #include "broker/mcp/late_catalogue.h"
 #include "broker/mcp/server.h"
@@ -163,6 +164,23 @@ int RunServe() {
   server.SetLateCatalogue(&late_catalogue);
   server.SetAuditConnection(&connection);
   server.Register();
+  // The live catalogue: on where inotify works unless SKILL_MCP_WATCH=off; with =on, a
+  // host without inotify refuses to start rather than serve lists it says may change.
+  std::unique_ptr<LiveCatalogue> live;
+  if (b->watch != WatchSetting::kOff) {
+    live = std::make_unique<LiveCatalogue>(loop, *b, server);
+    std::string why;
+    if (!live->Open(&why)) {
+      if (b->watch == WatchSetting::kOn) {
+        LOG_ERROR("SKILL_MCP_WATCH=on, but %s", why.c_str());
+        return 1;
+      }
+      LOG_INFO("the skills are read once (%s); no list_changed is sent", why.c_str());
+      live.reset();
+    }
+  }
+  server.SetListsMayChange(live != nullptr);
+  if (live) late_catalogue.Then([&live] { live->Start(); });
   session.OnClosed([&loop] { loop.Stop(); });
   UniqueFd sigfd = BlockTerminationSignals();
   if (!sigfd.valid()) {
@@ -237,6 +255,7 @@ int RunDoctorCommand() {
                                       "stderr\n    one JSON line per skill_run outcome, starting "
                                       "{\"skill_mcp_audit\":1,");
   printf("audit: %s\n", where.c_str());
+  printf("watch: %s\n", DescribeWatch(*b).c_str());
   return rc;
 }
 

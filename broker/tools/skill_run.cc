@@ -1,5 +1,6 @@
 #include "broker/tools/skill_run.h"
 
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -303,7 +304,10 @@ std::optional<ToolResult> SkillRunTool::Prepare(const Json& args, Prepared* out)
   }
   run.skill = skill->name;
   run.interpreter = granted.interpreter;
-  run.skill_dir_fd = skill->dir.get();
+  run.skill_dir.reset(fcntl(skill->dir.get(), F_DUPFD_CLOEXEC, 0));
+  if (!run.skill_dir.valid())
+    return Refusal("PATH_REFUSED", "skill \"" + name + "\": " + std::strerror(errno));
+  run.skill_dir_fd = run.skill_dir.get();
   run.skill_dir_path = skill->source;
   run.script = granted.script;
   run.script_fd = std::move(sealed->fd);
@@ -455,6 +459,14 @@ void SkillRunTool::Elicit(std::shared_ptr<Prepared> p, const Json& request_id, T
         if (!answer.approved) {
           p->audit->Set(answer.declined ? AuditOutcome::kDeclined : AuditOutcome::kCancelled);
           return done(NotApproved(answer));
+        }
+        // Why: the catalogue may have been replaced while the prompt was open
+        // (SKILL_MCP_WATCH); an approval starts only what is still declared and granted.
+        ScriptLookup still = deps_.view.grants->Lookup(p->run.skill, p->run.script);
+        if (still.refusal != ScriptRefusal::kNone) {
+          return done(Refusal("DRAFT_CHANGED",
+                              "the skill's declaration changed while the prompt was open; "
+                              "nothing ran. Call skill_run again for a fresh prompt"));
         }
         if (deps_.runner->Busy()) return done(RunInProgress(Approval::kPrompt));
         Dispatch(*p, request_id, done, std::nullopt, kSkillRunTool);

@@ -163,7 +163,8 @@ class Model {
   const GateConfig gate_;
   fuzz::Server server_;
   bool open_;                                   // the run side is open
-  bool client_elicits_ = false;                 // as the last initialize declared
+  bool client_elicits_ = false;                 // as the first initialize declared
+  bool initialized_ = false;                    // an initialize has been answered
   std::optional<std::string> deferred_;         // the skill_run waiting for the run side
   std::vector<std::function<void()>> held_;     // steps sent while the session holds input
   std::string call_line_;                       // the waiting call, not yet written
@@ -359,8 +360,11 @@ void Model::Initialize(uint8_t b) {
                              "{\"protocolVersion\":" + Json(asked).dump() +
                                  ",\"capabilities\":" + caps + "}");
   // Why: elicitation/create exists from 2025-06-18, and a client that offers only url mode
-  // cannot answer a form.
-  if (fresh) client_elicits_ = (b & 16) && shape != 2 && served >= "2025-06-18";
+  // cannot answer a form. Only the first initialize fixes it: a second is -32600 and
+  // changes nothing (docs/wire.md §10).
+  if (fresh && !initialized_)
+    client_elicits_ = (b & 16) && shape != 2 && served >= "2025-06-18";
+  if (fresh) initialized_ = true;
 }
 
 void Model::CallRun(uint8_t b, uint8_t t) {
