@@ -85,10 +85,7 @@ std::unique_ptr<Boot> BootBroker(NamespaceProbeTiming probe, CatalogueTiming cat
     for (const auto& r : creds.refused) LOG_WARN("credential refused: %s", r.c_str());
     if (!creds.detail.empty()) LOG_WARN("credentials: %s", creds.detail.c_str());
   }
-  const std::vector<std::string> names = b->env.Names();  // sorted; presence, not IsSet
-  b->facts.hosted = IsHosted([&names](std::string_view n) {
-    return std::binary_search(names.begin(), names.end(), n);
-  });
+  b->facts.hosted = IsHosted([&b](std::string_view n) { return b->env.GetConfig(n); });
   // Why: only the exact value "1" waives the refusal; "0", "no" or a typo keep it.
   b->facts.allow_unscrubbed = b->env.GetConfig("MCP_SKILL_ALLOW_UNSCRUBBED") == "1";
 

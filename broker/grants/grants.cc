@@ -101,11 +101,14 @@ void ReportRows(const Catalogue& catalogue, const std::vector<GrantRow>& rows,
 
 }  // namespace
 
-bool IsHosted(const IsPresentFn& is_present) {
-  // Why PRESENT and not set: a blank or unexpanded marker still means a host launched us;
-  // marker checks may only ever move the default towards closed.
+bool IsHosted(const GetFn& get) {
   for (std::string_view marker : kHostedMarkers) {
-    if (is_present(marker)) return true;
+    std::optional<std::string> value = get(marker);
+    if (!value) continue;
+    const size_t b = value->find_first_not_of(" \t\n\r\v\f");
+    const size_t e = value->find_last_not_of(" \t\n\r\v\f");
+    const std::string_view v = std::string_view(*value).substr(b, e - b + 1);
+    if (v != "undefined" && v != "null") return true;
   }
   return false;
 }
@@ -259,9 +262,8 @@ GrantDecision DecideGrants(const Catalogue& catalogue,
   return decision;
 }
 
-GrantDecision DecideGrants(const Catalogue& catalogue, const GetFn& get,
-                           const IsPresentFn& is_present) {
-  return DecideGrants(catalogue, get("MCP_SKILL_RUN"), IsHosted(is_present));
+GrantDecision DecideGrants(const Catalogue& catalogue, const GetFn& get) {
+  return DecideGrants(catalogue, get("MCP_SKILL_RUN"), IsHosted(get));
 }
 
 }  // namespace skillmcp

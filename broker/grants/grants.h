@@ -16,14 +16,17 @@
 
 namespace skillmcp {
 
-// Variables mcp-host's runner injects; any one PRESENT means a host started us.
+// Variables mcp-host's runner injects; any one SET means a host started us.
 inline constexpr std::array<std::string_view, 4> kHostedMarkers = {
     "MCP_SKILLS_PATH", "MCP_HOST_METER_FILE", "MCP_DATA_DIR", "MCP_BLOB_BASE_URL"};
 
 // The closed interpreter set of this deployment (v1: node only).
 inline constexpr std::array<std::string_view, 1> kRunnableInterpreters = {"node"};
 
-bool IsHosted(const IsPresentFn& is_present);
+// A marker counts only when set: blank, "undefined", "null" and an unexpanded "${...}"
+// count as unset, as the reference reads every variable. `get` applies the blank and
+// placeholder rule (EnvStore::GetConfig).
+bool IsHosted(const GetFn& get);
 bool IsRunnableInterpreter(std::string_view interpreter);
 
 // The one sentence used by skill_list's unavailableScripts and by skill_run's refusal.
@@ -53,7 +56,8 @@ struct SkillGrants {
   std::vector<ScriptNote> ungranted;    // emitted only when non-empty
   bool executable() const { return !scripts.empty(); }
 
-  // Internal to the lookup: every declared script with its grant state.
+  // Every declared script with its grant state (the lookup's, and skill_load's effective
+  // list: the granted ones).
   struct Declared {
     DeclaredRun run;
     bool granted = false;
@@ -88,8 +92,7 @@ struct GrantDecision {
 GrantDecision DecideGrants(const Catalogue& catalogue,
                            const std::optional<std::string>& skill_run_value, bool hosted);
 
-// The same, reading the variables through callbacks.
-GrantDecision DecideGrants(const Catalogue& catalogue, const GetFn& get,
-                           const IsPresentFn& is_present);
+// The same, reading the variables through `get`.
+GrantDecision DecideGrants(const Catalogue& catalogue, const GetFn& get);
 
 }  // namespace skillmcp
