@@ -86,9 +86,8 @@ std::unique_ptr<Boot> BootBroker(NamespaceProbeTiming probe, CatalogueTiming cat
     if (!creds.detail.empty()) LOG_WARN("credentials: %s", creds.detail.c_str());
   }
   const std::vector<std::string> names = b->env.Names();  // sorted; presence, not IsSet
-  b->facts.hosted = IsHosted([&names](std::string_view n) {
-    return std::binary_search(names.begin(), names.end(), n);
-  });
+  b->facts.hosted = IsHosted(
+      [&names](std::string_view n) { return std::binary_search(names.begin(), names.end(), n); });
   // Why: only the exact value "1" waives the refusal; "0", "no" or a typo keep it.
   b->facts.allow_unscrubbed = b->env.GetConfig("MCP_SKILL_ALLOW_UNSCRUBBED") == "1";
 
@@ -105,7 +104,7 @@ std::unique_ptr<Boot> BootBroker(NamespaceProbeTiming probe, CatalogueTiming cat
                "unprivileged user, or start skill-mcp as one.";
     return b;
   }
-  // 4. The pinned node and the worker, opened by descriptor now.
+  // 4. The pinned interpreters and the worker, opened by descriptor now.
   LaunchConfigResult launch = ResolveLaunchConfig(b->env, b->facts.privileges, probe);
   if (!launch.config) {
     b->fatal = launch.error;
@@ -180,7 +179,10 @@ void LoadCatalogue(Boot& b) {
     for (const Skill& s : b.catalogue.skills) dirs.push_back(s.source);
     SetHiddenRoots(*b.launch, b.roots.paths, dirs);
   }
-  b.grants = DecideGrants(b.catalogue, b.env.GetConfig("MCP_SKILL_RUN"), b.facts.hosted);
+  std::vector<std::string> interpreters;
+  for (const PinnedInterpreter& p : b.launch->interpreters) interpreters.push_back(p.name);
+  b.grants =
+      DecideGrants(b.catalogue, b.env.GetConfig("MCP_SKILL_RUN"), b.facts.hosted, interpreters);
   if (b.environ_blocked) {
     b.catalogue.problems.push_back(Problem{"/proc/" + std::to_string(getpid()) + "/environ",
                                            std::string(reason::kEnvironUnscrubbed),
