@@ -102,7 +102,7 @@ std::unique_ptr<Boot> BootBroker(NamespaceProbeTiming probe, CatalogueTiming cat
                "unprivileged user, or start skill-mcp as one.";
     return b;
   }
-  // 4. The pinned node and the worker, opened by descriptor now.
+  // 4. The pinned interpreters and the worker, opened by descriptor now.
   LaunchConfigResult launch = ResolveLaunchConfig(b->env, b->facts.privileges, probe);
   if (!launch.config) {
     b->fatal = launch.error;
@@ -197,7 +197,10 @@ void SettleCatalogue(Boot& b) {
     for (const Skill& s : b.catalogue.skills) dirs.push_back(s.source);
     SetHiddenRoots(*b.launch, b.roots.paths, dirs);
   }
-  b.grants = DecideGrants(b.catalogue, b.env.GetConfig("MCP_SKILL_RUN"), b.facts.hosted);
+  std::vector<std::string> interpreters;
+  for (const PinnedInterpreter& p : b.launch->interpreters) interpreters.push_back(p.name);
+  b.grants =
+      DecideGrants(b.catalogue, b.env.GetConfig("MCP_SKILL_RUN"), b.facts.hosted, interpreters);
   if (b.environ_blocked) {
     b.catalogue.problems.push_back(Problem{"/proc/" + std::to_string(getpid()) + "/environ",
                                            std::string(reason::kEnvironUnscrubbed),

@@ -32,7 +32,10 @@ Running scripts (skill_run):
                              /var/lib/skill-mcp when started as root, else
                              $XDG_RUNTIME_DIR/skill-mcp)
   MCP_SKILL_ALLOW_UNSCRUBBED 1: run scripts even if the environ block stays readable
+  SKILL_MCP_INTERPRETERS     interpreters scripts may name: node, python3 (default node)
   SKILL_MCP_NODE             the node binary to pin (default: node on PATH at start)
+  SKILL_MCP_PYTHON3          the python3 binary to pin (default: python3 on PATH at start;
+                             an ELF binary owned by root, never a shim)
   SKILL_MCP_USER             user a root broker switches to (default skill-mcp)
   SKILL_MCP_RUN_AS           user scripts run as (default skill-mcp-run); with per-run
                              uids, the group every run keeps

@@ -97,9 +97,10 @@ int RunServe() {
   // Why: standalone, the environment is the user's own (docs/wire.md §4): a warning, not a
   // refusal; hosted, boot.cc refuses every run instead.
   if (!b->facts.scrub.ok && !b->facts.hosted) {
-    LOG_WARN("the exec-time environment block could not be wiped (%s); a same-uid process "
-             "may read /proc/%d/environ",
-             b->facts.scrub.detail.c_str(), getpid());
+    LOG_WARN(
+        "the exec-time environment block could not be wiped (%s); a same-uid process "
+        "may read /proc/%d/environ",
+        b->facts.scrub.detail.c_str(), getpid());
   }
 
   EventLoop loop;
@@ -136,13 +137,16 @@ int RunServe() {
     session.WithdrawRequest(id, "the skill_run call this prompt was for was cancelled");
   };
   deps.audit.connection = &connection;
-  deps.audit.interpreter_path = b->launch->node_path;
+  for (const PinnedInterpreter& p : b->launch->interpreters)
+    deps.interpreter_paths[p.name] = p.path;
+  deps.show_interpreter_path = b->launch->interpreters_configured;
   deps.audit.emit = [&audit](AuditFacts facts) { audit.Emit(std::move(facts)); };
   // Once the run side is decided: the isolation line, then skill_run with the refusal
   // that holds (runs_blocked may only now be known).
   auto open_runs = [&b, &run_gate, &deps, &supervisor] {
     const std::vector<Layer> layers = ComputeLayers(b->facts);
     LOG_INFO("%s", LayersOneLine(layers).c_str());
+    LOG_INFO("interpreters: %s", DescribeInterpreters(b->launch->interpreters).c_str());
     for (const Layer& l : layers)
       if (l.on) deps.audit.layers.push_back(l.name);
     deps.runs_blocked = b->runs_blocked;
@@ -159,8 +163,7 @@ int RunServe() {
              b->catalogue.problems.size() + b->grants.problems.size());
   });
   LateProbe late_probe(loop, *b, late_catalogue, open_runs);
-  McpServer server(session, CatalogueView{&b->catalogue, &b->grants}, SKILL_MCP_VERSION,
-                   &run_gate);
+  McpServer server(session, CatalogueView{&b->catalogue, &b->grants}, SKILL_MCP_VERSION, &run_gate);
   server.SetLateCatalogue(&late_catalogue);
   server.SetAuditConnection(&connection);
   server.Register();

@@ -113,15 +113,15 @@ bool IsHosted(const GetFn& get) {
   return false;
 }
 
-bool IsRunnableInterpreter(std::string_view interpreter) {
+bool IsRunnableInterpreter(std::string_view interpreter, const std::vector<std::string>& set) {
   // Why a closed set named by the declaration: never inferred from an extension or shebang.
-  return std::find(kRunnableInterpreters.begin(), kRunnableInterpreters.end(), interpreter) !=
-         kRunnableInterpreters.end();
+  return std::find(set.begin(), set.end(), interpreter) != set.end();
 }
 
-std::string InterpreterUnavailableReason(std::string_view interpreter) {
+std::string InterpreterUnavailableReason(std::string_view interpreter,
+                                         const std::vector<std::string>& names) {
   std::string set;
-  for (std::string_view name : kRunnableInterpreters) {
+  for (std::string_view name : names) {
     if (!set.empty()) set += ", ";
     set += name;
   }
@@ -181,9 +181,9 @@ ScriptLookup GrantDecision::Lookup(std::string_view skill, std::string_view scri
     lookup.message = UngrantedReason(*this, skill, script);
     return lookup;
   }
-  if (!IsRunnableInterpreter(found->run.interpreter)) {
+  if (!IsRunnableInterpreter(found->run.interpreter, interpreters)) {
     lookup.refusal = ScriptRefusal::kInterpreterUnavailable;
-    lookup.message = InterpreterUnavailableReason(found->run.interpreter);
+    lookup.message = InterpreterUnavailableReason(found->run.interpreter, interpreters);
     return lookup;
   }
   lookup.script = MakeGranted(*found);
@@ -191,8 +191,10 @@ ScriptLookup GrantDecision::Lookup(std::string_view skill, std::string_view scri
 }
 
 GrantDecision DecideGrants(const Catalogue& catalogue,
-                           const std::optional<std::string>& skill_run_value, bool hosted) {
+                           const std::optional<std::string>& skill_run_value, bool hosted,
+                           const std::vector<std::string>& interpreters) {
   GrantDecision decision;
+  decision.interpreters = interpreters;
   std::vector<GrantRow> rows;
   if (skill_run_value) {
     decision.from = GrantSource::kSkillRun;
@@ -247,9 +249,10 @@ GrantDecision DecideGrants(const Catalogue& catalogue,
       }
     }
     for (const auto& declared : grants.declared) {
-      if (!IsRunnableInterpreter(declared.run.interpreter)) {
+      if (!IsRunnableInterpreter(declared.run.interpreter, interpreters)) {
         grants.unavailable.push_back(
-            {declared.run.script, InterpreterUnavailableReason(declared.run.interpreter)});
+            {declared.run.script,
+             InterpreterUnavailableReason(declared.run.interpreter, interpreters)});
       } else if (declared.granted) {
         grants.scripts.push_back(MakeGranted(declared));
       } else {

@@ -304,6 +304,26 @@ TEST(Lookup, InterpreterSentenceIsIdenticalInListAndRun) {
   EXPECT_NE(lookup.message.find("node"), std::string::npos);
 }
 
+// The set is the deployment's: a python3 declaration runs where python3 is in it, and the
+// sentence names the set where it is not.
+TEST(Lookup, TheSetComesFromConfiguration) {
+  const std::vector<std::string> both = {"node", "python3"};
+  EXPECT_TRUE(IsRunnableInterpreter("python3", both));
+  EXPECT_FALSE(IsRunnableInterpreter("python3"));
+  EXPECT_FALSE(IsRunnableInterpreter("python", both));
+  EXPECT_EQ(InterpreterUnavailableReason("python", both),
+            "The declared interpreter \"python\" is not available: this deployment runs scripts "
+            "only with {node, python3}. The skill's instructions and files still serve.");
+  // The default is the sentence a node-only server has always given.
+  EXPECT_EQ(InterpreterUnavailableReason("python3"),
+            "The declared interpreter \"python3\" is not available: this deployment runs scripts "
+            "only with {node}. The skill's instructions and files still serve.");
+  Catalogue catalogue = MakeCatalogue();
+  GrantDecision decision = DecideGrants(catalogue, std::nullopt, false, {"node", "python"});
+  EXPECT_TRUE(decision.skills[0].unavailable.empty());
+  EXPECT_EQ(decision.Lookup("weather", "scripts/plot.py").refusal, ScriptRefusal::kNone);
+}
+
 TEST(Lookup, InterpreterIsNeverInferred) {
   EXPECT_TRUE(IsRunnableInterpreter("node"));
   EXPECT_FALSE(IsRunnableInterpreter("Node"));
