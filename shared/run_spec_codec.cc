@@ -129,11 +129,20 @@ bool IsValidRunSpec(const RunSpec& spec) {
   if (!IsValidEgressPart(spec)) return false;
   // A fresh /proc belongs to the run's pid namespace (a probe always tries that one).
   if (spec.fresh_proc && !spec.namespaces && !spec.probe) return false;
+  // why: python3 finds its prefix from argv[0]; node is started as "node" (its own
+  // execPath comes from /proc/self/exe), so a path there would be meant for another kind.
+  if (spec.interpreter == InterpreterKind::kPython3) {
+    if (!IsAbsolutePath(spec.interpreter_path) || !IsNormalisedOrEmpty(spec.interpreter_path))
+      return false;
+  } else if (spec.interpreter != InterpreterKind::kNode || !spec.interpreter_path.empty()) {
+    return false;
+  }
   if (spec.probe) {
     // A probe runs nothing: a script, arguments, variables or a filter would be a
     // broker that meant a run.
     return spec.script_path.empty() && spec.args.empty() && spec.envp.empty() && !spec.seccomp &&
-           spec.landlock_abi == 0 && spec.scratch_dir_path.empty();
+           spec.landlock_abi == 0 && spec.scratch_dir_path.empty() &&
+           spec.interpreter == InterpreterKind::kNode;
   }
   // The bootstrap names the module by this path; a relative one would resolve against
   // the cwd and give the script a wrong __filename and require() base.
@@ -171,6 +180,8 @@ std::optional<std::string> EncodeRunSpec(const RunSpec& spec) {
   PutString(out, spec.node_dir_path);
   PutModuleDirs(out, spec.read_dirs);
   PutU8(out, spec.fresh_proc ? 1 : 0);
+  PutU8(out, static_cast<uint8_t>(spec.interpreter));
+  PutString(out, spec.interpreter_path);
   PutU8(out, spec.egress_declared ? 1 : 0);
   PutU32(out, static_cast<uint32_t>(spec.egress_rules.size()));
   for (const EgressRule& rule : spec.egress_rules) {
@@ -229,8 +240,13 @@ std::optional<RunSpec> DecodeRunSpec(std::string_view bytes) {
       !r.String(spec.data_dir_path) || !r.String(spec.node_dir_path) ||
       !r.ModuleDirs(spec.read_dirs, kRunSpecMaxReadDirs))
     return std::nullopt;
-  if (!r.Bool(spec.fresh_proc) || !r.Bool(spec.egress_declared)) return std::nullopt;
-  if (!ReadEgressRules(r, spec.egress_rules)) return std::nullopt;
+  if (!r.Bool(spec.fresh_proc)) return std::nullopt;
+  uint8_t kind = 0;
+  if (!r.U8(kind) || kind > static_cast<uint8_t>(InterpreterKind::kPython3) ||
+      !r.String(spec.interpreter_path))
+    return std::nullopt;
+  spec.interpreter = static_cast<InterpreterKind>(kind);
+  if (!r.Bool(spec.egress_declared) || !ReadEgressRules(r, spec.egress_rules)) return std::nullopt;
   if (!r.AtEnd()) return std::nullopt;  // trailing bytes: not what the broker meant
   if (!IsValidRunSpec(spec)) return std::nullopt;
   return spec;

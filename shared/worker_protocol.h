@@ -45,7 +45,7 @@ inline constexpr int kWorkerFdCount = 8;  // 0..7
 // One version for every message of the protocol (the cell, the run description, the
 // report and the run's end): a broker and a worker from different builds refuse each
 // other instead of misreading.
-inline constexpr uint32_t kWorkerProtocolVersion = 12;
+inline constexpr uint32_t kWorkerProtocolVersion = 13;
 
 // Why: the worker reads its spec before any limit is applied; a bounded read cannot be
 // made to exhaust its memory, whatever arrives on fd 3.
@@ -76,8 +76,13 @@ struct ModuleDir {
   bool operator==(const ModuleDir&) const = default;
 };
 
-// node runs the script on fd 6 through the worker's fixed bootstrap
-// (worker/node_bootstrap.h), as the CommonJS main module named script_path.
+// Which interpreter fd 5 is, so the worker starts it the way it needs (worker/exec.h):
+// node through its bootstrap (worker/node_bootstrap.h), python3 through its own
+// (worker/python_bootstrap.h). Both run the script's sealed bytes from fd 6.
+enum class InterpreterKind : uint8_t { kNode = 0, kPython3 = 1 };
+
+// The interpreter runs the script on fd 6 through the worker's fixed bootstrap for its
+// kind, as the main module named script_path.
 struct RunSpec {
   // The boot-time namespace probe (broker/run/namespace_probe.h): the worker does the
   // run-independent part of its sequence (identity switch, user namespace, private /tmp)
@@ -102,20 +107,24 @@ struct RunSpec {
   // fresh_proc mounts a /proc of that pid namespace (only with namespaces; the boot
   // probe finds out whether the runtime permits it).
   bool fresh_proc = false;
-  bool seccomp = true;       // load seccomp_bpf as the last step before exec
-  std::string seccomp_bpf;   // the compiled policy (seccomp/policy.h): struct sock_filter
-                             // records; required when seccomp, empty otherwise
+  bool seccomp = true;      // load seccomp_bpf as the last step before exec
+  std::string seccomp_bpf;  // the compiled policy (seccomp/policy.h): struct sock_filter
+                            // records; required when seccomp, empty otherwise
   // The filesystem allowlist (worker/landlock.h). 0 is off; else the kernel's ABI as the
   // broker probed it, at most landlock::kKnownAbi (shared/landlock_abi.h). The paths
   // are normalised absolute paths (empty: none); without Landlock only scratch_dir_path
   // may be set.
   uint32_t landlock_abi = 0;
-  bool network_off = false;           // refuse TCP connect and bind (needs ABI 4+)
-  std::string scratch_dir_path;       // the run's TMPDIR (read-write), made by the broker
-  std::string data_dir_path;          // MCP_DATA_DIR (read-write), when set
-  std::string node_dir_path;          // where the pinned node lives (read and execute)
-  std::vector<ModuleDir> read_dirs;   // node_modules beside the skills roots (read; also
-                                      // bound into a namespaced run's view)
+  bool network_off = false;          // refuse TCP connect and bind (needs ABI 4+)
+  std::string scratch_dir_path;      // the run's TMPDIR (read-write), made by the broker
+  std::string data_dir_path;         // MCP_DATA_DIR (read-write), when set
+  std::string node_dir_path;         // where the pinned node lives (read and execute)
+  std::vector<ModuleDir> read_dirs;  // node_modules beside the skills roots (read; also
+                                     // bound into a namespaced run's view)
+  InterpreterKind interpreter = InterpreterKind::kNode;
+  // python3's real path (its argv[0], from which it finds its prefix and sets
+  // sys.executable); empty for node and a probe.
+  std::string interpreter_path;
   // The declared network mode (worker/egress_cell.h): a network namespace of the run's
   // own, whose resolver answers only these hosts and whose connections to them the mirror
   // asks the broker for over the egress channel, the third descriptor sent with the
@@ -137,9 +146,9 @@ inline bool IsPlausibleBpf(std::string_view bpf) {
 }
 inline constexpr size_t kRunSpecMaxHiddenRoots = 64;
 inline constexpr size_t kRunSpecMaxReadDirs = 64;
-inline constexpr uint32_t kRunSpecMaxLandlockAbi = 7;
+inline constexpr uint32_t kRunSpecMaxLandlockAbi = 7;  // == landlock::kKnownAbi
 inline constexpr size_t kRunSpecMaxEgressRules = 64;
-inline constexpr size_t kRunSpecMaxEgressPorts = 16;  // == landlock::kKnownAbi
+inline constexpr size_t kRunSpecMaxEgressPorts = 16;
 
 // The wire format (little-endian, no padding; shared/run_spec_codec.cc):
 //   "SMRS" u32 version | u8 probe u8 switch_ids u8 seccomp u8 namespaces | u32 uid
@@ -147,8 +156,8 @@ inline constexpr size_t kRunSpecMaxEgressPorts = 16;  // == landlock::kKnownAbi
 //   u32 argc, argc x str | u32 envc, envc x str | str seccomp_bpf | str skill_dir_path |
 //   u32 rootc, rootc x str | u32 landlock_abi u8 network_off | str scratch_dir_path |
 //   str data_dir_path | str node_dir_path | u32 readc, readc x (str path u64 dev u64 ino) |
-//   u8 fresh_proc | u8 egress_declared | u32 rulec, rulec x (str host u32 portc,
-//   portc x u32 port)                                       (str = u32 length + bytes)
+//   u8 fresh_proc | u8 interpreter | str interpreter_path | u8 egress_declared |
+//   u32 rulec, rulec x (str host u32 portc, portc x u32 port) (str = u32 length + bytes)
 // nullopt when the spec is not one DecodeRunSpec would accept (IsValidRunSpec, or
 // longer than kRunSpecMaxBytes): the encoder never truncates or sends what is refused.
 std::optional<std::string> EncodeRunSpec(const RunSpec& spec);
@@ -163,7 +172,8 @@ std::optional<std::string> EncodeRunSpec(const RunSpec& spec);
 // kRunSpecMaxLandlockAbi, network_off only with ABI 4+, every Landlock path normalised
 // and absolute, or empty, at most kRunSpecMaxReadDirs read_dirs, each absolute with a
 // non-zero inode, and without Landlock no data or node dirs and read dirs only with
-// namespaces; a probe carries neither Landlock nor a scratch directory. Brokers can
+// namespaces; a probe carries neither Landlock nor a scratch directory; a python3 run
+// carries a normalised absolute interpreter_path, node and a probe none. Brokers can
 // check a spec before forking.
 bool IsValidRunSpec(const RunSpec& spec);
 

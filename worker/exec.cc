@@ -10,6 +10,7 @@
 
 #include "shared/unique_fd.h"
 #include "worker/node_bootstrap.h"
+#include "worker/python_bootstrap.h"
 
 namespace {
 // MFD_NOEXEC_SEAL (linux 6.3); Debian 12's headers predate it.
@@ -47,6 +48,15 @@ bool SameFile(int a, int b) {
 }  // namespace
 
 std::vector<std::string> BuildArgv(const RunSpec& spec, BootstrapVia via) {
+  if (spec.interpreter == InterpreterKind::kPython3) {
+    // why argv[0] the real path: python3 finds its prefix, and so its stdlib, from it, and
+    // execveat by descriptor gives it no other path. The flags: worker/python_bootstrap.h.
+    std::vector<std::string> argv = {
+        spec.interpreter_path, "-I", "-B", "-X", "frozen_modules=on", "-c", kPythonBootstrap};
+    argv.push_back(spec.script_path);
+    argv.insert(argv.end(), spec.args.begin(), spec.args.end());
+    return argv;
+  }
   // Either way the script path and every argument come after the end of node's options
   // ("--", or the main module's path), so they reach process.argv verbatim and
   // "--eval=..." as a file name or argument is never an option.

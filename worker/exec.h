@@ -20,7 +20,7 @@ enum class BootstrapVia : bool {
   kMainFd,  // node --preserve-symlinks-main /proc/self/fd/8 <script> <args...>
 };
 
-// Pure: the argv for the spec.
+// Pure: the argv for the spec (python3's way does not depend on `via`).
 std::vector<std::string> BuildArgv(const RunSpec& spec, BootstrapVia via);
 
 // Best effort, before the limits (RLIMIT_FSIZE would cut the write): the bootstrap in a

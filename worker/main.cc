@@ -47,8 +47,8 @@ void Check(const StepResult& result) {
 // The broker's boot probe: the identity switch, then the parts of the run's view that do
 // not depend on a run, in the run's order, so it fails exactly where a run would: the
 // user and mount namespace, the private /tmp, the covers of the operator's directories,
-// the view made read-only (mount_setattr), the pid and IPC namespace and its init, which mounts the fresh /proc when asked (the
-// broker asks again without it on failure).
+// the view made read-only (mount_setattr), the pid and IPC namespace and its init, which mounts the
+// fresh /proc when asked (the broker asks again without it on failure).
 [[noreturn]] void Probe(const RunSpec& spec) {
   if (spec.switch_ids) Check(SwitchIds(spec.uid, spec.gid));  // kSetGroups..kSetUid
   Check(EnterUserNamespace());                                // kUserNamespace
@@ -147,7 +147,10 @@ void PrepareMirror(pid_t broker) {
 // Landlock domain, where node will look for it.
 struct NodeImage {
   NodeImage(const RunSpec& spec, bool bootstrap_sealed)
-      : plan(spec, ChooseBootstrapVia(bootstrap_sealed)) {
+      // why: the sealed copy at fd 8 is node's bootstrap; any other interpreter never
+      // inherits it (ChooseBootstrapVia closes it).
+      : plan(spec,
+             ChooseBootstrapVia(bootstrap_sealed && spec.interpreter == InterpreterKind::kNode)) {
     if (spec.seccomp) {
       if (int rc = seccomp::PreparePolicy(spec.seccomp_bpf, policy); rc < 0)
         FailAndExit({WorkerStep::kSeccomp, -rc});

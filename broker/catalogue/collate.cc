@@ -14,15 +14,16 @@ struct CollatorCloser {
   void operator()(UCollator* c) const { lazy_icu::Get()->ucol_close(c); }
 };
 
-// The root collator at primary strength, made once. Null when ICU cannot open it, in
-// which case CollateCompare degrades to ASCII-case-folded byte order (still total and
-// deterministic), with a warning.
-UCollator* RootPrimaryCollator() {
+// The root collator at tertiary strength (what String.prototype.localeCompare uses), made once.
+// Null when ICU cannot open it, in which case CollateCompare degrades to ASCII-case-folded byte
+// order (still total and deterministic), with a warning.
+UCollator* RootCollator() {
   static std::unique_ptr<UCollator, CollatorCloser> collator = [] {
     const lazy_icu::Api* icu = lazy_icu::Get();
     if (icu == nullptr) {
-      LOG_WARN("ICU root collator unavailable; listings of non-ASCII names fall back to byte "
-               "order");
+      LOG_WARN(
+          "ICU root collator unavailable; listings of non-ASCII names fall back to byte "
+          "order");
       return std::unique_ptr<UCollator, CollatorCloser>();
     }
     UErrorCode status = U_ZERO_ERROR;
@@ -33,7 +34,7 @@ UCollator* RootPrimaryCollator() {
       if (c != nullptr) icu->ucol_close(c);
       return std::unique_ptr<UCollator, CollatorCloser>();
     }
-    icu->ucol_setStrength(c, UCOL_PRIMARY);
+    icu->ucol_setStrength(c, UCOL_TERTIARY);
     return std::unique_ptr<UCollator, CollatorCloser>(c);
   }();
   return collator.get();
@@ -75,6 +76,26 @@ bool IsAscii(std::string_view s) {
   return true;
 }
 
+bool IsAsciiUpper(unsigned char c) { return c >= 'A' && c <= 'Z'; }
+
+// The tertiary weight of an ASCII character that is not ignorable: an upper-case letter
+// sorts after its lower-case form; every other character has the common weight.
+char AsciiTertiary(unsigned char c) { return IsAsciiUpper(c) ? 2 : 1; }
+
+// The tertiary comparison of two ASCII strings equal at the first level: the first
+// non-ignorable position where one is an upper-case letter and the other is not.
+int AsciiTertiaryCompare(std::string_view a, std::string_view b) {
+  size_t i = 0, j = 0;
+  for (;;) {
+    while (i < a.size() && kAsciiPrimary[static_cast<unsigned char>(a[i])] == 0) ++i;
+    while (j < b.size() && kAsciiPrimary[static_cast<unsigned char>(b[j])] == 0) ++j;
+    if (i == a.size() || j == b.size()) return 0;
+    const char x = AsciiTertiary(static_cast<unsigned char>(a[i++]));
+    const char y = AsciiTertiary(static_cast<unsigned char>(b[j++]));
+    if (x != y) return x < y ? -1 : 1;
+  }
+}
+
 // The primary comparison of two ASCII strings, as the root collator makes it.
 int AsciiPrimaryCompare(std::string_view a, std::string_view b) {
   size_t i = 0, j = 0;
@@ -90,6 +111,18 @@ int AsciiPrimaryCompare(std::string_view a, std::string_view b) {
 }
 
 }  // namespace
+
+bool AsciiCollationKey(std::string_view s, std::string* out) {
+  if (!AsciiPrimaryKey(s, out)) return false;
+  // The primary weights are never 0, so a 0 ends them: a shorter first level sorts first,
+  // and equal first levels are decided by the case of each non-ignorable character.
+  out->push_back('\0');
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (kAsciiPrimary[c] != 0) out->push_back(AsciiTertiary(c));
+  }
+  return true;
+}
 
 bool AsciiPrimaryKey(std::string_view s, std::string* out) {
   const size_t start = out->size();
@@ -108,18 +141,20 @@ bool AsciiPrimaryKey(std::string_view s, std::string* out) {
 }
 
 int CollateCompare(std::string_view a, std::string_view b) {
-  int primary = 0;
+  int primary = 0;  // the collator's answer (all three levels); 0 on a tie
   if (IsAscii(a) && IsAscii(b)) {
-    // why: ICU stays unloaded for ASCII trees (shared/lazy_icu.h); same order.
+    // why: ICU stays unloaded for ASCII trees (shared/lazy_icu.h); same order. ASCII has
+    // no second-level differences, so the third (case) decides next.
     primary = AsciiPrimaryCompare(a, b);
-  } else if (UCollator* c = RootPrimaryCollator()) {
+    if (primary == 0) primary = AsciiTertiaryCompare(a, b);
+  } else if (UCollator* c = RootCollator()) {
     // why the lock: the catalogue collates on several threads (scan.h), and ICU's C API
     // promises nothing about sharing one UCollator; the lock costs nothing beside a compare.
     static std::mutex icu_lock;
     std::lock_guard<std::mutex> hold(icu_lock);
     UErrorCode status = U_ZERO_ERROR;
-    UCollationResult r = lazy_icu::Get()->ucol_strcollUTF8(
-        c, a.data(), ToInt32Len(a.size()), b.data(), ToInt32Len(b.size()), &status);
+    UCollationResult r = lazy_icu::Get()->ucol_strcollUTF8(c, a.data(), ToInt32Len(a.size()),
+                                                           b.data(), ToInt32Len(b.size()), &status);
     if (U_SUCCESS(status))
       primary = r == UCOL_LESS ? -1 : (r == UCOL_GREATER ? 1 : 0);
     else
@@ -128,7 +163,8 @@ int CollateCompare(std::string_view a, std::string_view b) {
     primary = FoldedCompare(a, b);
   }
   if (primary != 0) return primary;
-  // Ties (e.g. `Foo` vs `foo`) fall back to bytes, so the order never depends on input order.
+  // Ties (strings differing only in ignorable characters) fall back to bytes, so the order
+  // never depends on input order.
   int bytes = a.compare(b);
   return bytes < 0 ? -1 : (bytes > 0 ? 1 : 0);
 }

@@ -1,6 +1,8 @@
-// Collation for everything the catalogue lists: ICU's root collator at primary strength
-// (case-insensitive at the first level: `references/x` < `scripts/y` < `SKILL.md`), with
-// ties broken by plain byte order so that every listing is deterministic.
+// Collation for everything the catalogue lists, as String.prototype.localeCompare orders:
+// ICU's root collator at tertiary strength (case-insensitive at the first level:
+// `references/x` < `scripts/y` < `SKILL.md`; among names equal but for case, lower case
+// first: `apple` < `Apple`), with remaining ties broken by plain byte order so that every
+// listing is deterministic.
 #pragma once
 
 #include <string>
@@ -19,10 +21,15 @@ template <typename T, typename KeyFn>
 void CollateSort(std::vector<T>& items, KeyFn key);
 
 // For an ASCII `s`: appends its primary key to `out` (the root collator's primary weight
-// of each character, ignorables left out, one byte each) and returns true, so that for
-// ASCII strings CollateCompare(a, b) orders as (primary key, then bytes) compared with
-// memcmp. False, with `out` unchanged, for any other string.
+// of each character, ignorables left out, one byte each, never 0) and returns true.
+// False, with `out` unchanged, for any other string.
 bool AsciiPrimaryKey(std::string_view s, std::string* out);
+
+// For an ASCII `s`: appends its collation key (the primary key, a 0, then one case byte
+// per non-ignorable character) and returns true, so that for ASCII strings
+// CollateCompare(a, b) orders as (collation key, then bytes) compared with memcmp. False,
+// with `out` unchanged, for any other string.
+bool AsciiCollationKey(std::string_view s, std::string* out);
 
 void CollateSortStrings(std::vector<std::string>& items);
 
@@ -34,13 +41,13 @@ void CollateSortStrings(std::vector<std::string>& items);
 
 template <typename T, typename KeyFn>
 void skillmcp::CollateSort(std::vector<T>& items, KeyFn key) {
-  // All-ASCII keys (nearly every tree): each key's primary key is made once and the sort
+  // All-ASCII keys (nearly every tree): each key's collation key is made once and the sort
   // compares bytes, instead of walking the weight table on every comparison; a 2,000-file
   // skill's manifest sort was 60% of the scan (tests/bench/README.md). Same order.
-  std::vector<std::string> primary(items.size());
+  std::vector<std::string> keys(items.size());
   bool ascii = true;
   for (size_t i = 0; i < items.size() && ascii; ++i)
-    ascii = AsciiPrimaryKey(key(items[i]), &primary[i]);
+    ascii = AsciiCollationKey(key(items[i]), &keys[i]);
   if (!ascii) {
     std::stable_sort(items.begin(), items.end(),
                      [&key](const T& x, const T& y) { return CollateCompare(key(x), key(y)) < 0; });
@@ -49,7 +56,7 @@ void skillmcp::CollateSort(std::vector<T>& items, KeyFn key) {
   std::vector<size_t> order(items.size());
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-    if (int c = primary[x].compare(primary[y]); c != 0) return c < 0;
+    if (int c = keys[x].compare(keys[y]); c != 0) return c < 0;
     return key(items[x]) < key(items[y]);
   });
   std::vector<T> sorted;

@@ -92,9 +92,11 @@ std::vector<std::string> ReadRunEnv(const YAML::Node& env, const std::string& wh
                       "; the script is declared with no variables");
     return names;
   }
+  size_t index = 0;
   for (const auto& item : env) {
+    ++index;
     if (!IsString(item) || !IsUsableVariableName(item.Scalar())) {
-      issues->push_back(where + ": the env entry" + LineOf(item, line_offset) +
+      issues->push_back(where + ": env entry " + std::to_string(index) + LineOf(item, line_offset) +
                         " is not a variable name (letters, digits and '_', not starting "
                         "with a digit); it was dropped");
       continue;
@@ -210,7 +212,7 @@ void ReadServerEnv(const YAML::Node& env, int line_offset, Declaration* d,
     std::string prefix = "env[" + std::to_string(index++) + "].";
     const YAML::Node name = ResolveCore(item) == CoreType::kMap ? item["name"] : YAML::Node();
     if (!name.IsDefined() || !IsString(name) || !IsUsableVariableName(name.Scalar())) {
-      d->issues.push_back("the env entry" + LineOf(item, line_offset) +
+      d->issues.push_back("env entry " + std::to_string(index) + LineOf(item, line_offset) +
                           " needs a `name` that is a variable name; it was dropped");
       continue;
     }
@@ -235,6 +237,14 @@ void ReadServerEnv(const YAML::Node& env, int line_offset, Declaration* d,
   }
 }
 
+// ^[A-Za-z0-9.*-]+$
+bool IsEgressPattern(std::string_view host) {
+  return !host.empty() && std::all_of(host.begin(), host.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '*' || c == '-';
+  });
+}
+
 void ReadEgress(const YAML::Node& egress, int line_offset, Declaration* d) {
   CoreType type = ResolveCore(egress);
   if (type == CoreType::kUndefined || type == CoreType::kNull) return;
@@ -244,13 +254,23 @@ void ReadEgress(const YAML::Node& egress, int line_offset, Declaration* d) {
                         "; it was ignored");
     return;
   }
+  size_t index = 0;
   for (const auto& host : egress) {
+    const std::string where = "`egress` entry " + std::to_string(++index);
     if (!IsString(host)) {
-      d->issues.push_back("an `egress` entry" + LineOf(host, line_offset) +
-                          " is not a string; it was dropped");
+      d->issues.push_back(where + LineOf(host, line_offset) + " is not a string; it was dropped");
       continue;
     }
-    d->egress.push_back(host.Scalar());
+    // Why: the entry is shown to the owner as a host to allow; anything beyond a host name
+    // or a wildcard pattern (^[A-Za-z0-9.*-]+$) could not be one and could mislead.
+    if (!IsEgressPattern(host.Scalar())) {
+      d->issues.push_back(where + LineOf(host, line_offset) + " " + Quoted(host.Scalar()) +
+                          " is not a host name (letters, digits, '.', '*' and '-' only); it "
+                          "was dropped");
+      continue;
+    }
+    if (std::find(d->egress.begin(), d->egress.end(), host.Scalar()) == d->egress.end())
+      d->egress.push_back(host.Scalar());
   }
 }
 
@@ -290,16 +310,15 @@ Declaration InterpretDeclaration(const YAML::Node& block, int line_offset) {
   ReadRuns(block["run"], line_offset, &d, &unknown);
   ReadServerEnv(block["env"], line_offset, &d, &unknown);
   ReadEgress(block["egress"], line_offset, &d);
-  if (!unknown.empty()) {
-    std::string list;
-    for (const auto& u : unknown) list += (list.empty() ? "" : ", ") + u;
-    d.issues.insert(d.issues.begin(),
-                    "the mcp-host block has keys this server does not know, which were "
-                    "ignored: " +
-                        list +
-                        " (known: version, run[script, interpreter, env, "
-                        "timeout], env[name, secret, description], egress)");
+  // One issue per unknown key, ahead of the others.
+  std::vector<std::string> unknown_issues;
+  for (const auto& u : unknown) {
+    unknown_issues.push_back("the mcp-host block has the key " + u +
+                             ", which this server does not know; it was ignored (known: "
+                             "version, run[script, interpreter, env, timeout], env[name, "
+                             "secret, description], egress)");
   }
+  d.issues.insert(d.issues.begin(), unknown_issues.begin(), unknown_issues.end());
   d.ok = true;
   return d;
 }

@@ -19,7 +19,7 @@ struct Declaration {
   bool ok = false;  // accepted; false means refused wholesale (no script may run)
   std::vector<DeclaredRun> runs;
   std::vector<DeclaredEnvField> env;
-  std::vector<std::string> egress;
+  std::vector<std::string> egress;  // host patterns (^[A-Za-z0-9.*-]+$), first of each kept
   std::vector<std::string> issues;  // each becomes one `declaration` problem's detail
 };
 

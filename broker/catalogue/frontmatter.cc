@@ -96,7 +96,8 @@ std::optional<std::string> StringField(const YAML::Node& root, const char* key) 
 }
 
 void ReadFields(const YAML::Node& root, ParsedSkillMd* out) {
-  out->name_present = root["name"].IsDefined();
+  out->name_present = ResolveCore(root["name"]) != CoreType::kUndefined &&
+                      ResolveCore(root["name"]) != CoreType::kNull;
   out->name = StringField(root, "name");
   out->description = StringField(root, "description");
   out->when_to_use = StringField(root, "when-to-use");
@@ -106,24 +107,23 @@ void ReadFields(const YAML::Node& root, ParsedSkillMd* out) {
 // Why reported: a key such as `hooks:` may be meant for a host that acts on it; this server
 // ignores it, and the author must be able to see that it did.
 void NoteUnknownTopLevelKeys(const YAML::Node& root, int line_offset, ParsedSkillMd* out) {
-  std::string list;
   for (const auto& kv : root) {
     const std::string& key = kv.first.Scalar();
     if (std::find(std::begin(kKnownFrontmatterKeys), std::end(kKnownFrontmatterKeys), key) !=
         std::end(kKnownFrontmatterKeys)) {
       continue;
     }
-    list += (list.empty() ? "'" : ", '") + key + "'";
+    std::string at;
     if (!kv.first.Mark().is_null()) {
-      list += " (line " + std::to_string(kv.first.Mark().line + 1 + line_offset) + ")";
+      at = " (line " + std::to_string(kv.first.Mark().line + 1 + line_offset) + ")";
     }
+    out->issues.push_back(
+        {reason::kDeclaration,
+         "the frontmatter key '" + key + "'" + at +
+             " is not one this server knows, and was ignored (known: name, description, "
+             "when-to-use, when_to_use, license, version, allowed-tools, metadata, "
+             "mcp-host); the skill is served without it"});
   }
-  if (list.empty()) return;
-  out->issues.push_back(
-      {reason::kDeclaration,
-       "the frontmatter has keys this server does not know, which were ignored: " + list +
-           " (known: name, description, when-to-use, when_to_use, license, version, "
-           "allowed-tools, metadata, mcp-host); the skill is served without them"});
 }
 
 }  // namespace
@@ -229,8 +229,12 @@ ParsedSkillMd ParseSkillMd(std::string_view text, bool truncated) {
     for (auto& issue : out.declaration.issues) out.issues.push_back({reason::kDeclaration, issue});
   }
   std::string_view body = split.body;
-  if (truncated) body = body.substr(0, Utf8SafePrefixLength(body));
+  // The body is the UTF-8 decoding of the bytes read: a character cut by the cap becomes
+  // one U+FFFD, as a decoder makes of an incomplete sequence at the end.
+  const bool cut = truncated && Utf8SafePrefixLength(body) < body.size();
+  if (cut) body = body.substr(0, Utf8SafePrefixLength(body));
   out.body = std::string(body);
+  if (cut) out.body += "\xEF\xBF\xBD";
   out.body_truncated = truncated;
   return out;
 }

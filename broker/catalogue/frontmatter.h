@@ -12,10 +12,10 @@
 //   strings under the YAML 1.2 core schema (`description: yes` is the string "yes"). A
 //   value of another type (`description: 1.10`, `true`, a list, an empty value) counts as
 //   absent and the skill is still served, as the TypeScript server does (docs/wire.md
-//   §1). `name_present` tells a null or non-string `name` from a missing one
-//   (the former is a `name-mismatch`).
-// - Top-level keys other than kKnownFrontmatterKeys are ignored and reported by name as
-//   one `declaration` issue (a `hooks:` key means nothing here; its author should know).
+//   §1). `name_present` tells a non-string `name` from a missing or
+//   null one (`name: ~`): the former is a `name-mismatch`, the latter nothing.
+// - Top-level keys other than kKnownFrontmatterKeys are ignored and reported, one
+//   `declaration` issue per key (a `hooks:` key means nothing here; its author should know).
 // - Strictness violations (anchors, aliases, merge keys, tags, duplicate keys, deep
 //   nesting) and syntax errors inside a top-level `mcp-host:` block cost only the
 //   declaration (`declaration` problem, skill served without scripts); anywhere else they
@@ -51,9 +51,9 @@ struct FrontmatterIssue {
 };
 
 struct ParsedSkillMd {
-  bool servable = false;  // false: a malformed-frontmatter issue says why
+  bool servable = false;            // false: a malformed-frontmatter issue says why
   std::optional<std::string> name;  // when `name` is a string
-  bool name_present = false;        // the key is there, whatever its value
+  bool name_present = false;        // the key is there and not null, whatever its value
   std::optional<std::string> description;
   std::optional<std::string> when_to_use;
   std::string body;

@@ -46,23 +46,18 @@ std::optional<std::string> ReadSkillMd(const Candidate& c, bool* truncated,
   return text;
 }
 
-// Keeps the declared runs whose script is a regular file in the bundle.
-std::vector<DeclaredRun> PresentRuns(const Candidate& c, std::vector<DeclaredRun> runs,
-                                     std::vector<Problem>* problems) {
-  std::vector<DeclaredRun> kept;
-  for (auto& run : runs) {
-    UniqueFd fd = OpenRegularBeneath(c.dir.get(), run.script);
-    if (!fd) {
-      problems->push_back(
-          {DisplaySafe(JoinPath(c.path, run.script)), reason::kDeclaredScriptMissing,
-           "the mcp-host block declares the script '" + DisplaySafe(run.script) +
-               "', but it is not a regular file inside the skill (" + std::strerror(errno) +
-               "); it cannot run. Add the file or remove the entry"});
-      continue;
-    }
-    kept.push_back(std::move(run));
+// Reports each declared script that is not a regular file inside the skill. The entry
+// stays declared (the reference keeps it): skill_run refuses it at its path check.
+void ReportMissingScripts(const Candidate& c, const std::vector<DeclaredRun>& runs,
+                          std::vector<Problem>* problems) {
+  for (const auto& run : runs) {
+    if (OpenRegularBeneath(c.dir.get(), run.script)) continue;
+    problems->push_back({DisplaySafe(c.source), reason::kDeclaredScriptMissing,
+                         "the mcp-host block declares the script '" + DisplaySafe(run.script) +
+                             "', but it is not a regular file inside the skill (" +
+                             std::strerror(errno) +
+                             "); it cannot run. Add the file or remove the entry"});
   }
-  return kept;
 }
 
 // The frontmatter name, shown for a problem: quoted text, or what it is instead.
@@ -75,9 +70,9 @@ std::string ShownName(const ParsedSkillMd& parsed) {
 
 std::optional<Skill> LoadSkill(Candidate candidate, std::vector<Problem>* problems) {
   const Candidate& c = candidate;
-  // Problems about the skill as a whole name its directory (as reached from the root), not
-  // the SKILL.md inside it: that is the path the TypeScript server reports.
-  const std::string at = DisplaySafe(c.path);
+  // Every problem of the skill names its real directory, never a file inside it: that is
+  // the path the TypeScript server reports.
+  const std::string at = DisplaySafe(c.source);
   bool truncated = false;
   std::optional<std::string> text = ReadSkillMd(c, &truncated, problems);
   if (!text) return std::nullopt;
@@ -86,7 +81,7 @@ std::optional<Skill> LoadSkill(Candidate candidate, std::vector<Problem>* proble
   if (!parsed.servable) return std::nullopt;
   if (parsed.name_present && parsed.name != c.name) {
     // Why: grants name skills; a bundle must not choose the name it is served under, so
-    // a differing (or null) frontmatter name never renames or stops the skill.
+    // a differing frontmatter name never renames or stops the skill. `name: ~` is no name.
     problems->push_back({at, reason::kNameMismatch,
                          "the frontmatter says name " + ShownName(parsed) +
                              ", but the skill is served under its directory name '" + c.name +
@@ -104,21 +99,20 @@ std::optional<Skill> LoadSkill(Candidate candidate, std::vector<Problem>* proble
   skill.declaration_ok = parsed.declaration.ok;
   skill.frontmatter_json = std::move(parsed.frontmatter_json);
   if (parsed.declaration.ok) {
-    skill.runs = PresentRuns(c, std::move(parsed.declaration.runs), problems);
+    ReportMissingScripts(c, parsed.declaration.runs, problems);
+    skill.runs = std::move(parsed.declaration.runs);
     skill.declared_egress = std::move(parsed.declaration.egress);
   }
-  // Problem paths start from the root as configured, like every other problem's.
-  ManifestResult manifest = WalkManifest(c.dir.get(), c.path);
+  ManifestResult manifest = WalkManifest(c.dir.get(), c.source);
   skill.files = std::move(manifest.files);
   skill.bytes = manifest.bytes;
   skill.files_complete = !manifest.stopped;
   for (auto& p : manifest.problems) problems->push_back(std::move(p));
   skill.dir = std::move(candidate.dir);
   // Checked here, once the skill is certain to be served (duplicates and the skill limit
-  // were settled before loading), so only a served skill is reported.
-  std::optional<Problem> excluded = SkillsExtExclusion(skill, at);
-  skill.skills_ext_listed = !excluded;
-  if (excluded) problems->push_back(std::move(*excluded));
+  // were settled before loading). Kept on the skill, out of `problems`: the reference's
+  // problems never carry this server's extensions (docs/wire.md §9).
+  skill.skills_ext_omission = SkillsExtExclusion(skill, at);
   return skill;
 }
 

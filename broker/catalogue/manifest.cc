@@ -11,9 +11,8 @@
 #include "broker/catalogue/collate.h"
 #include "broker/catalogue/fsutil.h"
 #include "broker/catalogue/reasons.h"
-#include "shared/utf8.h"
-#include "shared/open_beneath.h"
 #include "shared/relpath.h"
+#include "shared/utf8.h"
 
 namespace skillmcp {
 namespace {
@@ -47,9 +46,10 @@ class Walker {
   }
 
  private:
+  // Every problem of the walk names the skill directory; the detail names the entry.
   void Report(const std::string& rel, const char* reason, std::string detail) {
-    result_.problems.push_back(
-        {DisplaySafe(rel.empty() ? source_ : JoinPath(source_, rel)), reason, std::move(detail)});
+    if (!rel.empty()) detail = "'" + DisplaySafe(rel) + "': " + detail;
+    result_.problems.push_back({DisplaySafe(source_), reason, std::move(detail)});
   }
 
   void Limit(const std::string& what) {
@@ -88,6 +88,12 @@ class Walker {
   }
 
   void Visit(Frame& parent, const std::string& name, const std::string& rel) {
+    struct stat st {};
+    if (fstatat(parent.fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return;  // raced
+    // Why every symlink is skipped, in the skill or out, before its name is judged: the
+    // manifest lists only what the walk sees without following anything (one lstat per
+    // entry). A link inside the skill is still readable through skill_file.
+    if (S_ISLNK(st.st_mode)) return;
     // Why: a path the read tools would refuse must not be advertised as readable.
     PathRefusal refusal = CheckRelativePath(rel);
     if (!IsValidUtf8(name) || refusal != PathRefusal::kNone) {
@@ -98,8 +104,6 @@ class Walker {
                  ". It is left out of the manifest; rename it to use it");
       return;
     }
-    struct stat st {};
-    if (fstatat(parent.fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return;  // raced
     if (S_ISREG(st.st_mode)) return AddFile(rel, st);
     if (S_ISDIR(st.st_mode)) {
       UniqueFd child(
@@ -107,28 +111,7 @@ class Walker {
       if (child) Descend(parent, std::move(child), st, rel);
       return;
     }
-    if (S_ISLNK(st.st_mode)) VisitLink(parent, rel);
     // FIFOs, sockets and devices are not files the read tools serve: left out.
-  }
-
-  void VisitLink(Frame& parent, const std::string& rel) {
-    // Why: the link is resolved by the kernel beneath the skill's own descriptor, so a
-    // target outside the skill cannot be reached, whatever the link text says.
-    // O_PATH opens nothing (no device side effects, no FIFO wait). Without openat2 the
-    // shared walk opens the link itself, which the S_ISLNK of fstat leaves out.
-    UniqueFd target = OpenBeneath(skill_dir_, rel, O_PATH);
-    if (!target) {
-      if (errno == EXDEV) {
-        Report(rel, reason::kSymlinkEscape,
-               "this symlink leads out of the skill's directory; it is left out of the "
-               "manifest and cannot be read. Copy the file into the skill instead");
-      }
-      return;  // dangling or looping links have nothing to list
-    }
-    struct stat st {};
-    if (fstat(target.get(), &st) != 0) return;
-    if (S_ISREG(st.st_mode)) return AddFile(rel, st);
-    if (S_ISDIR(st.st_mode)) Descend(parent, std::move(target), st, rel);
   }
 
   void AddFile(const std::string& rel, const struct stat& st) {
@@ -141,7 +124,7 @@ class Walker {
 
   void Descend(const Frame& parent, UniqueFd fd, const struct stat& st, const std::string& rel) {
     InodeId id{st.st_dev, st.st_ino};
-    // Why: a link to a directory above it would make the walk endless.
+    // Why: a bind mount of a directory above it would make the walk endless.
     if (std::find(parent.ancestors.begin(), parent.ancestors.end(), id) != parent.ancestors.end()) {
       return;
     }

@@ -2,12 +2,11 @@
 // size, as '/'-separated relative paths in collation order.
 //
 // Decisions (each tested):
-// - Resolution is relative to descriptors only (openat/fstatat, OpenBeneath for links).
-// - A symlink whose target stays inside the skill is listed under the link's path (a
-//   linked directory is walked); one leaving the skill is `symlink-escape`, left out.
-//   A link back to a directory being walked (a loop) is not followed again. Dangling
-//   links and non-regular files (FIFOs, sockets, devices) are left out: the read tools
-//   only serve regular files.
+// - Resolution is relative to descriptors only (openat/fstatat, never following a link).
+// - Every symlink, inside the skill or leading out, is skipped silently: it is neither
+//   listed nor counted, and is no problem (skill_file can still read through one that
+//   stays inside). Non-regular files (FIFOs, sockets, devices) are left out: the read
+//   tools only serve regular files.
 // - A name that is not valid UTF-8 or fails CheckRelativePath (backslash, `%41`, blank
 //   segment, over 1024 bytes...) is `unusable-path`; a directory with such a name is left
 //   out with everything beneath it.
@@ -31,8 +30,8 @@ struct ManifestResult {
   bool stopped = false;  // the walk hit a limit (`file-limit`): `files` is not the bundle
 };
 
-// `skill_dir` is an O_PATH directory descriptor; `source` its path as reached from the
-// configured root (only shown in problems).
+// `skill_dir` is an O_PATH directory descriptor; `source` its real path, the path every
+// problem of the walk names (the entry it is about is in the detail).
 ManifestResult WalkManifest(int skill_dir, const std::string& source);
 
 // `s` with every byte that is not part of valid UTF-8 written as \xNN, for problem paths.

@@ -19,8 +19,9 @@ inline constexpr char kFileLimit[] = "file-limit";
 inline constexpr char kSkillLimit[] = "skill-limit";
 inline constexpr char kGrant[] = "grant";
 inline constexpr char kEnvironUnscrubbed[] = "environ-unscrubbed";
-// The Skills over MCP extension (docs/wire.md §9): a skill the tools serve
-// but skills/list leaves out, and why.
+// The Skills over MCP extension (docs/wire.md §9): a skill the tools serve but
+// skills/list leaves out, and why. These go in skill_list's skillsExtension.omitted,
+// never in `problems` (docs/wire.md §3).
 inline constexpr char kSkillsExtName[] = "skills-ext-name";
 inline constexpr char kSkillsExtFrontmatter[] = "skills-ext-frontmatter";
 inline constexpr char kSkillsExtLimit[] = "skills-ext-limit";

@@ -17,15 +17,16 @@
 namespace skillmcp {
 namespace {
 
-bool HasEntry(int dirfd, const char* name) {
+// A SKILL.md that is a directory makes no skill (as if it were missing).
+bool HasSkillMd(int dirfd) {
   struct stat st {};
-  return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+  return fstatat(dirfd, kSkillMd, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode);
 }
 
 struct RootContext {
   std::string configured;  // as configured: what skills found here show as `source`
-  std::string path;  // absolute, as configured
-  std::string real;  // real path of the root
+  std::string path;        // absolute, as configured (shown only when it has no real path)
+  std::string real;        // real path of the root: every problem path is built on it
   std::vector<Candidate>* candidates;
   std::vector<Problem>* problems;
 
@@ -62,7 +63,7 @@ void AddCandidate(const RootContext& ctx, UniqueFd dir, const std::string& path,
                    "), so its SKILL.md cannot be read");
     return;
   }
-  if (!HasEntry(dir.get(), kSkillMd)) {
+  if (!HasSkillMd(dir.get())) {
     ctx.Report(path, reason::kNoSkillMd,
                "this directory has no SKILL.md, so it is not a skill; add one or move the "
                "directory out of the skills root");
@@ -131,6 +132,8 @@ void ExamineChildren(const RootContext& ctx, int dirfd, const std::string& dir_p
 
 void Examine(const RootContext& ctx, int parent, const std::string& parent_path,
              const std::string& entry, SkillsDir* skills_dir) {
+  // Dot entries (.git, .github) are tooling, never skills: skipped silently, unopened.
+  if (entry[0] == '.') return;
   const std::string path = JoinPath(parent_path, entry);
   struct stat lst {};
   if (fstatat(parent, entry.c_str(), &lst, AT_SYMLINK_NOFOLLOW) != 0) return;  // raced
@@ -139,22 +142,14 @@ void Examine(const RootContext& ctx, int parent, const std::string& parent_path,
   UniqueFd dir(openat(parent, entry.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!dir) {
     if (errno == ENOTDIR) return;  // a link to a file is not a candidate
-    if (is_link && errno == ENOENT) {
-      ctx.Report(path, reason::kNoSkillMd,
-                 "this symlink points to something that does not exist, so no SKILL.md "
-                 "can be found through it; fix or remove the link");
+    if (is_link && (errno == ENOENT || errno == ELOOP)) {
+      ctx.Report(path, reason::kSymlinkEscape,
+                 "this symlink leads nowhere (its target does not exist or loops), so no "
+                 "skill is served through it; fix or remove the link");
     } else {
       ctx.Report(path, reason::kUnreadableSkillMd,
                  std::string("this directory cannot be opened (") + std::strerror(errno) +
                      "), so its SKILL.md cannot be read");
-    }
-    return;
-  }
-  if (entry[0] == '.') {
-    // Dot entries (.git, .github) are tooling, not skills: skipped unless they hold one.
-    if (HasEntry(dir.get(), kSkillMd)) {
-      ctx.Report(path, reason::kUnusableName,
-                 "a skill name cannot start with '.'; rename the directory to serve it");
     }
     return;
   }
@@ -175,8 +170,8 @@ void Examine(const RootContext& ctx, int parent, const std::string& parent_path,
                    "or add its directory as a root");
     return;
   }
-  if (skills_dir != nullptr && entry == "skills" && !HasEntry(dir.get(), kSkillMd)) {
-    *skills_dir = SkillsDir{std::move(dir), path};
+  if (skills_dir != nullptr && entry == "skills" && !HasSkillMd(dir.get())) {
+    *skills_dir = SkillsDir{std::move(dir), *real};
     return;
   }
   AddCandidate(ctx, std::move(dir), path, *real, entry);
@@ -202,12 +197,18 @@ void FindCandidates(const std::string& root, std::vector<Candidate>* candidates,
     return;
   }
   ctx.real = *real;
-  if (HasEntry(dir.get(), kSkillMd)) {
+  const size_t first_problem = problems->size();
+  if (HasSkillMd(dir.get())) {
     // The root is the one skill, named after its own (real) directory.
-    AddCandidate(ctx, std::move(dir), ctx.path, ctx.real, "");
-    return;
+    AddCandidate(ctx, std::move(dir), ctx.real, ctx.real, "");
+  } else {
+    ExamineChildren(ctx, dir.get(), ctx.real, true);
   }
-  ExamineChildren(ctx, dir.get(), ctx.path, true);
+  // The root's problems met while examining entries come first, its `no-skill-md`
+  // directories after them (the reference's order, docs/wire.md §3).
+  std::stable_partition(problems->begin() + static_cast<std::ptrdiff_t>(first_problem),
+                        problems->end(),
+                        [](const Problem& p) { return p.reason != reason::kNoSkillMd; });
 }
 
 }  // namespace skillmcp

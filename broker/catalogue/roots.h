@@ -6,12 +6,14 @@
 //
 // Decisions (each tested):
 // - Entries whose name starts with '.' (`.git`, `.github`, ...) are not candidates and are
-//   skipped silently, unless they hold a SKILL.md: then they are reported `unusable-name`
-//   (a dot name is never addressable), so a skill is never dropped in silence.
+//   skipped silently, unopened.
 // - Non-directory entries (README.md, LICENSE, ...) are not candidates. A symlink whose
-//   target does not exist is reported `no-skill-md`.
+//   target does not exist (or loops) is reported `symlink-escape`. A directory whose
+//   SKILL.md is missing or is itself a directory is reported `no-skill-md`.
 // - A candidate reached through a symlink is served under its target's real directory
 //   name when that lies inside the root's real path, else `symlink-escape`.
+// - Problem paths are built on the root's real path (the skill's own problems, later, on
+//   the skill's real directory); a root's `no-skill-md` problems follow its others.
 #pragma once
 
 #include <sys/types.h>
@@ -27,11 +29,12 @@ namespace skillmcp {
 struct Candidate {
   std::string name;    // the real directory's name: the name it is served under
   std::string root;    // the root it was found under, as configured
-  std::string path;    // as reached (root + entry names), for problems
+  std::string path;    // the root's real path + entry names, for problems of the entry
   std::string source;  // real absolute path
   UniqueFd dir;        // O_PATH|O_DIRECTORY|O_CLOEXEC on `source`
   dev_t dev = 0;
   ino_t ino = 0;
+  size_t root_index = 0;  // which configured root found it (set by the scan)
 };
 
 // Appends the candidates found under one root, in discovery order: the root itself when it

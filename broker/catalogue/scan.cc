@@ -7,11 +7,13 @@
 #include <atomic>
 #include <map>
 #include <set>
+#include <string_view>
 #include <thread>
 #include <tuple>
 #include <utility>
 
 #include "broker/catalogue/load.h"
+#include "broker/catalogue/manifest.h"
 #include "broker/catalogue/reasons.h"
 #include "broker/catalogue/roots.h"
 #include "shared/log.h"
@@ -31,7 +33,8 @@ std::vector<Candidate> DistinctDirectories(std::vector<Candidate> all) {
 }
 
 // Why: if one of two directories won by scan order, a bundle could claim its neighbour's
-// name (and its grants) by being found first; so both are refused.
+// name (and its grants) by being found first; so all are refused, with one problem per
+// name (at the first directory found, the detail naming every one).
 std::vector<Candidate> RefuseDuplicates(std::vector<Candidate> all,
                                         std::vector<Problem>* problems) {
   std::map<std::string, std::vector<size_t>> by_name;
@@ -43,15 +46,40 @@ std::vector<Candidate> RefuseDuplicates(std::vector<Candidate> all,
       out.push_back(std::move(all[i]));
       continue;
     }
-    std::string others;
-    for (size_t j : same) {
-      if (j != i) others += (others.empty() ? "" : ", ") + all[j].source;
-    }
-    problems->push_back({all[i].path, reason::kDuplicateName,
-                         "the name '" + all[i].name + "' is also served by " + others +
-                             "; neither is served until only one directory has that name"});
+    if (same.front() != i) continue;  // reported with the first one
+    std::string dirs;
+    for (size_t j : same) dirs += (dirs.empty() ? "" : ", ") + DisplaySafe(all[j].source);
+    problems->push_back({DisplaySafe(all[i].source), reason::kDuplicateName,
+                         "the name '" + DisplaySafe(all[i].name) + "' is served by " +
+                             std::to_string(same.size()) + " directories (" + dirs +
+                             "); none is served until only one directory has that name"});
   }
   return out;
+}
+
+// The one `skill-limit` problem (docs/wire.md §3): at the roots joined with ':', naming
+// the skills not served and whether some directories were not examined at all.
+Problem SkillLimitProblem(const std::vector<std::string>& roots,
+                          const std::vector<std::string>& unserved, bool unexamined) {
+  std::string path;
+  for (const auto& r : roots) path += (path.empty() ? "" : ":") + r;
+  std::string detail = "more than " + std::to_string(kMaxSkills) +
+                       " skills were found; the first " + std::to_string(kMaxSkills) +
+                       " in discovery order are served";
+  if (!unserved.empty()) {
+    constexpr size_t kNamed = 16;  // the detail stays readable
+    detail += ", these are not: ";
+    for (size_t i = 0; i < unserved.size() && i < kNamed; ++i)
+      detail += (i == 0 ? "" : ", ") + DisplaySafe(unserved[i]);
+    if (unserved.size() > kNamed)
+      detail += " and " + std::to_string(unserved.size() - kNamed) + " more";
+  }
+  if (unexamined) {
+    detail += "; some directories were not examined at all (over " +
+              std::to_string(kMaxRootEntries) + " entries in one directory, or over " +
+              std::to_string(kMaxCandidates) + " skill directories)";
+  }
+  return {DisplaySafe(path), reason::kSkillLimit, detail + ". Move some skills to another server"};
 }
 
 // A root listed twice (or overlapping roots) meets the same fault twice: say it once.
@@ -144,37 +172,55 @@ Catalogue ScanCatalogue(const std::vector<std::string>& roots, std::string roots
   cat.roots = roots;
   cat.roots_from = std::move(roots_from);
   try {
+    // Problems in the reference's order (docs/wire.md §3): per root, what the scan met,
+    // then its skills' own problems in discovery order; then duplicate names, the skill
+    // limit (reported once), and (in skill_list) the grants.
     std::vector<Candidate> candidates;
-    for (const auto& root : roots) FindCandidates(root, &candidates, &cat.problems);
-    candidates = RefuseDuplicates(DistinctDirectories(std::move(candidates)), &cat.problems);
+    std::vector<std::vector<Problem>> per_root(roots.size());
+    bool unexamined = false;
+    for (size_t r = 0; r < roots.size(); ++r) {
+      const size_t first = candidates.size();
+      FindCandidates(roots[r], &candidates, &per_root[r]);
+      for (size_t i = first; i < candidates.size(); ++i) candidates[i].root_index = r;
+      const auto limit = std::remove_if(
+          per_root[r].begin(), per_root[r].end(),
+          [](const Problem& p) { return p.reason == std::string_view(reason::kSkillLimit); });
+      unexamined = unexamined || limit != per_root[r].end();
+      per_root[r].erase(limit, per_root[r].end());
+    }
+    std::vector<Problem> after_roots;
+    candidates = RefuseDuplicates(DistinctDirectories(std::move(candidates)), &after_roots);
     threads = ThreadsWithinDescriptors(threads, candidates.size());
     size_t at = 0;
+    bool stopped = false;
     // Batches of the skills still missing to the limit: if every one of them loads, the
     // limit is reached exactly at the batch's end, so one thread would read them all too.
-    while (at < candidates.size() && cat.skills.size() < kMaxSkills) {
+    while (!stopped && at < candidates.size() && cat.skills.size() < kMaxSkills) {
       const size_t count = std::min(kMaxSkills - cat.skills.size(), candidates.size() - at);
       std::vector<Read> batch = ReadBatch(candidates, at, count, threads);
-      for (Read& r : batch) {
-        for (Problem& p : r.problems) cat.problems.push_back(std::move(p));
+      for (size_t i = 0; i < batch.size() && !stopped; ++i) {
+        Read& r = batch[i];
+        std::vector<Problem>& into = per_root[candidates[at + i].root_index];
+        for (Problem& p : r.problems) into.push_back(std::move(p));
         if (r.failed) {
           // Allocation failure is the only way here; serve what was found so far.
           LOG_ERROR("skill discovery stopped early: %s",
                     r.error.empty() ? "an unknown error" : r.error.c_str());
-          DropRepeatedProblems(&cat.problems);
-          return cat;
+          stopped = true;
+        } else if (r.skill) {
+          cat.skills.push_back(std::move(*r.skill));
         }
-        if (r.skill) cat.skills.push_back(std::move(*r.skill));
       }
       at += count;
     }
-    for (; at < candidates.size(); ++at) {
-      const Candidate& c = candidates[at];
-      cat.problems.push_back({c.path, reason::kSkillLimit,
-                              "more than " + std::to_string(kMaxSkills) + " skills were found; '" +
-                                  c.name + "' is not served (the first " +
-                                  std::to_string(kMaxSkills) +
-                                  " found are). Move some skills to another server"});
-    }
+    std::vector<std::string> unserved;
+    for (size_t i = at; !stopped && i < candidates.size(); ++i)
+      unserved.push_back(candidates[i].name);
+    for (auto& problems : per_root)
+      for (Problem& p : problems) cat.problems.push_back(std::move(p));
+    for (Problem& p : after_roots) cat.problems.push_back(std::move(p));
+    if (!unserved.empty() || unexamined)
+      cat.problems.push_back(SkillLimitProblem(roots, unserved, unexamined));
   } catch (const std::exception& e) {
     // Allocation failure is the only way here; serve what was found so far.
     LOG_ERROR("skill discovery stopped early: %s", e.what());

@@ -5,9 +5,13 @@
 // Decisions (each tested):
 // - The same real directory (device + inode) reached twice is one skill; the first path
 //   reaching it in discovery order is kept.
-// - Two different directories serving one name are both refused (`duplicate-name`).
-// - Over kMaxSkills: the first kMaxSkills SERVABLE skills in discovery order are kept;
-//   every further one is reported `skill-limit` (and not read).
+// - Two different directories serving one name are all refused, with one `duplicate-name`
+//   problem per name.
+// - Over kMaxSkills: the first kMaxSkills SERVABLE skills in discovery order are kept; the
+//   rest are not read, and one `skill-limit` problem (at the roots joined with ':') names
+//   them.
+// - Problems come per root (the scan's, its `no-skill-md` ones, then its skills' in
+//   discovery order), then `duplicate-name`, then `skill-limit` (docs/wire.md §3).
 // - Skills are read on up to `threads` threads (each skill whole on one), in batches of
 //   at most the skills still missing to kMaxSkills, so exactly the candidates one thread
 //   would read are read; results merge in discovery order, so the catalogue is the same

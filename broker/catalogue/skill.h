@@ -51,7 +51,7 @@ struct Skill {
   std::string source;                        // real absolute path of the skill directory
   UniqueFd dir;                              // O_PATH|O_DIRECTORY fd of `source`; every read
                                              // and every run resolves beneath it
-  std::vector<ManifestFile> files;           // collated (ICU root, case-insensitive first)
+  std::vector<ManifestFile> files;           // collated (collate.h: localeCompare's order)
   uint64_t bytes = 0;                        // sum of file sizes
   bool files_complete = true;                // the walk finished: `files` is every file
                                              // (false after a `file-limit` stop)
@@ -59,12 +59,14 @@ struct Skill {
   bool body_truncated = false;               // SKILL.md was over 262144 bytes
   bool declaration_present = false;          // an mcp-host: block was there
   bool declaration_ok = false;               // ...and was accepted (runs below are usable)
-  std::vector<DeclaredRun> runs;             // empty when the block was refused
-  std::vector<std::string> declared_egress;  // `egress:` proposal, verbatim
+  std::vector<DeclaredRun> runs;             // empty when the block was refused; a run's
+                                             // file may be missing (skill_run refuses it)
+  std::vector<std::string> declared_egress;  // `egress:` proposal: host patterns, verbatim
   std::string frontmatter_json;              // the frontmatter rendered as JSON (skills
                                              // extension); empty when it cannot be
-  bool skills_ext_listed = false;            // meets the skills extension's naming rule
-                                             // and limits (skills_ext_check.h)
+  // Set when the skill misses the skills extension's naming rule or limits
+  // (skills_ext_check.h): why skills/list leaves it out (a skills-ext-* reason).
+  std::optional<Problem> skills_ext_omission;
 };
 
 struct Catalogue {

@@ -8,7 +8,8 @@
 // - at most kExtMaxResources files and kExtMaxSkillBytes bytes in all, and no file over
 //   kExtMaxFileBytes (resources/read serves the first 1 MiB of a file, so a larger file's
 //   digest could never be verified against what it returns).
-// Every skill left out gets a problem (reasons.h, skills-ext-*), so skill_list says why.
+// Every skill left out says why (reasons.h, skills-ext-*), in skill_list's own
+// `skillsExtension.omitted` (never in `problems`, which is the reference's array).
 #pragma once
 
 #include <cstdint>
@@ -27,7 +28,7 @@ inline constexpr uint64_t kExtMaxFileBytes = 1048576;    // resources/read's per
 // The Agent Skills name rule: 1 to 64 of a-z, 0-9 and '-', no '-' at either end, no "--".
 bool IsAgentSkillsName(std::string_view name);
 
-// The problem that keeps a loaded skill out of skills/list (from its name,
+// What keeps a loaded skill out of skills/list (from its name,
 // frontmatter_json and manifest), or nullopt when it meets the rules above.
 // `at` is the skill directory as reached from its root, the path every problem names.
 std::optional<Problem> SkillsExtExclusion(const Skill& skill, const std::string& at);

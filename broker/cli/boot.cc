@@ -85,10 +85,7 @@ std::unique_ptr<Boot> BootBroker(NamespaceProbeTiming probe, CatalogueTiming cat
     for (const auto& r : creds.refused) LOG_WARN("credential refused: %s", r.c_str());
     if (!creds.detail.empty()) LOG_WARN("credentials: %s", creds.detail.c_str());
   }
-  const std::vector<std::string> names = b->env.Names();  // sorted; presence, not IsSet
-  b->facts.hosted = IsHosted([&names](std::string_view n) {
-    return std::binary_search(names.begin(), names.end(), n);
-  });
+  b->facts.hosted = IsHosted([&b](std::string_view n) { return b->env.GetConfig(n); });
   // Why: only the exact value "1" waives the refusal; "0", "no" or a typo keep it.
   b->facts.allow_unscrubbed = b->env.GetConfig("MCP_SKILL_ALLOW_UNSCRUBBED") == "1";
 
@@ -105,7 +102,7 @@ std::unique_ptr<Boot> BootBroker(NamespaceProbeTiming probe, CatalogueTiming cat
                "unprivileged user, or start skill-mcp as one.";
     return b;
   }
-  // 4. The pinned node and the worker, opened by descriptor now.
+  // 4. The pinned interpreters and the worker, opened by descriptor now.
   LaunchConfigResult launch = ResolveLaunchConfig(b->env, b->facts.privileges, probe);
   if (!launch.config) {
     b->fatal = launch.error;
@@ -139,7 +136,18 @@ std::unique_ptr<Boot> BootBroker(NamespaceProbeTiming probe, CatalogueTiming cat
   }
   b->audit = *target;
 
-  // 8. The confirmation gate and its signing key.
+  // 8. Whether the catalogue is watched (docs/configuration.md, "SKILL_MCP_WATCH").
+  const std::string watch = b->env.GetConfig("SKILL_MCP_WATCH").value_or("");
+  if (watch == "on") {
+    b->watch = WatchSetting::kOn;
+  } else if (watch == "off") {
+    b->watch = WatchSetting::kOff;
+  } else if (!watch.empty()) {
+    b->fatal = "SKILL_MCP_WATCH=\"" + watch + "\" is not on or off";
+    return b;
+  }
+
+  // 9. The confirmation gate and its signing key.
   b->gate = ParseGateConfig([env = &b->env](std::string_view n) { return env->GetConfig(n); });
   for (const auto& w : b->gate.warnings) LOG_WARN("%s", w.c_str());
   if (b->env.IsSet("MCP_CONFIRM_SECRET")) {
@@ -175,12 +183,24 @@ void LoadCatalogue(Boot& b) {
   b.catalogue_loaded = true;
   b.roots = ResolveRoots(b.env);
   b.catalogue = ScanCatalogue(b.roots.paths, b.roots.from);
+  SettleCatalogue(b);
+}
+
+void ReplaceCatalogue(Boot& b, Catalogue fresh) {
+  b.catalogue = std::move(fresh);
+  SettleCatalogue(b);
+}
+
+void SettleCatalogue(Boot& b) {
   {
     std::vector<std::string> dirs;
     for (const Skill& s : b.catalogue.skills) dirs.push_back(s.source);
     SetHiddenRoots(*b.launch, b.roots.paths, dirs);
   }
-  b.grants = DecideGrants(b.catalogue, b.env.GetConfig("MCP_SKILL_RUN"), b.facts.hosted);
+  std::vector<std::string> interpreters;
+  for (const PinnedInterpreter& p : b.launch->interpreters) interpreters.push_back(p.name);
+  b.grants =
+      DecideGrants(b.catalogue, b.env.GetConfig("MCP_SKILL_RUN"), b.facts.hosted, interpreters);
   if (b.environ_blocked) {
     b.catalogue.problems.push_back(Problem{"/proc/" + std::to_string(getpid()) + "/environ",
                                            std::string(reason::kEnvironUnscrubbed),

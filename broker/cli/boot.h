@@ -18,6 +18,9 @@
 
 namespace skillmcp {
 
+// SKILL_MCP_WATCH (broker/cli/watch.h): unset is on where inotify works.
+enum class WatchSetting { kDefault, kOn, kOff };
+
 struct Boot {
   EnvStore env;
   IsolationFacts facts;
@@ -27,6 +30,7 @@ struct Boot {
   GrantDecision grants;
   GateConfig gate;
   AuditTarget audit = AuditTarget::kAuto;  // SKILL_MCP_AUDIT
+  WatchSetting watch = WatchSetting::kDefault;
   std::unique_ptr<ConfirmTokens> tokens;
   std::optional<std::string> runs_blocked;  // why no script may run on this host
   bool environ_blocked = false;             // runs_blocked: the environ could not be wiped
@@ -49,6 +53,13 @@ std::unique_ptr<Boot> BootBroker(NamespaceProbeTiming probe = NamespaceProbeTimi
 // hidden from runs, the run facts). Once: later calls do nothing. Runs with the service
 // identity only: BootBroker has dropped privileges before it returns.
 void LoadCatalogue(Boot& b);
+
+// A rescan's catalogue in place of the one served (SKILL_MCP_WATCH), on the loop: the
+// grants, the roots hidden from runs and the run facts are decided again for it, as
+// LoadCatalogue decides them.
+void ReplaceCatalogue(Boot& b, Catalogue fresh);
+// What LoadCatalogue and ReplaceCatalogue decide from b.catalogue.
+void SettleCatalogue(Boot& b);
 
 // The isolation facts and runs_blocked from the launch configuration as it stands.
 void SettleRunFacts(Boot& b);

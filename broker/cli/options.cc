@@ -32,7 +32,10 @@ Running scripts (skill_run):
                              /var/lib/skill-mcp when started as root, else
                              $XDG_RUNTIME_DIR/skill-mcp)
   MCP_SKILL_ALLOW_UNSCRUBBED 1: run scripts even if the environ block stays readable
+  SKILL_MCP_INTERPRETERS     interpreters scripts may name: node, python3 (default node)
   SKILL_MCP_NODE             the node binary to pin (default: node on PATH at start)
+  SKILL_MCP_PYTHON3          the python3 binary to pin (default: python3 on PATH at start;
+                             an ELF binary owned by root, never a shim)
   SKILL_MCP_USER             user a root broker switches to (default skill-mcp)
   SKILL_MCP_RUN_AS           user scripts run as (default skill-mcp-run); with per-run
                              uids, the group every run keeps
@@ -52,6 +55,8 @@ Running scripts (skill_run):
   SKILL_MCP_AUDIT            auto (default) | journal | stderr: where each skill_run
                              outcome's audit record goes (auto: the journal where its
                              socket is, else one {"skill_mcp_audit":1,...} line on stderr)
+  SKILL_MCP_WATCH            on | off (default on where inotify works): watch the skills,
+                             rescan as they change and send list_changed
   SKILL_MCP_LIMIT_*          per-run limits: NPROC, AS_MB, DATA_MB, CPU_SECONDS, FSIZE_MB,
                              NOFILE (positive integers)
   SKILL_MCP_LIMIT_RUN_MEMORY_MB

@@ -12,6 +12,7 @@
 #include "broker/audit/audit_peer.h"
 #include "broker/audit/audit_sink.h"
 #include "broker/cli/boot.h"
+#include "broker/cli/watch.h"
 #include "broker/loop/event_loop.h"
 #include "broker/mcp/late_catalogue.h"
 #include "broker/mcp/server.h"
@@ -96,9 +97,10 @@ int RunServe() {
   // Why: standalone, the environment is the user's own (docs/wire.md §4): a warning, not a
   // refusal; hosted, boot.cc refuses every run instead.
   if (!b->facts.scrub.ok && !b->facts.hosted) {
-    LOG_WARN("the exec-time environment block could not be wiped (%s); a same-uid process "
-             "may read /proc/%d/environ",
-             b->facts.scrub.detail.c_str(), getpid());
+    LOG_WARN(
+        "the exec-time environment block could not be wiped (%s); a same-uid process "
+        "may read /proc/%d/environ",
+        b->facts.scrub.detail.c_str(), getpid());
   }
 
   EventLoop loop;
@@ -135,13 +137,16 @@ int RunServe() {
     session.WithdrawRequest(id, "the skill_run call this prompt was for was cancelled");
   };
   deps.audit.connection = &connection;
-  deps.audit.interpreter_path = b->launch->node_path;
+  for (const PinnedInterpreter& p : b->launch->interpreters)
+    deps.interpreter_paths[p.name] = p.path;
+  deps.show_interpreter_path = b->launch->interpreters_configured;
   deps.audit.emit = [&audit](AuditFacts facts) { audit.Emit(std::move(facts)); };
   // Once the run side is decided: the isolation line, then skill_run with the refusal
   // that holds (runs_blocked may only now be known).
   auto open_runs = [&b, &run_gate, &deps, &supervisor] {
     const std::vector<Layer> layers = ComputeLayers(b->facts);
     LOG_INFO("%s", LayersOneLine(layers).c_str());
+    LOG_INFO("interpreters: %s", DescribeInterpreters(b->launch->interpreters).c_str());
     for (const Layer& l : layers)
       if (l.on) deps.audit.layers.push_back(l.name);
     deps.runs_blocked = b->runs_blocked;
@@ -158,11 +163,27 @@ int RunServe() {
              b->catalogue.problems.size() + b->grants.problems.size());
   });
   LateProbe late_probe(loop, *b, late_catalogue, open_runs);
-  McpServer server(session, CatalogueView{&b->catalogue, &b->grants}, SKILL_MCP_VERSION,
-                   &run_gate);
+  McpServer server(session, CatalogueView{&b->catalogue, &b->grants}, SKILL_MCP_VERSION, &run_gate);
   server.SetLateCatalogue(&late_catalogue);
   server.SetAuditConnection(&connection);
   server.Register();
+  // The live catalogue: on where inotify works unless SKILL_MCP_WATCH=off; with =on, a
+  // host without inotify refuses to start rather than serve lists it says may change.
+  std::unique_ptr<LiveCatalogue> live;
+  if (b->watch != WatchSetting::kOff) {
+    live = std::make_unique<LiveCatalogue>(loop, *b, server);
+    std::string why;
+    if (!live->Open(&why)) {
+      if (b->watch == WatchSetting::kOn) {
+        LOG_ERROR("SKILL_MCP_WATCH=on, but %s", why.c_str());
+        return 1;
+      }
+      LOG_INFO("the skills are read once (%s); no list_changed is sent", why.c_str());
+      live.reset();
+    }
+  }
+  server.SetListsMayChange(live != nullptr);
+  if (live) late_catalogue.Then([&live] { live->Start(); });
   session.OnClosed([&loop] { loop.Stop(); });
   UniqueFd sigfd = BlockTerminationSignals();
   if (!sigfd.valid()) {
@@ -237,6 +258,7 @@ int RunDoctorCommand() {
                                       "stderr\n    one JSON line per skill_run outcome, starting "
                                       "{\"skill_mcp_audit\":1,");
   printf("audit: %s\n", where.c_str());
+  printf("watch: %s\n", DescribeWatch(*b).c_str());
   return rc;
 }
 

@@ -187,7 +187,10 @@ ordered_json ElicitationRequestParams(const WillRun& will_run) {
   std::string message = "Run a script from a skill? Nothing runs unless you approve.\n\n";
   message += "Skill: \"" + ShowUntrusted(will_run.skill) + "\"\n";
   message += "Script: \"" + ShowUntrusted(script) + "\"\n";
-  message += "Interpreter: " + ShowUntrusted(will_run.interpreter) + "\n";
+  message += "Interpreter: " + ShowUntrusted(will_run.interpreter);
+  if (will_run.interpreter_path)
+    message += ", the binary \"" + ShowUntrusted(*will_run.interpreter_path, 1024) + "\"";
+  message += "\n";
   message += "Working directory: \"" + ShowUntrusted(will_run.cwd, 1024) + "\"\n";
   message += "Time limit: " + std::to_string(will_run.timeout_ms / 1000) + " s (" +
              std::to_string(will_run.timeout_ms) + " ms)\n";

@@ -10,6 +10,7 @@ Json Build(const WillRun& will_run) {
   Json out = Json::object();
   out["skill"] = will_run.skill;
   out["interpreter"] = will_run.interpreter;
+  if (will_run.interpreter_path) out["interpreterPath"] = *will_run.interpreter_path;
   out["argv"] = will_run.argv;
   out["cwd"] = will_run.cwd;
   out["timeoutMs"] = will_run.timeout_ms;

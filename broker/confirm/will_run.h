@@ -11,8 +11,12 @@
 namespace skillmcp {
 
 struct WillRun {
-  std::string skill;                       // directory name
-  std::string interpreter;                 // the declared interpreter ("node")
+  std::string skill;        // directory name
+  std::string interpreter;  // the declared interpreter ("node")
+  // The binary that runs it, as pinned at boot; shown (and so bound by the token) where
+  // the operator configured the interpreter set (SKILL_MCP_INTERPRETERS), omitted
+  // otherwise so a deployment that did not keeps the willRun it always had.
+  std::optional<std::string> interpreter_path;
   std::vector<std::string> argv;           // script path, then the arguments exactly as passed
   std::string cwd;                         // the skill's own directory
   int64_t timeout_ms = 0;                  // after the 300 s clamp
@@ -25,7 +29,8 @@ struct WillRun {
   std::string script_identity;
 };
 
-// {skill, interpreter, argv, cwd, timeoutMs, envNames, envNotSet?, envWarning?} in exactly
+// {skill, interpreter, interpreterPath?, argv, cwd, timeoutMs, envNames, envNotSet?,
+// envWarning?} in exactly
 // that order; optional keys are omitted, never null.
 nlohmann::ordered_json WillRunJson(const WillRun& will_run);
 

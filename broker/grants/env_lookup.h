@@ -9,9 +9,6 @@
 
 namespace skillmcp {
 
-// True when the variable exists at all, whatever its value (blank and "${...}" included).
-using IsPresentFn = std::function<bool(std::string_view)>;
-
 // True when the variable has a usable value: not blank and not an unexpanded "${...}"
 // placeholder. The caller applies that rule (EnvStore::IsSet).
 using IsSetFn = std::function<bool(std::string_view)>;

@@ -101,24 +101,27 @@ void ReportRows(const Catalogue& catalogue, const std::vector<GrantRow>& rows,
 
 }  // namespace
 
-bool IsHosted(const IsPresentFn& is_present) {
-  // Why PRESENT and not set: a blank or unexpanded marker still means a host launched us;
-  // marker checks may only ever move the default towards closed.
+bool IsHosted(const GetFn& get) {
   for (std::string_view marker : kHostedMarkers) {
-    if (is_present(marker)) return true;
+    std::optional<std::string> value = get(marker);
+    if (!value) continue;
+    const size_t b = value->find_first_not_of(" \t\n\r\v\f");
+    const size_t e = value->find_last_not_of(" \t\n\r\v\f");
+    const std::string_view v = std::string_view(*value).substr(b, e - b + 1);
+    if (v != "undefined" && v != "null") return true;
   }
   return false;
 }
 
-bool IsRunnableInterpreter(std::string_view interpreter) {
+bool IsRunnableInterpreter(std::string_view interpreter, const std::vector<std::string>& set) {
   // Why a closed set named by the declaration: never inferred from an extension or shebang.
-  return std::find(kRunnableInterpreters.begin(), kRunnableInterpreters.end(), interpreter) !=
-         kRunnableInterpreters.end();
+  return std::find(set.begin(), set.end(), interpreter) != set.end();
 }
 
-std::string InterpreterUnavailableReason(std::string_view interpreter) {
+std::string InterpreterUnavailableReason(std::string_view interpreter,
+                                         const std::vector<std::string>& names) {
   std::string set;
-  for (std::string_view name : kRunnableInterpreters) {
+  for (std::string_view name : names) {
     if (!set.empty()) set += ", ";
     set += name;
   }
@@ -178,9 +181,9 @@ ScriptLookup GrantDecision::Lookup(std::string_view skill, std::string_view scri
     lookup.message = UngrantedReason(*this, skill, script);
     return lookup;
   }
-  if (!IsRunnableInterpreter(found->run.interpreter)) {
+  if (!IsRunnableInterpreter(found->run.interpreter, interpreters)) {
     lookup.refusal = ScriptRefusal::kInterpreterUnavailable;
-    lookup.message = InterpreterUnavailableReason(found->run.interpreter);
+    lookup.message = InterpreterUnavailableReason(found->run.interpreter, interpreters);
     return lookup;
   }
   lookup.script = MakeGranted(*found);
@@ -188,8 +191,10 @@ ScriptLookup GrantDecision::Lookup(std::string_view skill, std::string_view scri
 }
 
 GrantDecision DecideGrants(const Catalogue& catalogue,
-                           const std::optional<std::string>& skill_run_value, bool hosted) {
+                           const std::optional<std::string>& skill_run_value, bool hosted,
+                           const std::vector<std::string>& interpreters) {
   GrantDecision decision;
+  decision.interpreters = interpreters;
   std::vector<GrantRow> rows;
   if (skill_run_value) {
     decision.from = GrantSource::kSkillRun;
@@ -244,9 +249,10 @@ GrantDecision DecideGrants(const Catalogue& catalogue,
       }
     }
     for (const auto& declared : grants.declared) {
-      if (!IsRunnableInterpreter(declared.run.interpreter)) {
+      if (!IsRunnableInterpreter(declared.run.interpreter, interpreters)) {
         grants.unavailable.push_back(
-            {declared.run.script, InterpreterUnavailableReason(declared.run.interpreter)});
+            {declared.run.script,
+             InterpreterUnavailableReason(declared.run.interpreter, interpreters)});
       } else if (declared.granted) {
         grants.scripts.push_back(MakeGranted(declared));
       } else {
@@ -259,9 +265,8 @@ GrantDecision DecideGrants(const Catalogue& catalogue,
   return decision;
 }
 
-GrantDecision DecideGrants(const Catalogue& catalogue, const GetFn& get,
-                           const IsPresentFn& is_present) {
-  return DecideGrants(catalogue, get("MCP_SKILL_RUN"), IsHosted(is_present));
+GrantDecision DecideGrants(const Catalogue& catalogue, const GetFn& get) {
+  return DecideGrants(catalogue, get("MCP_SKILL_RUN"), IsHosted(get));
 }
 
 }  // namespace skillmcp

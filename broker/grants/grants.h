@@ -16,18 +16,25 @@
 
 namespace skillmcp {
 
-// Variables mcp-host's runner injects; any one PRESENT means a host started us.
+// Variables mcp-host's runner injects; any one SET means a host started us.
 inline constexpr std::array<std::string_view, 4> kHostedMarkers = {
     "MCP_SKILLS_PATH", "MCP_HOST_METER_FILE", "MCP_DATA_DIR", "MCP_BLOB_BASE_URL"};
 
-// The closed interpreter set of this deployment (v1: node only).
-inline constexpr std::array<std::string_view, 1> kRunnableInterpreters = {"node"};
+// The closed interpreter set of a deployment that does not configure one
+// (SKILL_MCP_INTERPRETERS unset, broker/run/interpreters.h).
+inline const std::vector<std::string> kDefaultInterpreters = {"node"};
 
-bool IsHosted(const IsPresentFn& is_present);
-bool IsRunnableInterpreter(std::string_view interpreter);
+  // A marker counts only when set: blank, "undefined", "null" and an unexpanded "${...}"
+  // count as unset, as the reference reads every variable. `get` applies the blank and
+  // placeholder rule (EnvStore::GetConfig).
+  bool IsHosted(const GetFn& get);
+  // Whether `interpreter`, as a declaration names it, is in this deployment's `set`.
+  bool IsRunnableInterpreter(std::string_view interpreter,
+                             const std::vector<std::string>& set = kDefaultInterpreters);
 
 // The one sentence used by skill_list's unavailableScripts and by skill_run's refusal.
-std::string InterpreterUnavailableReason(std::string_view interpreter);
+std::string InterpreterUnavailableReason(
+    std::string_view interpreter, const std::vector<std::string>& set = kDefaultInterpreters);
 
 enum class GrantSource { kSkillRun, kHostedDefault, kDeclaration };
 
@@ -53,7 +60,8 @@ struct SkillGrants {
   std::vector<ScriptNote> ungranted;    // emitted only when non-empty
   bool executable() const { return !scripts.empty(); }
 
-  // Internal to the lookup: every declared script with its grant state.
+  // Every declared script with its grant state (the lookup's, and skill_load's effective
+  // list: the granted ones).
   struct Declared {
     DeclaredRun run;
     bool granted = false;
@@ -72,7 +80,8 @@ struct ScriptLookup {
 
 struct GrantDecision {
   GrantSource from = GrantSource::kDeclaration;
-  std::optional<std::string> note;   // grantNote (hosted default)
+  std::vector<std::string> interpreters = kDefaultInterpreters;  // this deployment's set
+  std::optional<std::string> note;                               // grantNote (hosted default)
   std::optional<std::string> error;  // grantError (MCP_SKILL_RUN did not parse)
   std::vector<SkillGrants> skills;   // one per catalogue skill, same order
   std::vector<Problem> problems;     // reason "grant"
@@ -84,12 +93,13 @@ struct GrantDecision {
   ScriptLookup Lookup(std::string_view skill, std::string_view script) const;
 };
 
-// `skill_run_value` is MCP_SKILL_RUN when set (nullopt otherwise); `hosted` from IsHosted.
+// `skill_run_value` is MCP_SKILL_RUN when set (nullopt otherwise); `hosted` from IsHosted;
+// `interpreters` the deployment's set (LaunchConfig::interpreters, by name).
 GrantDecision DecideGrants(const Catalogue& catalogue,
-                           const std::optional<std::string>& skill_run_value, bool hosted);
+                           const std::optional<std::string>& skill_run_value, bool hosted,
+                           const std::vector<std::string>& interpreters = kDefaultInterpreters);
 
-// The same, reading the variables through callbacks.
-GrantDecision DecideGrants(const Catalogue& catalogue, const GetFn& get,
-                           const IsPresentFn& is_present);
+// The same, reading the variables through `get`.
+GrantDecision DecideGrants(const Catalogue& catalogue, const GetFn& get);
 
 }  // namespace skillmcp

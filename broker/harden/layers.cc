@@ -77,8 +77,9 @@ std::vector<Layer> ComputeLayers(const IsolationFacts& f) {
   std::string uid_reason;
   if (p.worker_switch) {
     uid_reason = "workers switch to " + p.run_as.how +
-                 (f.worker.run_uids.empty() ? "" : " (its group; each run's uid is its own, see "
-                                                   "run-identity)");
+                 (f.worker.run_uids.empty() ? ""
+                                            : " (its group; each run's uid is its own, see "
+                                              "run-identity)");
   } else {
     uid_reason = p.detail.empty() ? "workers run under the broker's uid" : p.detail;
   }
@@ -88,20 +89,25 @@ std::vector<Layer> ComputeLayers(const IsolationFacts& f) {
 
   const WorkerLayerFacts& wf = f.worker;
   const bool own_uid = !wf.run_uids.empty();
-  out.push_back(Make(
-      "run-identity", own_uid, wf.run_uids_demanded,
-      own_uid ? "each run gets a uid of its own from " + wf.run_uids + ", keeping the run-as "
-                    "group " + std::to_string(wf.run_gid) + ": runs of other connections cannot "
-                    "read, trace or signal each other, and RLIMIT_NPROC bounds one run; the "
-                    "pool is shared only by brokers using " + wf.run_uids_lock_dir + ": give "
-                    "every broker of this host the same SKILL_MCP_STATE_DIR or disjoint "
-                    "SKILL_MCP_RUN_UIDS" +
-                    (wf.run_uids_warning.empty() ? "" : "; warning: " + wf.run_uids_warning)
-              : wf.run_uids_off_reason,
-      "start the broker as root or with CAP_SETUID/CAP_SETGID, give it a host-wide state "
-      "directory (SKILL_MCP_STATE_DIR, the unit's StateDirectory=, or, started as root, "
-      "/var/lib/skill-mcp owned by its service user with mode 0700), and leave "
-      "SKILL_MCP_RUN_UIDS unset or name a range mapped here"));
+  out.push_back(
+      Make("run-identity", own_uid, wf.run_uids_demanded,
+           own_uid ? "each run gets a uid of its own from " + wf.run_uids +
+                         ", keeping the run-as "
+                         "group " +
+                         std::to_string(wf.run_gid) +
+                         ": runs of other connections cannot "
+                         "read, trace or signal each other, and RLIMIT_NPROC bounds one run; the "
+                         "pool is shared only by brokers using " +
+                         wf.run_uids_lock_dir +
+                         ": give "
+                         "every broker of this host the same SKILL_MCP_STATE_DIR or disjoint "
+                         "SKILL_MCP_RUN_UIDS" +
+                         (wf.run_uids_warning.empty() ? "" : "; warning: " + wf.run_uids_warning)
+                   : wf.run_uids_off_reason,
+           "start the broker as root or with CAP_SETUID/CAP_SETGID, give it a host-wide state "
+           "directory (SKILL_MCP_STATE_DIR, the unit's StateDirectory=, or, started as root, "
+           "/var/lib/skill-mcp owned by its service user with mode 0700), and leave "
+           "SKILL_MCP_RUN_UIDS unset or name a range mapped here"));
 
   std::string caps_reason;
   if (p.started_as_root && p.broker_switched)
@@ -168,21 +174,21 @@ std::vector<Layer> ComputeLayers(const IsolationFacts& f) {
                      "namespaces are allowed"));
   const bool proc_on = ns_on && w.fresh_proc;
   out.push_back(Make("fresh-proc", proc_on, false,
-                     proc_on ? "each namespaced run mounts its own /proc: it lists the run's "
-                               "processes only"
+                     proc_on  ? "each namespaced run mounts its own /proc: it lists the run's "
+                                "processes only"
                      : !ns_on ? "no pid namespace for runs (see run-namespaces)"
-                     : w.fresh_proc_problem,
+                              : w.fresh_proc_problem,
                      "a runtime that does not mask /proc (podman: --security-opt "
                      "unmask=/proc/*, or systemd without ProtectProc=)"));
   // The worker sets it in every run, all-fatal (worker/cell.h): on wherever runs are.
-  out.push_back(Make("parent-death", w.runs_possible, false,
-                     w.runs_possible
-                         ? std::string("every process of a run dies with its parent: a killed "
-                                       "broker's run dies ") +
-                               (ns_on ? "with its pid namespace"
-                                      : "by its process group (the worker kills it)")
-                         : "no run can start here (see runs)",
-                     "make runs possible (see runs)"));
+  out.push_back(Make(
+      "parent-death", w.runs_possible, false,
+      w.runs_possible
+          ? std::string("every process of a run dies with its parent: a killed "
+                        "broker's run dies ") +
+                (ns_on ? "with its pid namespace" : "by its process group (the worker kills it)")
+          : "no run can start here (see runs)",
+      "make runs possible (see runs)"));
 
   const bool landlock_on = w.landlock_abi > 0;
   std::string landlock_reason =
@@ -237,39 +243,40 @@ std::vector<Layer> ComputeLayers(const IsolationFacts& f) {
                                 ? "no closed view hides the user's sockets"
                                 : "Landlock does not scope abstract sockets here (ABI 6 needed)")
           : "warning: runs can reach the user's sockets (session bus, agents, daemons): no view "
-            "hides them all and " + no_fence,
+            "hides them all and " +
+                no_fence,
       "turn namespaces and Landlock on, or the seccomp filter (SKILL_MCP_NAMESPACES, "
       "SKILL_MCP_LANDLOCK, SKILL_MCP_SECCOMP)"));
-  out.push_back(Make(
-      "metadata-fenced", view_closed || fence_all, false,
-      view_closed
-          ? "chmod, chown, utimes, xattrs, mknod and rename fail with EROFS outside the run's "
-            "own /tmp, /dev/shm, scratch directory and MCP_DATA_DIR (private-view)"
-      : fence_all
-          ? "runs cannot change any file's mode, owner, times, inode flags or extended "
-            "attributes (seccomp refuses them with EPERM, their own files included)"
-          : "runs can change the mode, times and extended attributes of files their uid may "
-            "write: no view is read-only and " + no_fence,
-      "turn namespaces or the seccomp filter on (SKILL_MCP_NAMESPACES, SKILL_MCP_SECCOMP)"));
-  out.push_back(Make(
-      "host-ipc-fenced", ns_on || fence_all, false,
-      ns_on ? "each run's System V IPC and POSIX message queues live in its own IPC "
-              "namespace and die with it"
-      : fence_all ? "runs without namespaces cannot use System V IPC or POSIX message queues "
-                    "(seccomp refuses them with EPERM)"
-                  : "runs share the host's System V IPC and POSIX message queues: " + no_fence,
-      "turn namespaces or the seccomp filter on (SKILL_MCP_NAMESPACES, SKILL_MCP_SECCOMP)"));
+  out.push_back(
+      Make("metadata-fenced", view_closed || fence_all, false,
+           view_closed
+               ? "chmod, chown, utimes, xattrs, mknod and rename fail with EROFS outside the run's "
+                 "own /tmp, /dev/shm, scratch directory and MCP_DATA_DIR (private-view)"
+           : fence_all
+               ? "runs cannot change any file's mode, owner, times, inode flags or extended "
+                 "attributes (seccomp refuses them with EPERM, their own files included)"
+               : "runs can change the mode, times and extended attributes of files their uid may "
+                 "write: no view is read-only and " +
+                     no_fence,
+           "turn namespaces or the seccomp filter on (SKILL_MCP_NAMESPACES, SKILL_MCP_SECCOMP)"));
+  out.push_back(
+      Make("host-ipc-fenced", ns_on || fence_all, false,
+           ns_on       ? "each run's System V IPC and POSIX message queues live in its own IPC "
+                         "namespace and die with it"
+           : fence_all ? "runs without namespaces cannot use System V IPC or POSIX message queues "
+                         "(seccomp refuses them with EPERM)"
+                       : "runs share the host's System V IPC and POSIX message queues: " + no_fence,
+           "turn namespaces or the seccomp filter on (SKILL_MCP_NAMESPACES, SKILL_MCP_SECCOMP)"));
 
   const bool net_on = w.network_off && w.landlock_abi >= 4;
   out.push_back(Make(
       "network-off", net_on, w.network_off,
-      net_on ? "SKILL_MCP_NETWORK=off: every TCP connect and bind of a run is refused"
-      : w.network_off
-          ? "SKILL_MCP_NETWORK=off needs Landlock ABI 4 or later (" +
-                (landlock_on ? "this kernel has ABI " + std::to_string(w.landlock_abi)
-                             : w.landlock_problem) +
-                "): no script runs"
-          : "runs may open TCP connections (SKILL_MCP_NETWORK is not off)",
+      net_on          ? "SKILL_MCP_NETWORK=off: every TCP connect and bind of a run is refused"
+      : w.network_off ? "SKILL_MCP_NETWORK=off needs Landlock ABI 4 or later (" +
+                            (landlock_on ? "this kernel has ABI " + std::to_string(w.landlock_abi)
+                                         : w.landlock_problem) +
+                            "): no script runs"
+                      : "runs may open TCP connections (SKILL_MCP_NETWORK is not off)",
       "set SKILL_MCP_NETWORK=off (needs Landlock ABI 4, Linux 6.7 or later)"));
 
   const bool spent_ok = f.spent_dir_problem.empty();
@@ -277,8 +284,9 @@ std::vector<Layer> ComputeLayers(const IsolationFacts& f) {
       "spent-tokens-host-wide", spent_ok, false,
       !f.shared_tokens ? "no MCP_CONFIRM_SECRET: tokens are signed with this process's own key "
                          "and spent once within it"
-      : spent_ok ? "a token signed with MCP_CONFIRM_SECRET is spent once on the whole host: "
-                   "the record in " + f.spent_dir_path + " is shared by every broker"
+      : spent_ok       ? "a token signed with MCP_CONFIRM_SECRET is spent once on the whole host: "
+                         "the record in " +
+                       f.spent_dir_path + " is shared by every broker"
                  : "warning: tokens signed with MCP_CONFIRM_SECRET are not spent host-wide: " +
                        f.spent_dir_problem,
       "set SKILL_MCP_STATE_DIR to a directory every broker of the host shares (not in a "
@@ -291,10 +299,13 @@ std::vector<Layer> ComputeLayers(const IsolationFacts& f) {
                      "nothing to set: skill-mcp builds no per-run cgroups (docs/isolation.md, "
                      "whole-run limits)"));
 
-  out.push_back(Make(
-      "runs", f.worker.runs_possible, false,
-      f.worker.runs_possible ? "the worker and the pinned node are open" : f.worker.runs_reason,
-      "install node (or set SKILL_MCP_NODE) and the worker (or set SKILL_MCP_WORKER)"));
+  out.push_back(
+      Make("runs", f.worker.runs_possible, false,
+           f.worker.runs_possible
+               ? "the worker and the pinned interpreters are open (" + f.worker.interpreters + ")"
+               : f.worker.runs_reason,
+           "install each interpreter of SKILL_MCP_INTERPRETERS (or set its path: SKILL_MCP_NODE, "
+           "SKILL_MCP_PYTHON3) and the worker (or set SKILL_MCP_WORKER)"));
   return out;
 }
 

@@ -26,23 +26,23 @@ struct Layer {
 // Worker-side facts come from the run area's launch configuration.
 struct WorkerLayerFacts {
   bool seccomp_configured = true;
-  bool namespaces_configured = false;  // runs get their namespaces (auto or on, probe passed)
-  bool namespaces_demanded = false;    // SKILL_MCP_NAMESPACES=on
-  std::string namespaces_problem;      // demanded, but that cannot work here (the boot probe)
-  std::string namespaces_off_reason;   // not demanded and off: why (off, or auto's probe)
-  bool fresh_proc = false;             // namespaced runs get their own /proc
+  bool namespaces_configured = false;       // runs get their namespaces (auto or on, probe passed)
+  bool namespaces_demanded = false;         // SKILL_MCP_NAMESPACES=on
+  std::string namespaces_problem;           // demanded, but that cannot work here (the boot probe)
+  std::string namespaces_off_reason;        // not demanded and off: why (off, or auto's probe)
+  bool fresh_proc = false;                  // namespaced runs get their own /proc
   std::vector<std::string> private_places;  // hidden from namespaced runs (private_places.h)
-  std::string fresh_proc_problem;      // why not (the boot probe)
-  uint32_t landlock_abi = 0;        // 0: the filesystem allowlist is off
-  bool landlock_demanded = false;   // SKILL_MCP_LANDLOCK=on
-  std::string landlock_problem;     // why it is off
-  bool network_off = false;         // SKILL_MCP_NETWORK=off
-  std::string run_uids;             // non-empty: each run gets its own uid (range, free)
-  bool run_uids_demanded = false;   // SKILL_MCP_RUN_UIDS names a range
-  std::string run_uids_off_reason;  // why runs share one uid
-  std::string run_uids_warning;     // on, with a weakness
-  std::string run_uids_lock_dir;    // on: the directory of the uid locks
-  uint32_t run_gid = 0;             // the run-as group every run keeps
+  std::string fresh_proc_problem;           // why not (the boot probe)
+  uint32_t landlock_abi = 0;                // 0: the filesystem allowlist is off
+  bool landlock_demanded = false;           // SKILL_MCP_LANDLOCK=on
+  std::string landlock_problem;             // why it is off
+  bool network_off = false;                 // SKILL_MCP_NETWORK=off
+  std::string run_uids;                     // non-empty: each run gets its own uid (range, free)
+  bool run_uids_demanded = false;           // SKILL_MCP_RUN_UIDS names a range
+  std::string run_uids_off_reason;          // why runs share one uid
+  std::string run_uids_warning;             // on, with a weakness
+  std::string run_uids_lock_dir;            // on: the directory of the uid locks
+  uint32_t run_gid = 0;                     // the run-as group every run keeps
   // The whole-run memory bound (broker/run/run_memory.h): the limit in MiB (0: off),
   // the sampling period, what bounds a burst between samples, and why it is off.
   uint64_t run_memory_mb = 0;
@@ -53,7 +53,10 @@ struct WorkerLayerFacts {
   bool limits_configured = false;
   std::string limits_text;  // e.g. "nproc 64, as 4096 MiB, cpu 300 s, fsize 64 MiB, nofile 256"
   bool runs_possible = false;
-  std::string runs_reason;  // why runs are refused (missing node/worker), when they are
+  std::string runs_reason;  // why runs are refused (missing interpreter/worker), when they are
+  // The pinned interpreters, each with its version where known and its path
+  // ("node /usr/bin/node, python3 3.11 /usr/bin/python3.11"; DescribeInterpreters).
+  std::string interpreters;
 };
 
 struct IsolationFacts {

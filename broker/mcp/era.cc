@@ -34,13 +34,17 @@ Envelope ReadEnvelope(const Json& params) {
   return e;
 }
 
-std::optional<int64_t> CacheTtlMs(std::string_view method) {
-  // Why these values: the catalogue is read once at start and never reloaded while the
-  // process lives (docs/architecture.md, "Start"), so lists may be kept for an hour; a file may
-  // change under a running server (docs/wire.md §9), so reads are never cached.
+std::optional<int64_t> CacheTtlMs(std::string_view method, bool lists_may_change) {
+  // Why these values: without the live catalogue the skills are read once at start
+  // (docs/architecture.md, "Start"), so lists may be kept for an hour; with it a list may
+  // change at any moment and 2026-07-28 has no notification here to say so (docs/wire.md
+  // §8), so they are not kept. A file may change under a running server (§9), so reads are
+  // never cached.
   constexpr int64_t kFixedForProcess = 3600000;
-  if (method == "tools/list" || method == "prompts/list" || method == "resources/list" ||
-      method == "resources/templates/list" || method == "server/discover") {
+  if (method == "tools/list" || method == "prompts/list" || method == "resources/list") {
+    return lists_may_change ? 0 : kFixedForProcess;
+  }
+  if (method == "resources/templates/list" || method == "server/discover") {
     return kFixedForProcess;
   }
   if (method == "resources/read") return 0;

@@ -35,8 +35,8 @@ struct Envelope {
 Envelope ReadEnvelope(const Json& params);
 
 // Whether a 2026 result of `method` carries ttlMs and cacheScope, and how long it may be
-// cached. nullopt: not cacheable.
-std::optional<int64_t> CacheTtlMs(std::string_view method);
+// cached. nullopt: not cacheable. `lists_may_change`: the live catalogue is on.
+std::optional<int64_t> CacheTtlMs(std::string_view method, bool lists_may_change = false);
 
 // The Skills over MCP methods, whose results carry resultType in every era
 // (broker/tools/skills_ext.h), and skills/list and skills/get also ttlMs and cacheScope:

@@ -32,26 +32,24 @@ RpcMessage Invalid(Json id, int code, std::string message) {
 
 bool ValidId(const Json& id) { return id.is_string() || id.is_number_integer(); }
 
-}  // namespace
-
-RpcMessage ParseRpcLine(std::string_view line) {
-  // Why: the depth check runs on raw text first, so hostile nesting never reaches a
-  // parser or a recursive destructor.
+// Why: the depth check runs on raw text first, so hostile nesting never reaches a
+// parser or a recursive destructor. nullopt: `line` parsed into `out`.
+std::optional<RpcMessage> ParseJson(std::string_view line, Json* out) {
   if (JsonNestingDepth(line) > rpc::kMaxNestingDepth) {
     return Invalid(nullptr, rpc::kParseError,
                    "message nests deeper than " + std::to_string(rpc::kMaxNestingDepth) +
                        " levels; send a flatter message");
   }
-  Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
+  *out = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (out->is_discarded()) {
     return Invalid(nullptr, rpc::kParseError,
                    "message is not valid JSON (or not valid UTF-8); send one JSON-RPC "
                    "object per line");
   }
-  if (j.is_array()) {
-    return Invalid(nullptr, rpc::kInvalidRequest,
-                   "JSON-RPC batches are not supported; send one message per line");
-  }
+  return std::nullopt;
+}
+
+RpcMessage Classify(Json j) {
   if (!j.is_object()) {
     return Invalid(nullptr, rpc::kInvalidRequest, "a JSON-RPC message must be an object");
   }
@@ -91,6 +89,52 @@ RpcMessage ParseRpcLine(std::string_view line) {
   }
   return Invalid(reply_id, rpc::kInvalidRequest,
                  "message has neither \"method\" nor \"result\"/\"error\"");
+}
+
+}  // namespace
+
+RpcMessage ParseRpcLine(std::string_view line) {
+  Json j;
+  if (auto refused = ParseJson(line, &j)) return *refused;
+  if (j.is_array()) {
+    return Invalid(nullptr, rpc::kInvalidRequest,
+                   "JSON-RPC batches are only accepted under protocol version 2025-03-26; "
+                   "send one message per line");
+  }
+  return Classify(std::move(j));
+}
+
+bool LooksLikeBatch(std::string_view line) {
+  size_t at = line.find_first_not_of(" \t\r\n");
+  return at != std::string_view::npos && line[at] == '[';
+}
+
+RpcBatch ParseRpcBatch(std::string_view line, size_t max_entries) {
+  RpcBatch batch;
+  Json j;
+  if (auto refused = ParseJson(line, &j)) {
+    batch.refusal = std::move(*refused);
+    return batch;
+  }
+  if (!j.is_array()) {
+    batch.messages.push_back(Classify(std::move(j)));
+    return batch;
+  }
+  if (j.empty()) {
+    batch.refusal = Invalid(nullptr, rpc::kInvalidRequest, "an empty JSON-RPC batch is invalid");
+    return batch;
+  }
+  // Why a bound: every entry's answer is held until the last one is ready, so the entries
+  // of one line may not multiply the work and memory one line can ask for.
+  if (j.size() > max_entries) {
+    batch.refusal = Invalid(
+        nullptr, rpc::kInvalidRequest,
+        "a JSON-RPC batch may hold at most " + std::to_string(max_entries) + " messages; split it");
+    return batch;
+  }
+  batch.messages.reserve(j.size());
+  for (Json& entry : j) batch.messages.push_back(Classify(std::move(entry)));
+  return batch;
 }
 
 OrderedJson MakeResult(const Json& id, OrderedJson result) {

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -34,6 +35,18 @@ struct RpcMessage {
 // Classifies one line. Never throws. Nesting deeper than kMaxNestingDepth is refused
 // before the JSON parser runs.
 RpcMessage ParseRpcLine(std::string_view line);
+
+// One line holding a JSON-RPC batch (a JSON array), as 2025-03-26 allows. `refusal` set:
+// the line as a whole is answered with that error (unparsable, empty, too many entries);
+// else one message per entry, in order, each classified as ParseRpcLine would.
+struct RpcBatch {
+  std::optional<RpcMessage> refusal;
+  std::vector<RpcMessage> messages;
+};
+// Whether the line's first non-blank character opens an array.
+bool LooksLikeBatch(std::string_view line);
+// Never throws; refuses more than `max_entries` entries before classifying any.
+RpcBatch ParseRpcBatch(std::string_view line, size_t max_entries);
 
 // Depth of [ and { nesting outside strings (pure text scan).
 size_t JsonNestingDepth(std::string_view text);

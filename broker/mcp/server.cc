@@ -17,6 +17,9 @@ const Json& ParamsOf(const RpcMessage& m) {
 // Methods the 2026-07-28 revision removed: a 2026 request for them is -32601.
 bool RemovedIn2026(const std::string& method) { return method == "initialize" || method == "ping"; }
 
+// The lists a client may be told have changed, in the order the notifications go.
+constexpr const char* kLists[] = {"tools/list", "prompts/list", "resources/list"};
+
 // What is answered without the catalogue: nothing in these answers depends on the skills.
 bool ReadsCatalogue(const std::string& method) {
   return method != "ping" && method != "server/discover" && method != "tools/list" &&
@@ -119,7 +122,7 @@ bool McpServer::Admit(const std::string& method, const Envelope& e, Reply& reply
   }
   Json info = ServerInfo();
   reply.StampModern(ResultStampFields(WritesOwnResultType(method) ? "" : "complete",
-                                      CacheTtlMs(method), info),
+                                      CacheTtlMs(method, lists_may_change_), info),
                     ResultStampFields("input_required", std::nullopt, info));
   return true;
 }
@@ -127,26 +130,24 @@ bool McpServer::Admit(const std::string& method, const Envelope& e, Reply& reply
 void McpServer::Register() {
   session_.OnRequest("initialize", [this](const RpcMessage& m, Reply r) {
     Envelope e = ReadEnvelope(m.params);
+    // Why: the revision, capabilities and gate are fixed once per connection; a second
+    // initialize must not renegotiate them under requests already being served.
+    if (e.kind == Envelope::Kind::kNone && era_ == Era::kLegacy) {
+      return r.Error(rpc::kInvalidRequest, "this connection is already initialized (" + protocol_ +
+                                               "); start a new connection to negotiate again");
+    }
     if (e.kind == Envelope::Kind::kNone && era_ != Era::kModern) return Initialize(m, r);
     // Admit refuses every other case: initialize does not exist in 2026-07-28.
     Admit("initialize", e, r);
   });
   On("ping", [](const RpcMessage&, Reply r, const Envelope&) { r.ResultJson("{}"); });
   On("server/discover", [this](const RpcMessage&, Reply r, const Envelope&) { Discover(r); });
-  // The lists are fixed while the process lives: serialised once (docs/performance.md).
-  On("tools/list", [this](const RpcMessage&, Reply r, const Envelope&) {
-    r.ResultJson(view_.cache->Get("tools/list", [this] {
-      return DumpJson(ToolDefinitions(run_ != nullptr));
-    }));
-  });
+  // The lists are fixed while the catalogue is: serialised once (docs/performance.md).
+  for (const char* list : kLists) {
+    On(list,
+       [this, list](const RpcMessage&, Reply r, const Envelope&) { r.ResultJson(ListText(list)); });
+  }
   On("tools/call", [this](const RpcMessage& m, Reply r, const Envelope& e) { CallTool(m, r, e); });
-  On("prompts/list", [this](const RpcMessage&, Reply r, const Envelope&) {
-    r.ResultJson(view_.cache->Get("prompts/list", [this] { return DumpJson(PromptsList(view_)); }));
-  });
-  On("resources/list", [this](const RpcMessage&, Reply r, const Envelope&) {
-    r.ResultJson(
-        view_.cache->Get("resources/list", [this] { return DumpJson(ResourcesList(view_)); }));
-  });
   On("resources/templates/list", [](const RpcMessage&, Reply r, const Envelope&) {
     r.Result(OrderedJson{{"resourceTemplates", OrderedJson::array()}});
   });
@@ -175,13 +176,43 @@ void McpServer::Register() {
   On("resources/directory/read", [this, answer](const RpcMessage& m, Reply r, const Envelope&) {
     answer(r, skills_ext_.ReadDirectory(ParamsOf(m)));
   });
-  session_.OnNotification("notifications/initialized", [](const RpcMessage&) {});
+  session_.OnNotification("notifications/initialized",
+                          [this](const RpcMessage&) { initialized_ = true; });
   session_.OnNotification("notifications/cancelled", [this](const RpcMessage& m) {
     if (!m.params.is_object() || !m.params.contains("requestId")) return;
     const Json& id = m.params["requestId"];
     if (run_ != nullptr) run_->Cancel(id);
     session_.CancelInFlight(id);
   });
+}
+
+const std::string& McpServer::ListText(const std::string& list) {
+  return view_.cache->Get(list, [this, &list] {
+    if (list == "tools/list") return DumpJson(ToolDefinitions(run_ != nullptr));
+    if (list == "prompts/list") return DumpJson(PromptsList(view_));
+    return DumpJson(ResourcesList(view_));
+  });
+}
+
+int McpServer::SwapCatalogue(const std::function<void()>& swap) {
+  std::vector<std::string> before;
+  for (const char* list : kLists) before.push_back(ListText(list));
+  swap();
+  view_.cache->Clear();
+  // Why only then: a 2025 client may be sent notifications once it has said initialized;
+  // 2026-07-28 delivers list changes only on subscriptions/listen, not offered (§8).
+  const bool tell = initialized_ && era_ == Era::kLegacy && lists_may_change_;
+  int sent = 0;
+  for (size_t i = 0; i < std::size(kLists); ++i) {
+    if (ListText(kLists[i]) == before[i] || !tell) continue;
+    const std::string list = kLists[i];
+    OrderedJson note{
+        {"jsonrpc", "2.0"},
+        {"method", "notifications/" + list.substr(0, list.find('/')) + "/list_changed"}};
+    session_.Send(note);
+    ++sent;
+  }
+  return sent;
 }
 
 Json McpServer::ServerInfo() const { return Json{{"name", kServerName}, {"version", version_}}; }
@@ -215,21 +246,26 @@ void McpServer::Initialize(const RpcMessage& m, Reply reply) {
                     ClientTakesFormPrompt(m.params.value("capabilities", Json()), protocol_);
   OrderedJson result;
   result["protocolVersion"] = protocol_;
-  result["capabilities"] = OrderedJson{{"tools", {{"listChanged", true}}},
-                                       {"prompts", {{"listChanged", true}}},
-                                       {"resources", {{"listChanged", true}}},
-                                       {"extensions",
-                                        {{kSkillsExtensionId, SkillsExtension::Capability()}}}};
+  // listChanged only where a list can change (SKILL_MCP_WATCH): a client that trusts it
+  // re-reads on the notification, and one that sees none keeps what it read.
+  const OrderedJson lists =
+      lists_may_change_ ? OrderedJson{{"listChanged", true}} : OrderedJson::object();
+  result["capabilities"] =
+      OrderedJson{{"tools", lists},
+                  {"prompts", lists},
+                  {"resources", lists},
+                  {"extensions", {{kSkillsExtensionId, SkillsExtension::Capability()}}}};
   result["serverInfo"] = OrderedJson{{"name", kServerName}, {"version", version_}};
   result["instructions"] = Instructions();
   // Errors about messages with no usable id follow the negotiated revision (session.h).
   session_.SetOmitNullErrorId(protocol_ >= std::string("2025-11-25"));
+  session_.SetBatchesAccepted(protocol_ == std::string("2025-03-26"));
   reply.Result(std::move(result));
   if (late_ != nullptr) late_->Soon();
 }
 
 // server/discover (docs/wire.md §8): no listChanged, since 2026-07-28 delivers those only
-// on subscriptions/listen, which this server does not offer (its lists never change).
+// on subscriptions/listen, which this server does not offer.
 void McpServer::Discover(Reply reply) {
   OrderedJson result;
   result["supportedVersions"] = OrderedJson::array({std::string(kModernRevision)});

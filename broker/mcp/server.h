@@ -28,6 +28,13 @@ class McpServer {
   // Where the client's name and version go for the audit trail (docs/audit.md): from
   // initialize's clientInfo, or a 2026-07-28 request's _meta clientInfo.
   void SetAuditConnection(AuditConnection* connection) { audit_ = connection; }
+  // Whether the lists may change while the server runs (SKILL_MCP_WATCH): initialize then
+  // advertises listChanged. Set before the first request.
+  void SetListsMayChange(bool may) { lists_may_change_ = may; }
+  // Replaces the catalogue with `swap`, on the loop, and tells a 2025 client that
+  // finished its handshake which of tools/list, prompts/list and resources/list now
+  // answer differently (notifications/<list>/list_changed). Returns how many were sent.
+  int SwapCatalogue(const std::function<void()>& swap);
 
  private:
   // Which lifecycle the connection follows (docs/wire.md §8): none yet, 2025 (fixed by
@@ -42,6 +49,8 @@ class McpServer {
   void Discover(Reply reply);
   void CallTool(const RpcMessage& m, Reply reply, const Envelope& e);
   std::string Instructions() const;
+  // tools/list, prompts/list or resources/list, serialised once per catalogue.
+  const std::string& ListText(const std::string& list);
   Json ServerInfo() const;
 
   Session& session_;
@@ -52,6 +61,8 @@ class McpServer {
   AuditConnection* audit_ = nullptr;
   SkillsExtension skills_ext_;  // skills/list, skills/get, resources/directory/read
   bool client_elicits_ = false;
+  bool lists_may_change_ = false;
+  bool initialized_ = false;  // notifications/initialized came
   std::string protocol_;
   Era era_ = Era::kUnset;
 };

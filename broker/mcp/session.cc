@@ -17,6 +17,14 @@ std::string DumpResult(const OrderedJson& result) {
 
 }  // namespace
 
+// The answers of one batch line, in the order they came; `pending` counts the entries not
+// yet answered, plus one while the line is still being dispatched.
+struct BatchAnswers {
+  std::vector<std::string> answers;
+  size_t pending = 1;
+  size_t bytes = 0;
+};
+
 void Reply::StampModern(std::string complete_fields, std::string input_required_fields) const {
   state_->modern = true;
   state_->complete_fields = std::move(complete_fields);
@@ -34,7 +42,7 @@ void Reply::Result(OrderedJson result) const {
   if (state_->answered) return;
   state_->answered = true;
   if (state_->session == nullptr) return;  // cancelled: the client asked for no answer
-  state_->session->Send(MakeResult(state_->id, std::move(result)));
+  state_->session->Deliver(state_->batch, SerializeLine(MakeResult(state_->id, std::move(result))));
   state_->session->Finish(state_->id);
 }
 
@@ -60,7 +68,12 @@ void Reply::ResultJson(JsonParts result, bool stamped) const {
   }
   state_->answered = true;
   if (state_->session == nullptr) return;
-  state_->session->SendResultJson(state_->id, std::move(result));
+  if (state_->batch) {
+    state_->session->Deliver(state_->batch, ResultLineHead(state_->id) + result.head + result.body +
+                                                result.tail + std::string(kResultLineTail));
+  } else {
+    state_->session->SendResultJson(state_->id, std::move(result));
+  }
   state_->session->Finish(state_->id);
 }
 
@@ -71,7 +84,8 @@ void Reply::Error(int code, std::string_view message, std::optional<Json> data) 
   if (state_->modern && code == rpc::kResourceNotFound) code = rpc::kInvalidParams;
   state_->answered = true;
   if (state_->session == nullptr) return;
-  state_->session->Send(MakeError(state_->id, code, message, std::move(data)));
+  state_->session->Deliver(state_->batch,
+                           SerializeLine(MakeError(state_->id, code, message, std::move(data))));
   state_->session->Finish(state_->id);
 }
 
@@ -212,10 +226,11 @@ void Session::Close() {
   if (on_closed_) on_closed_();
 }
 
-void Session::SendError(const Json& id, int code, std::string_view message) {
+void Session::SendError(const Json& id, int code, std::string_view message,
+                        const std::shared_ptr<BatchAnswers>& batch) {
   OrderedJson m = MakeError(id, code, message);
   if (id.is_null() && omit_null_error_id_) m.erase("id");
-  Send(m);
+  Deliver(batch, SerializeLine(m));
 }
 
 bool Session::DropsReusedId(const Json& id) {
@@ -231,34 +246,66 @@ bool Session::DropsReusedId(const Json& id) {
 }
 
 void Session::HandleLine(std::string_view line) {
-  RpcMessage m = ParseRpcLine(line);
+  if (batches_accepted_ && LooksLikeBatch(line)) return HandleBatch(line);
+  HandleMessage(ParseRpcLine(line), nullptr);
+}
+
+// Each entry is served as if it had come on a line of its own, its answer kept for the
+// batch (JSON-RPC 2.0, "Batch"): no answer for a notification or a response, so a batch
+// of only those is answered with nothing.
+void Session::HandleBatch(std::string_view line) {
+  RpcBatch parsed = ParseRpcBatch(line, kMaxBatchEntries);
+  if (parsed.refusal) return HandleMessage(std::move(*parsed.refusal), nullptr);
+  auto batch = std::make_shared<BatchAnswers>();
+  batch->pending += parsed.messages.size();
+  for (RpcMessage& m : parsed.messages) {
+    // Why: a batch's answers are held until its last one, outside the output queue's
+    // pause; past the budget a request is refused unserved, so one line cannot make the
+    // broker hold more than the budget plus the answers already under way.
+    if (m.kind == RpcMessage::Kind::kRequest && batch->bytes >= kBatchAnswerBudget) {
+      if (DropsReusedId(m.id)) {
+        EntryDone(batch);
+        continue;
+      }
+      Deliver(batch, SerializeLine(MakeError(m.id, rpc::kInvalidRequest,
+                                             "this batch's answers are over " +
+                                                 std::to_string(kBatchAnswerBudget >> 20) +
+                                                 " MiB; send this request again on its own")));
+      continue;
+    }
+    HandleMessage(std::move(m), batch);
+  }
+  EntryDone(batch);
+}
+
+void Session::HandleMessage(RpcMessage m, const std::shared_ptr<BatchAnswers>& batch) {
   switch (m.kind) {
     case RpcMessage::Kind::kInvalid:
-      if (!m.id.is_null() && DropsReusedId(m.id)) return;
-      SendError(m.id, m.error_code, m.error_message);
-      return;
+      if (!m.id.is_null() && DropsReusedId(m.id)) break;
+      return SendError(m.id, m.error_code, m.error_message, batch);
     case RpcMessage::Kind::kResponse:
       HandleResponse(m);
-      return;
+      break;
     case RpcMessage::Kind::kNotification: {
       auto it = notifications_.find(m.method);
       // Why: notifications are never answered, not even with an error (JSON-RPC 2.0).
       if (it != notifications_.end()) it->second(m);
-      return;
+      break;
     }
     case RpcMessage::Kind::kRequest: {
       // Checked before the method: even an error would be a second answer under a live id.
-      if (DropsReusedId(m.id)) return;
+      if (DropsReusedId(m.id)) break;
       auto it = requests_.find(m.method);
       if (it == requests_.end()) {
-        Send(MakeError(m.id, rpc::kMethodNotFound,
-                       "method \"" + m.method + "\" is not supported by skill-mcp"));
-        return;
+        return Deliver(batch, SerializeLine(MakeError(
+                                  m.id, rpc::kMethodNotFound,
+                                  "method \"" + m.method + "\" is not supported by skill-mcp")));
       }
       std::string key = m.id.dump();
       auto state = std::make_shared<Reply::State>();
       state->session = this;
       state->id = m.id;
+      state->batch = batch;
       in_flight_[key] = state;
       Reply reply;
       reply.state_ = state;
@@ -266,6 +313,7 @@ void Session::HandleLine(std::string_view line) {
       return;
     }
   }
+  if (batch) EntryDone(batch);
 }
 
 void Session::Finish(const Json& id) { in_flight_.erase(id.dump()); }
@@ -273,8 +321,11 @@ void Session::Finish(const Json& id) { in_flight_.erase(id.dump()); }
 bool Session::CancelInFlight(const Json& id) {
   auto it = in_flight_.find(id.dump());
   if (it == in_flight_.end()) return false;
-  it->second->session = nullptr;
+  std::shared_ptr<Reply::State> state = std::move(it->second);
+  state->session = nullptr;
   in_flight_.erase(it);
+  // A cancelled request gets no answer, in a batch as on its own line.
+  if (state->batch) EntryDone(state->batch);
   return true;
 }
 
@@ -331,10 +382,30 @@ void Session::WithdrawRequest(const Json& id, std::string_view reason) {
   Send(msg);
 }
 
-void Session::Send(const OrderedJson& message) {
+void Session::Send(const OrderedJson& message) { Deliver(nullptr, SerializeLine(message)); }
+
+void Session::Deliver(const std::shared_ptr<BatchAnswers>& batch, std::string line) {
+  if (batch) {
+    line.pop_back();  // the newline: the batch's own line ends the array
+    batch->bytes += line.size();
+    batch->answers.push_back(std::move(line));
+    return EntryDone(batch);
+  }
   if (closed_) return;  // the client is gone: nothing more reaches it
-  out_.Push(SerializeLine(message));
+  out_.Push(std::move(line));
   if (out_.over_pause()) PauseInput();
+}
+
+void Session::EntryDone(const std::shared_ptr<BatchAnswers>& batch) {
+  if (--batch->pending > 0 || batch->answers.empty()) return;
+  std::string line = "[";
+  for (size_t i = 0; i < batch->answers.size(); ++i) {
+    if (i > 0) line.push_back(',');
+    line += batch->answers[i];
+  }
+  batch->answers.clear();
+  line += "]\n";
+  Deliver(nullptr, std::move(line));
 }
 
 void Session::SendResultJson(const Json& id, JsonParts result) {

@@ -19,6 +19,14 @@
 
 namespace skillmcp {
 
+// How many messages one batch line may hold, and how many bytes of answers a batch may
+// gather before its further requests are refused unserved (docs/wire.md §10): a batch's
+// answers are written together, so they are held until the last is ready.
+inline constexpr size_t kMaxBatchEntries = 64;
+inline constexpr size_t kBatchAnswerBudget = 4 * 1024 * 1024;
+
+struct BatchAnswers;
+
 // Answers one request exactly once. Copies share one state; a second answer is ignored,
 // and so is any answer after the client cancelled the request.
 class Reply {
@@ -46,6 +54,7 @@ class Reply {
     bool modern = false;
     std::string complete_fields;
     std::string input_required_fields;
+    std::shared_ptr<BatchAnswers> batch;  // set when the request came in a batch
   };
   void ResultJson(JsonParts result, bool stamped) const;
   std::shared_ptr<State> state_;
@@ -76,6 +85,11 @@ class Session {
   // schema allows only a string or integer there and makes the id optional, so from that
   // revision on such an error carries no "id" (docs/wire.md §10).
   void SetOmitNullErrorId(bool omit) { omit_null_error_id_ = omit; }
+
+  // 2025-03-26 says a receiver MUST accept JSON-RPC batches; the other revisions have
+  // none, so a batch line is refused unless the negotiated revision is that one
+  // (docs/wire.md §10). Set by initialize.
+  void SetBatchesAccepted(bool accepted) { batches_accepted_ = accepted; }
 
   // Sends a request to the client; `handler` gets its answer or a timeout after
   // `timeout_ms`. Returns the id used.
@@ -114,8 +128,15 @@ class Session {
   void PauseInput();
   void ResumeInput();
   void Close();
-  void SendError(const Json& id, int code, std::string_view message);
+  void SendError(const Json& id, int code, std::string_view message,
+                 const std::shared_ptr<BatchAnswers>& batch = nullptr);
+  // Queues one serialised line, or keeps it for its batch's answer (without the newline).
+  void Deliver(const std::shared_ptr<BatchAnswers>& batch, std::string line);
+  // One entry of `batch` has had its answer (or needs none); the last writes the batch.
+  void EntryDone(const std::shared_ptr<BatchAnswers>& batch);
   void HandleLine(std::string_view line);
+  void HandleBatch(std::string_view line);
+  void HandleMessage(RpcMessage m, const std::shared_ptr<BatchAnswers>& batch);
   // True (and logged) when `id` is that of a request still in flight: the line is dropped.
   bool DropsReusedId(const Json& id);
   void HandleResponse(const RpcMessage& m);
@@ -133,6 +154,7 @@ class Session {
   std::string pending_input_;          // read, not yet framed, while paused
   EventLoop::TimerId pump_timer_ = 0;  // input epoll refuses: the next chunk
   bool omit_null_error_id_ = false;
+  bool batches_accepted_ = false;
   std::map<std::string, RequestHandler> requests_;
   std::map<std::string, NotificationHandler> notifications_;
   std::function<void()> on_closed_;

@@ -19,33 +19,14 @@
 #include "seccomp/compile.h"
 #include "seccomp/policy.h"
 #include "shared/landlock_abi.h"
-#include "shared/run_limits_default.h"
 #include "shared/log.h"
+#include "shared/run_limits_default.h"
 #include "shared/small_file.h"
 
 namespace skillmcp {
 namespace {
 
 constexpr char kDefaultPath[] = "/usr/local/bin:/usr/bin:/bin";
-
-bool IsExecutableFile(const std::string& path) {
-  struct stat st {};
-  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
-}
-
-// Opens an executable by absolute path and checks the open descriptor, so what is
-// checked is what runs. Returns "" or why not.
-std::string OpenExecutable(const std::string& path, UniqueFd* out) {
-  // why: O_CLOEXEC so no other child ever inherits it; the worker gets it by dup2 only.
-  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
-  if (!fd.valid()) return path + ": " + std::strerror(errno);
-  struct stat st {};
-  if (fstat(fd.get(), &st) != 0) return path + ": " + std::strerror(errno);
-  if (!S_ISREG(st.st_mode)) return path + " is not a regular file";
-  if ((st.st_mode & 0111) == 0) return path + " is not executable";
-  *out = std::move(fd);
-  return "";
-}
 
 std::string SelfDir() {
   char buf[PATH_MAX];
@@ -180,21 +161,6 @@ std::optional<uint64_t> ParsePositive(std::string_view text) {
   return v;
 }
 
-std::string SearchPath(std::string_view path_value, std::string_view name) {
-  size_t at = 0;
-  while (at <= path_value.size()) {
-    size_t colon = path_value.find(':', at);
-    if (colon == std::string_view::npos) colon = path_value.size();
-    std::string dir(path_value.substr(at, colon - at));
-    at = colon + 1;
-    // why: an empty or relative entry means "the cwd", which nobody pinned.
-    if (dir.empty() || dir[0] != '/') continue;
-    std::string candidate = dir + "/" + std::string(name);
-    if (IsExecutableFile(candidate)) return candidate;
-  }
-  return "";
-}
-
 void CompileSeccompPolicy(LaunchConfig& c) {
   if (!c.seccomp_pending) return;
   c.seccomp_pending = false;
@@ -303,32 +269,24 @@ LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState
               "); install skill-mcp-worker or set SKILL_MCP_WORKER";
   }
 
-  // The pinned node: resolved once, here, to an absolute path without symlinks.
-  std::optional<std::string> node = env.GetConfig("SKILL_MCP_NODE");
-  std::string node_path;
-  if (node) {
-    node_path = *node;
-  } else {
-    node_path = SearchPath(env.GetConfig("PATH").value_or(kDefaultPath), "node");
+  // The interpreters: each resolved once, here, to an absolute path without symlinks.
+  std::optional<std::string> set = env.GetConfig("SKILL_MCP_INTERPRETERS");
+  InterpreterNames names = ParseInterpreterNames(set);
+  if (!names.error.empty()) {
+    result.error = names.error;
+    return result;
   }
-  std::string node_why;
-  if (node_path.empty()) {
-    node_why = "no node was found on the broker's PATH; install nodejs or set SKILL_MCP_NODE";
-  } else if (node_path[0] != '/') {
-    node_why = "SKILL_MCP_NODE=\"" + node_path + "\" is not an absolute path";
-  } else {
-    c.node_path = RealPath(node_path);
-    if (c.node_path.empty()) {
-      node_why = "node at " + node_path + " cannot be resolved: " + std::strerror(errno);
-    } else if (std::string e = OpenExecutable(c.node_path, &c.node); !e.empty()) {
-      node_why = "node cannot be used (" + e + ")";
-    }
+  c.interpreters_configured = set.has_value();
+  for (const std::string& name : names.names) {
+    PinnedInterpreter& pinned = c.interpreters.emplace_back();
+    if (std::string e = PinInterpreter(env, name, c.private_places, kDefaultPath, &pinned);
+        !e.empty())
+      why_not += (why_not.empty() ? "" : "; ") + e;
   }
-  if (!node_why.empty()) why_not += (why_not.empty() ? "" : "; ") + node_why;
-  if (node_why.empty()) c.node_dir = NodeInstallDir(c.node_path);
   if (std::string e = RunMemoryRefusal(c); !e.empty()) why_not += (why_not.empty() ? "" : "; ") + e;
   if (std::string e = LandlockRefusal(c); !e.empty()) why_not += (why_not.empty() ? "" : "; ") + e;
-  if (std::string e = RunIdentityRefusal(c); !e.empty()) why_not += (why_not.empty() ? "" : "; ") + e;
+  if (std::string e = RunIdentityRefusal(c); !e.empty())
+    why_not += (why_not.empty() ? "" : "; ") + e;
   c.seccomp_pending = c.seccomp;
   if (timing == NamespaceProbeTiming::kNow) {
     c.refusal = why_not;
@@ -357,14 +315,17 @@ LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState
   return result;
 }
 
-std::string NodeInstallDir(const std::string& node_path) {
-  const size_t slash = node_path.rfind('/');
-  if (slash == std::string::npos || slash == 0) return "/";
-  std::string dir = node_path.substr(0, slash);
-  // why: a node installed under a prefix (/opt/node/bin/node) reads its own lib/ and
-  // share/ beside bin/; the prefix, not the whole parent tree, is allowed.
-  if (dir.size() > 4 && dir.compare(dir.size() - 4, 4, "/bin") == 0) dir.resize(dir.size() - 4);
-  return dir;
+const PinnedInterpreter* LaunchConfig::Interpreter(std::string_view name) const {
+  for (const PinnedInterpreter& p : interpreters)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+bool LaunchConfig::ready() const {
+  if (!refusal.empty() || !worker.valid() || interpreters.empty()) return false;
+  for (const PinnedInterpreter& p : interpreters)
+    if (!p.fd.valid()) return false;
+  return true;
 }
 
 WorkerLayerFacts LayerFacts(const LaunchConfig& c) {
@@ -406,6 +367,7 @@ WorkerLayerFacts LayerFacts(const LaunchConfig& c) {
   f.run_gid = c.gid;
   f.runs_possible = c.ready();
   f.runs_reason = c.refusal;
+  f.interpreters = DescribeInterpreters(c.interpreters);
   return f;
 }
 

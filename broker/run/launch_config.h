@@ -1,5 +1,5 @@
-// What every run needs, resolved once at boot: the worker binary and the pinned node,
-// both held open by descriptor (so a later swap of either path changes nothing), the
+// What every run needs, resolved once at boot: the worker binary and the pinned
+// interpreters, held open by descriptor (so a later swap of a path changes nothing), the
 // run-as identity, the resource limits and the compiled seccomp program.
 #pragma once
 
@@ -11,19 +11,24 @@
 #include "broker/harden/env_store.h"
 #include "broker/harden/layers.h"
 #include "broker/harden/privileges.h"
-#include "broker/run/run_uids.h"
+#include "broker/run/interpreters.h"
 #include "broker/run/module_dirs.h"
 #include "broker/run/namespace_probe.h"
-#include "shared/worker_protocol.h"
+#include "broker/run/run_uids.h"
 #include "shared/unique_fd.h"
+#include "shared/worker_protocol.h"
 
 namespace skillmcp {
 
 struct LaunchConfig {
   UniqueFd worker;  // O_RDONLY|O_CLOEXEC; exec'd with execveat(AT_EMPTY_PATH)
   std::string worker_path;
-  UniqueFd node;            // O_RDONLY|O_CLOEXEC; handed to the worker as fd 5
-  std::string node_path;    // absolute, symlinks resolved
+  // SKILL_MCP_INTERPRETERS, each pinned (broker/run/interpreters.h); a run's is handed
+  // to its worker as fd 5. An entry that could not be pinned has no descriptor, and
+  // refusal says why.
+  std::vector<PinnedInterpreter> interpreters;
+  // The variable was set: the operator chose the set, and the willRun shows the path.
+  bool interpreters_configured = false;
   bool switch_ids = false;  // workers switch to uid/gid below
   uint32_t uid = 0;
   uint32_t gid = 0;
@@ -55,7 +60,7 @@ struct LaunchConfig {
   // worker/cell.h). SKILL_MCP_NAMESPACES=auto (the default) turns it on where the boot
   // probe succeeds and off with namespaces_off_reason where not; =on demands it.
   bool namespaces = false;
-  bool namespaces_demanded = false;   // SKILL_MCP_NAMESPACES=on
+  bool namespaces_demanded = false;  // SKILL_MCP_NAMESPACES=on
   // The probe is still running (serve probes after start): nothing about the namespaces
   // is decided yet, and no run may start (RunSupervisor::StartCommitted refuses).
   bool namespaces_pending = false;
@@ -77,14 +82,16 @@ struct LaunchConfig {
   bool landlock_demanded = false;  // SKILL_MCP_LANDLOCK=on
   std::string landlock_problem;
   bool network_off = false;
-  std::string node_dir;                  // read and execute for runs (node's install prefix)
   // The node_modules beside each skills root, none inside a skill (SetHiddenRoots); each
   // run gets its own root's, checked at its start (broker/run/module_dirs.h).
   std::vector<RootModuleDirs> module_roots;
-  std::string scratch_base;              // where each run's scratch directory is made
-  std::string refusal;  // non-empty: why runs are refused (node, worker, seccomp, namespaces)
+  std::string scratch_base;  // where each run's scratch directory is made
+  std::string
+      refusal;  // non-empty: why runs are refused (interpreter, worker, seccomp, namespaces)
 
-  bool ready() const { return refusal.empty() && worker.valid() && node.valid(); }
+  // The pinned interpreter named `name`, or nullptr.
+  const PinnedInterpreter* Interpreter(std::string_view name) const;
+  bool ready() const;
 };
 
 struct LaunchConfigResult {
@@ -92,7 +99,8 @@ struct LaunchConfigResult {
   std::string error;  // a bad option: the broker should not start (say it on stderr)
 };
 
-// Options: SKILL_MCP_WORKER, SKILL_MCP_NODE, SKILL_MCP_SECCOMP (on|off),
+// Options: SKILL_MCP_WORKER, SKILL_MCP_INTERPRETERS (default node) and each one's path
+// (SKILL_MCP_NODE, SKILL_MCP_PYTHON3), SKILL_MCP_SECCOMP (on|off),
 // SKILL_MCP_NAMESPACES (auto|on|off, default auto: probes the host once; auto runs
 // without them where the probe fails, on refuses runs then),
 // SKILL_MCP_LANDLOCK (auto|on|off), SKILL_MCP_NETWORK (on|off),
@@ -123,8 +131,9 @@ void DecideNamespaces(LaunchConfig& config, const NamespaceProbe& first,
 
 // SKILL_MCP_LIMIT_RUN_MEMORY_MB (a strict positive integer, 0 or off; ResolveLaunchConfig
 // reads it) into `c` (after c.limits is set), given why the broker cannot see its runs'
-// processes ("" when it can, broker/run/run_memory.h): "" or the boot error. An explicit limit that cannot be enforced is kept as demanded with
-// run_memory_bytes 0 (RunMemoryRefusal then refuses runs); the default one is off.
+// processes ("" when it can, broker/run/run_memory.h): "" or the boot error. An explicit limit that
+// cannot be enforced is kept as demanded with run_memory_bytes 0 (RunMemoryRefusal then refuses
+// runs); the default one is off.
 std::string ResolveRunMemory(const EnvStore& env, std::string_view blindness, LaunchConfig& c);
 
 // Why runs are refused for the whole-run memory option (demanded, cannot work), or "".
@@ -134,10 +143,6 @@ std::string RunMemoryRefusal(const LaunchConfig& c);
 // no spaces, no leading zero. nullopt otherwise.
 std::optional<uint64_t> ParsePositive(std::string_view text);
 
-// Pure: the first absolute directory of a PATH value holding an executable regular
-// `name`; relative entries are skipped (they would depend on the cwd). "" when none.
-std::string SearchPath(std::string_view path_value, std::string_view name);
-
 // After the catalogue scan: the directories a namespaced run must not see, i.e. every
 // skills root (real path) and every skill's parent directory, without "/", shortest
 // first; and the node_modules directories per root (module_roots). More than
@@ -145,11 +150,6 @@ std::string SearchPath(std::string_view path_value, std::string_view name);
 // pending that check waits for DecideNamespaces.
 void SetHiddenRoots(LaunchConfig& config, const std::vector<std::string>& roots,
                     const std::vector<std::string>& skill_dirs);
-
-// Pure: the directory node is installed under, for the absolute real path of the binary:
-// the parent of its bin/ directory ("/opt/node" for "/opt/node/bin/node"), else the
-// binary's own directory.
-std::string NodeInstallDir(const std::string& node_path);
 
 // The list SetHiddenRoots keeps (resolves the roots with realpath; no other effect): the
 // roots, the skills' parent directories and the private places, shortest first.

@@ -54,7 +54,11 @@ struct PreparedRun {
 
   std::string skill;             // directory name
   std::string interpreter;       // the declared interpreter ("node", the pinned one runs)
-  int skill_dir_fd = -1;         // Skill::dir (borrowed; O_PATH|O_DIRECTORY)
+  int skill_dir_fd = -1;         // skill_dir below, or Skill::dir (borrowed) when unset
+  // Why a duplicate of Skill::dir: a live catalogue may replace the skill, closing its
+  // descriptor, while the run waits for its prompt or starts; the number must not come to
+  // name another file meanwhile.
+  UniqueFd skill_dir;
   std::string skill_dir_path;    // Skill::source: its real path (a namespaced run binds it)
   std::string script;            // declared relative path, string-checked
   UniqueFd script_fd;            // SealScript's sealed copy of the checked file; it runs

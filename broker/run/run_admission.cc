@@ -27,12 +27,13 @@ StartRefusal RefuseUnfed(const Spawned& worker, Reaper& reaper, StartRefusal why
   return why;
 }
 
-Admission AdmitWorker(WorkerPool& pool, const LaunchConfig& config, Reaper& reaper) {
+Admission AdmitWorker(WorkerPool& pool, const LaunchConfig& config, Reaper& reaper,
+                      const PinnedInterpreter& interpreter) {
   Admission a;
   // A worker started ahead (broker/run/worker_pool.h) or now, told its cell and holding
   // run-independent descriptors only; the script and skill directory go with its
   // description. From a large range it took its own uid already.
-  TakeOutcome taken = pool.Take();
+  TakeOutcome taken = pool.Take(interpreter);
   if (!taken.worker) {
     // why: each run under its own uid where the pool exists; never a silent fallback to
     // the shared run-as uid when the range is exhausted.

@@ -21,7 +21,8 @@ struct Admission {
   StartRefusal refusal;  // when !worker
 };
 
-Admission AdmitWorker(WorkerPool& pool, const LaunchConfig& config, Reaper& reaper);
+Admission AdmitWorker(WorkerPool& pool, const LaunchConfig& config, Reaper& reaper,
+                      const PinnedInterpreter& interpreter);
 
 // Kills a worker that has not been told what to run and has the reaper collect it;
 // returns `why`. The caller drops the worker's scratch directory and then its lease.

@@ -14,9 +14,12 @@ namespace {
 
 // The run description for one prepared run; the values of the variables are wiped
 // again by the caller once encoded.
-RunSpec BuildSpec(const PreparedRun& run, const LaunchConfig& config, const EnvStore& env,
-                  const std::string& scratch, uint32_t uid) {
+RunSpec BuildSpec(const PreparedRun& run, const PinnedInterpreter& interpreter,
+                  const LaunchConfig& config, const EnvStore& env, const std::string& scratch,
+                  uint32_t uid) {
   RunSpec spec;
+  spec.interpreter = interpreter.kind;
+  if (interpreter.kind != InterpreterKind::kNode) spec.interpreter_path = interpreter.path;
   spec.script_path = run.script_real_path;
   spec.args = run.args;
   for (const std::string& name : run.env_names) {
@@ -61,7 +64,7 @@ RunSpec BuildSpec(const PreparedRun& run, const LaunchConfig& config, const EnvS
   if (config.landlock_abi > 0) {
     spec.landlock_abi = config.landlock_abi;
     spec.network_off = config.network_off;
-    spec.node_dir_path = config.node_dir;
+    spec.node_dir_path = interpreter.dir;
     spec.read_dirs = module_dirs;
   }
   // why a normalised path: the worker keeps the rule out of the operator's directories
@@ -76,10 +79,11 @@ RunSpec BuildSpec(const PreparedRun& run, const LaunchConfig& config, const EnvS
 
 }  // namespace
 
-std::optional<std::string> EncodeRunDescription(const PreparedRun& run, const LaunchConfig& config,
-                                                const EnvStore& env, const std::string& scratch,
-                                                uint32_t uid) {
-  RunSpec spec = BuildSpec(run, config, env, scratch, uid);
+std::optional<std::string> EncodeRunDescription(const PreparedRun& run,
+                                                const PinnedInterpreter& interpreter,
+                                                const LaunchConfig& config, const EnvStore& env,
+                                                const std::string& scratch, uint32_t uid) {
+  RunSpec spec = BuildSpec(run, interpreter, config, env, scratch, uid);
   std::optional<std::string> encoded = EncodeRunSpec(spec);
   for (std::string& e : spec.envp) WipeString(e);  // why: values leave plain memory at once
   return encoded;

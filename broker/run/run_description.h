@@ -16,9 +16,10 @@ namespace skillmcp {
 // The encoded description, or nullopt when it is not acceptable (a NUL in an argument or
 // a value, or over the size limit). The variables' values exist in plain memory only
 // while it is encoded: the caller wipes the bytes returned (WipeString) once they are sent.
-std::optional<std::string> EncodeRunDescription(const PreparedRun& run, const LaunchConfig& config,
-                                                const EnvStore& env, const std::string& scratch,
-                                                uint32_t uid);
+std::optional<std::string> EncodeRunDescription(const PreparedRun& run,
+                                                const PinnedInterpreter& interpreter,
+                                                const LaunchConfig& config, const EnvStore& env,
+                                                const std::string& scratch, uint32_t uid);
 
 // Zeroes the bytes, then empties the string.
 void WipeString(std::string& s);

@@ -42,7 +42,8 @@ struct SetupFailure {
   int32_t step = 0;
   int32_t err = 0;
   uint32_t uid = 0, gid = 0;
-  std::string worker_path, node_path;
+  std::string worker_path;
+  std::string interpreter, interpreter_path;  // the run's, as pinned
 };
 
 // The whole-run memory bound killed the run (broker/run/run_memory.h): its limit, and what

@@ -49,7 +49,7 @@ struct RunSupervisor::Run {
   std::optional<RunUidLease> uid_lease;
   uint32_t uid = 0;
   std::unique_ptr<ScratchDir> scratch;  // removed (with its tree) when the run is dropped
-  PreparedRun prepared;  // holds the script descriptor until the run settles
+  PreparedRun prepared;                 // holds the script descriptor until the run settles
   Done done;
   pid_t pid = -1;
   UniqueFd pidfd;
@@ -65,7 +65,7 @@ struct RunSupervisor::Run {
   int child_code = 0, child_status = 0;  // CLD_* and the code or signal (waitid's, or the end's)
   bool timed_out = false;
   std::optional<MemoryKill> memory_kill;  // the whole-run memory bound killed it
-  bool settling = false;  // Settle is on the stack: its drain must not re-enter it
+  bool settling = false;                  // Settle is on the stack: its drain must not re-enter it
   int64_t start_ms = 0, exit_ms = 0;
   EventLoop::TimerId timeout_timer = 0, kill_timer = 0, drain_timer = 0, hard_timer = 0;
 };
@@ -139,12 +139,17 @@ std::optional<StartRefusal> RunSupervisor::StartCommitted(PreparedRun prepared, 
   // nothing runs (there is no path to fall back to).
   if (!prepared.script_fd.valid()) return SystemRefusal("the checked script descriptor", EBADF);
 
-  Admission admitted = AdmitWorker(pool_, config_, reaper_);
+  // why: only an interpreter of this deployment's set, pinned at boot, ever runs.
+  const PinnedInterpreter* interpreter = config_.Interpreter(prepared.interpreter);
+  if (interpreter == nullptr)
+    return StartRefusal{StartProblem::kUnavailable,
+                        "the interpreter \"" + prepared.interpreter + "\" is not pinned here"};
+  Admission admitted = AdmitWorker(pool_, config_, reaper_, *interpreter);
   if (!admitted.worker) return admitted.refusal;
   PooledWorker& w = *admitted.worker;
   Spawned& s = w.spawned;
   std::optional<std::string> encoded =
-      EncodeRunDescription(prepared, config_, env_, w.scratch->path(), admitted.uid);
+      EncodeRunDescription(prepared, *interpreter, config_, env_, w.scratch->path(), admitted.uid);
   if (!encoded) return RefuseUnfed(s, reaper_, StartRefusal{StartProblem::kBadDescription});
   if (commit && !commit()) {
     WipeString(*encoded);
@@ -193,11 +198,11 @@ void RunSupervisor::OnSpecWritable() {
     // why: the descriptors that were checked (the sealed script, the opened skill
     // directory) travel with the first bytes, so the worker has them before any step
     // of its run (its cell's steps came before, worker/main.cc).
-    ssize_t n = r.fds_sent ? write(r.spec_w.get(), r.spec_bytes.data() + r.spec_off,
-                                   r.spec_bytes.size() - r.spec_off)
-                           : SendRunDescription(r.spec_w.get(), r.spec_bytes,
-                                                r.prepared.script_fd.get(),
-                                                r.prepared.skill_dir_fd);
+    ssize_t n = r.fds_sent
+                    ? write(r.spec_w.get(), r.spec_bytes.data() + r.spec_off,
+                            r.spec_bytes.size() - r.spec_off)
+                    : SendRunDescription(r.spec_w.get(), r.spec_bytes, r.prepared.script_fd.get(),
+                                         r.prepared.skill_dir_fd);
     if (n > 0) r.fds_sent = true;
     if (n > 0) {
       r.spec_off += static_cast<size_t>(n);
@@ -411,7 +416,8 @@ void RunSupervisor::ReleaseEnded() {
 }
 
 RunResult RunSupervisor::Result(Run& r) const {
-  RunResult result = DecodeRunOutcome(r.report_buf, r.child_code, r.child_status, r.uid, config_);
+  RunResult result = DecodeRunOutcome(r.report_buf, r.child_code, r.child_status, r.uid, config_,
+                                      r.prepared.interpreter);
   result.run_uid = r.uid;
   if (result.failure) return result;
   result.out = std::move(r.out);
@@ -453,8 +459,8 @@ void RunSupervisor::KillAndReapNow() {
     Teardown();  // the leader is now one more child for the sweep below
   }
   if (!reaper_.SweepAndWait(kShutdownReapMs))
-    LOG_WARN("%zu process(es) a run started did not die within %lld ms of SIGKILL",
-             reaper_.left(), static_cast<long long>(kShutdownReapMs));
+    LOG_WARN("%zu process(es) a run started did not die within %lld ms of SIGKILL", reaper_.left(),
+             static_cast<long long>(kShutdownReapMs));
   RemoveScratch(scratch);
 }
 

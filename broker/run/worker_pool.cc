@@ -31,7 +31,7 @@ void KillAndReap(const Spawned& worker) {
 
 WorkerPool::~WorkerPool() { Discard(); }
 
-TakeOutcome WorkerPool::Start() const {
+TakeOutcome WorkerPool::Start(const PinnedInterpreter& interpreter) const {
   TakeOutcome out;
   CellSpec cell;
   cell.switch_ids = config_.switch_ids;
@@ -69,10 +69,10 @@ TakeOutcome WorkerPool::Start() const {
     cell.landlock_ahead = true;
     cell.landlock_abi = config_.landlock_abi;
     cell.network_off = config_.network_off;
-    cell.node_dir_path = config_.node_dir;
+    cell.node_dir_path = interpreter.dir;
   }
   std::optional<std::string> frame = EncodeCellSpec(cell);
-  // A cell too long for the worker's bound (a long node directory, many long roots): the
+  // A cell too long for the worker's bound (a long interpreter directory, many long roots): the
   // rules, then the view, follow the description instead, as for the shared run-as uid
   // (a namespaced run's rules need the view ahead, so they go first).
   if (!frame && cell.landlock_ahead) {
@@ -89,7 +89,7 @@ TakeOutcome WorkerPool::Start() const {
   }
   SpawnRequest req;
   req.worker_fd = config_.worker.get();
-  req.node_fd = config_.node.get();
+  req.node_fd = interpreter.fd.get();
   req.spec_socket = true;  // 6 and 7 come with the description
   // why: as for every run: an unprivileged broker holding CAP_SETUID/CAP_SETGID passes
   // them on as ambient caps; the worker clears them itself.
@@ -125,7 +125,8 @@ TakeOutcome WorkerPool::Start() const {
       LOG_WARN_ERRNO("cannot make the next run's scratch directory in %s ahead; its run will try",
                      config_.scratch_base.c_str());
   }
-  out.worker = PooledWorker{std::move(*spawned.spawned), std::move(lease), std::move(scratch)};
+  out.worker =
+      PooledWorker{std::move(*spawned.spawned), &interpreter, std::move(lease), std::move(scratch)};
   return out;
 }
 
@@ -135,7 +136,11 @@ void WorkerPool::Discard() {
   idle_.reset();  // the lease goes back once its worker is reaped
 }
 
-TakeOutcome WorkerPool::Take() {
+TakeOutcome WorkerPool::Take(const PinnedInterpreter& interpreter) {
+  next_ = &interpreter;
+  // why: fd 5 and the Landlock rules ahead are the interpreter's; a worker waiting with
+  // another's is not used (the next refill is for this one).
+  if (idle_ && idle_->interpreter != &interpreter) Discard();
   if (idle_) {
     siginfo_t info{};
     const int rc =
@@ -149,19 +154,19 @@ TakeOutcome WorkerPool::Take() {
     }
     Discard();  // it died (or was reaped) while waiting: start another
   }
-  return Start();
+  return Start(interpreter);
 }
 
 void WorkerPool::Refill() {
   if (idle_ || !config_.ready() || config_.namespaces_pending || config_.hidden_roots_pending ||
       config_.seccomp_pending)
     return;
-  TakeOutcome o = Start();
+  if (next_ == nullptr) next_ = &config_.interpreters.front();  // ready(): never empty
+  TakeOutcome o = Start(*next_);
   if (o.worker) idle_ = std::move(o.worker);  // else the next run starts its own
 }
 
-ssize_t SendRunDescription(int spec_fd, const std::string& bytes, int script_fd,
-                           int skill_dir_fd) {
+ssize_t SendRunDescription(int spec_fd, const std::string& bytes, int script_fd, int skill_dir_fd) {
   const int fds[2] = {script_fd, skill_dir_fd};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
   iovec iov{const_cast<char*>(bytes.data()), bytes.size()};

@@ -1,7 +1,7 @@
 // One worker started ahead of the run that will use it, so the spawn and exec of the
 // worker and the run-independent part of its sequence are off a run's critical path
 // (docs/performance.md). It is started with run-independent descriptors only (0..5:
-// /dev/null, its pipes, the spec socket, the pinned node) and told its cell at once
+// /dev/null, its pipes, the spec socket, a pinned interpreter) and told its cell at once
 // (shared/worker_protocol.h, CellSpec), takes the steps of its sequence that no run
 // decides (worker/main.cc) and blocks reading its description. Why only those: the
 // script and skill directory descriptors (sent by SCM_RIGHTS), the arguments, variables,
@@ -27,6 +27,7 @@ namespace skillmcp {
 // Declared after the lease, the directory is removed before the uid goes back.
 struct PooledWorker {
   Spawned spawned;
+  const PinnedInterpreter* interpreter = nullptr;  // its fd 5 (one of the configuration's)
   std::optional<RunUidLease> uid_lease;
   std::unique_ptr<ScratchDir> scratch;
 };
@@ -44,12 +45,13 @@ class WorkerPool {
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
 
-  // A worker for a run, told its cell: the waiting one while it is alive, else one
-  // started now. The caller sends the description, which must ask for the same cell,
-  // with the script and skill directory descriptors (SendRunDescription) and owns the
-  // worker from then on.
-  TakeOutcome Take();
-  // Starts the next waiting worker, unless one waits already or runs are off.
+  // A worker for a run of `interpreter`, told its cell: the waiting one while it is alive
+  // and holds that interpreter, else one started now. The caller sends the description, which must
+  // ask for the same cell, with the script and skill directory descriptors (SendRunDescription) and
+  // owns the worker from then on.
+  TakeOutcome Take(const PinnedInterpreter& interpreter);
+  // Starts the next waiting worker, for the interpreter of the last run taken (the first
+  // of the set before any), unless one waits already or runs are off.
   void Refill();
   // The waiting worker's pid, or -1 (the reaper spares it; tests).
   pid_t waiting_pid() const { return idle_ ? idle_->spawned.pid : -1; }
@@ -57,9 +59,10 @@ class WorkerPool {
   void Discard();
 
  private:
-  TakeOutcome Start() const;
+  TakeOutcome Start(const PinnedInterpreter& interpreter) const;
 
   const LaunchConfig& config_;
+  const PinnedInterpreter* next_ = nullptr;  // the interpreter Refill starts a worker for
   std::optional<PooledWorker> idle_;
 };
 

@@ -91,7 +91,7 @@ std::string DescribeSetupFailure(const SetupFailure& f) {
       hint = "; the run-as user needs search permission on the skill directory and its parents";
       break;
     case WorkerStep::kExec:
-      hint = "; check the pinned node (" + f.node_path + ")";
+      hint = "; check the pinned " + f.interpreter + " (" + f.interpreter_path + ")";
       break;
     default:
       break;

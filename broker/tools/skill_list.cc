@@ -40,6 +40,16 @@ OrderedJson SkillListPayload(const CatalogueView& view) {
   for (const Problem& p : cat.problems) problems.push_back(ProblemJson(p));
   for (const Problem& p : view.grants->problems) problems.push_back(ProblemJson(p));
   out["problems"] = std::move(problems);
+  // Ours, beside the reference's fields: which served skills the Skills over MCP extension
+  // leaves out of skills/list, and why (docs/wire.md §9). Never in `problems`.
+  OrderedJson omitted = OrderedJson::array();
+  for (const Skill& s : cat.skills) {
+    if (!s.skills_ext_omission) continue;
+    omitted.push_back(OrderedJson{{"name", s.name},
+                                  {"reason", s.skills_ext_omission->reason},
+                                  {"detail", s.skills_ext_omission->detail}});
+  }
+  out["skillsExtension"] = OrderedJson{{"omitted", std::move(omitted)}};
   return out;
 }
 

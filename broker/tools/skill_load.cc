@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "broker/tools/read_tools.h"
 #include "broker/tools/tool_args.h"
 
@@ -16,21 +18,28 @@ ToolResult SkillLoad(const CatalogueView& view, const Json& args) {
   out["body"] = s->body;
   out["truncated"] = s->body_truncated;
   if (s->body_truncated) {
-    out["truncationNote"] = "SKILL.md is larger than " + std::to_string(kSkillMdCap) +
-                            " bytes; the body stops there.";
+    out["truncationNote"] =
+        "SKILL.md is larger than " + std::to_string(kSkillMdCap) + " bytes; the body stops there.";
   }
   OrderedJson files = OrderedJson::array();
   for (const ManifestFile& f : s->files) {
     files.push_back(OrderedJson{{"path", f.path}, {"size", f.size}});
   }
   out["files"] = std::move(files);
+  // The effective list: the declaration narrowed by the grant (nothing under the hosted
+  // default or a grant that grants nothing); runnableHere says only whether its
+  // interpreter runs here (docs/wire.md §2).
   OrderedJson scripts = OrderedJson::array();
-  ScriptLookup lookup;
-  for (const DeclaredRun& run : s->runs) {
-    lookup = view.grants->Lookup(s->name, run.script);
-    scripts.push_back(OrderedJson{{"script", run.script},
-                                  {"interpreter", run.interpreter},
-                                  {"runnableHere", lookup.refusal == ScriptRefusal::kNone}});
+  if (const SkillGrants* g = view.grants->Find(s->name)) {
+    for (const SkillGrants::Declared& d : g->declared) {
+      if (!d.granted) continue;
+      const bool unavailable =
+          std::any_of(g->unavailable.begin(), g->unavailable.end(),
+                      [&d](const ScriptNote& n) { return n.script == d.run.script; });
+      scripts.push_back(OrderedJson{{"script", d.run.script},
+                                    {"interpreter", d.run.interpreter},
+                                    {"runnableHere", !unavailable}});
+    }
   }
   out["scripts"] = std::move(scripts);
   return ToolResult{std::move(out)};

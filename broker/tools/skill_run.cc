@@ -1,5 +1,6 @@
 #include "broker/tools/skill_run.h"
 
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -64,7 +65,7 @@ ToolResult Gate(OrderedJson payload, bool is_error) {
   ToolResult r;
   r.payload = std::move(payload);
   r.is_error = is_error;
-  r.indented = true;  // confirmation payloads are 2-space indented (docs/wire.md)
+  r.indented = true;     // confirmation payloads are 2-space indented (docs/wire.md)
   r.show_hidden = true;  // what the user approves shows every character (docs/wire.md §6)
   return r;
 }
@@ -134,9 +135,9 @@ PromptAnswer ReadPromptAnswer(const Json* result) {
   // The answer is the client's: fields of the wrong type read as absent, never as a
   // throw (json::value() throws on a type mismatch).
   auto action_it = result->find("action");
-  const std::string action =
-      action_it != result->end() && action_it->is_string() ? action_it->get<std::string>()
-                                                            : std::string();
+  const std::string action = action_it != result->end() && action_it->is_string()
+                                 ? action_it->get<std::string>()
+                                 : std::string();
   auto content_it = result->find("content");
   const bool approve_true = content_it != result->end() && content_it->is_object() &&
                             content_it->contains(kApproveProperty) &&
@@ -179,10 +180,12 @@ ToolResult RunInProgress(Approval how) {
 
 // What the user approves, read off the prepared run, so the preview, the token and the
 // run cannot disagree; only the names not set and the warning are the preview's own.
-WillRun WillRunOf(const PreparedRun& run, const ScriptEnv& env) {
+WillRun WillRunOf(const PreparedRun& run, const ScriptEnv& env,
+                  std::optional<std::string> interpreter_path) {
   WillRun w;
   w.skill = run.skill;
   w.interpreter = run.interpreter;
+  w.interpreter_path = std::move(interpreter_path);
   w.argv.push_back(run.script);
   w.argv.insert(w.argv.end(), run.args.begin(), run.args.end());
   w.cwd = run.skill_dir_path;
@@ -270,10 +273,14 @@ std::optional<ToolResult> SkillRunTool::Prepare(const Json& args, Prepared* out)
   // 3-4. undeclared or ungranted, then interpreter not runnable (declaration lookup first)
   ScriptLookup lookup = deps_.view.grants->Lookup(name, script);
   switch (lookup.refusal) {
-    case ScriptRefusal::kNone: break;
-    case ScriptRefusal::kUnknownSkill: return UnknownSkill(deps_.view, name);
-    case ScriptRefusal::kUndeclared: return Refusal("SCRIPT_NOT_DECLARED", lookup.message);
-    case ScriptRefusal::kUngranted: return Refusal("SCRIPT_NOT_GRANTED", lookup.message);
+    case ScriptRefusal::kNone:
+      break;
+    case ScriptRefusal::kUnknownSkill:
+      return UnknownSkill(deps_.view, name);
+    case ScriptRefusal::kUndeclared:
+      return Refusal("SCRIPT_NOT_DECLARED", lookup.message);
+    case ScriptRefusal::kUngranted:
+      return Refusal("SCRIPT_NOT_GRANTED", lookup.message);
     case ScriptRefusal::kInterpreterUnavailable:
       return Refusal("INTERPRETER_UNAVAILABLE", lookup.message);
   }
@@ -303,7 +310,10 @@ std::optional<ToolResult> SkillRunTool::Prepare(const Json& args, Prepared* out)
   }
   run.skill = skill->name;
   run.interpreter = granted.interpreter;
-  run.skill_dir_fd = skill->dir.get();
+  run.skill_dir.reset(fcntl(skill->dir.get(), F_DUPFD_CLOEXEC, 0));
+  if (!run.skill_dir.valid())
+    return Refusal("PATH_REFUSED", "skill \"" + name + "\": " + std::strerror(errno));
+  run.skill_dir_fd = run.skill_dir.get();
   run.skill_dir_path = skill->source;
   run.script = granted.script;
   run.script_fd = std::move(sealed->fd);
@@ -313,7 +323,11 @@ std::optional<ToolResult> SkillRunTool::Prepare(const Json& args, Prepared* out)
 
   ScriptEnv env = ComputeScriptEnv(granted.env, deps_.is_set, deps_.view.grants->from);
   run.env_names = env.names;
-  out->will_run = WillRunOf(run, env);
+  const auto pinned = deps_.interpreter_paths.find(run.interpreter);
+  const std::string interpreter_path =
+      pinned == deps_.interpreter_paths.end() ? std::string() : pinned->second;
+  out->will_run = WillRunOf(
+      run, env, deps_.show_interpreter_path ? std::optional(interpreter_path) : std::nullopt);
   if (out->audit) {
     AuditFacts& f = out->audit->facts;
     f.prepared = true;
@@ -321,7 +335,7 @@ std::optional<ToolResult> SkillRunTool::Prepare(const Json& args, Prepared* out)
     f.script = run.script;
     f.script_sha256 = Sha256Hex(run.identity);
     f.interpreter = run.interpreter;
-    f.interpreter_path = deps_.audit.interpreter_path;
+    f.interpreter_path = interpreter_path;
     f.argv = out->will_run.argv;
     f.env_names = run.env_names;
     f.timeout_ms = run.timeout_ms;
@@ -389,8 +403,7 @@ void SkillRunTool::CallRound(const Json& args, const Json& request_id, const Rou
   Answer(p, request_id, round, done, ask);
 }
 
-void SkillRunTool::Ask(const Prepared& p, const std::string* state, ToolDone done,
-                       AskDone ask) {
+void SkillRunTool::Ask(const Prepared& p, const std::string* state, ToolDone done, AskDone ask) {
   std::string request_state;
   if (state != nullptr) {
     request_state = *state;
@@ -398,8 +411,8 @@ void SkillRunTool::Ask(const Prepared& p, const std::string* state, ToolDone don
     // Why before issuing: a state that can never be spent would only ask the user to
     // approve a run that cannot happen.
     if (auto why = deps_.tokens->SharedRecordError()) return done(NoSharedRecord(*why));
-    std::optional<IssuedToken> issued = deps_.tokens->Issue(
-        p.will_run, Now(), deps_.gate.ttl_seconds, kSkillRunRoundTool);
+    std::optional<IssuedToken> issued =
+        deps_.tokens->Issue(p.will_run, Now(), deps_.gate.ttl_seconds, kSkillRunRoundTool);
     if (!issued) return done(NotConfirmable());
     request_state = std::move(issued->token);
   }
@@ -412,7 +425,8 @@ void SkillRunTool::Ask(const Prepared& p, const std::string* state, ToolDone don
 void SkillRunTool::Answer(Prepared& p, const Json& request_id, const RoundCall& round,
                           ToolDone done, AskDone ask) {
   // Checks in the token order (signature, spent, expired, payload), spending nothing yet.
-  if (!round.request_state.is_string()) return done(Gate(RejectionPayload(TokenVerdict::kInvalid), true));
+  if (!round.request_state.is_string())
+    return done(Gate(RejectionPayload(TokenVerdict::kInvalid), true));
   const std::string state = round.request_state.get<std::string>();
   if (auto refused = CheckApproval(p, state, kSkillRunRoundTool)) return done(*refused);
   const Json* response = nullptr;
@@ -455,6 +469,14 @@ void SkillRunTool::Elicit(std::shared_ptr<Prepared> p, const Json& request_id, T
         if (!answer.approved) {
           p->audit->Set(answer.declined ? AuditOutcome::kDeclined : AuditOutcome::kCancelled);
           return done(NotApproved(answer));
+        }
+        // Why: the catalogue may have been replaced while the prompt was open
+        // (SKILL_MCP_WATCH); an approval starts only what is still declared and granted.
+        ScriptLookup still = deps_.view.grants->Lookup(p->run.skill, p->run.script);
+        if (still.refusal != ScriptRefusal::kNone) {
+          return done(Refusal("DRAFT_CHANGED",
+                              "the skill's declaration changed while the prompt was open; "
+                              "nothing ran. Call skill_run again for a fresh prompt"));
         }
         if (deps_.runner->Busy()) return done(RunInProgress(Approval::kPrompt));
         Dispatch(*p, request_id, done, std::nullopt, kSkillRunTool);

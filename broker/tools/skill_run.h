@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,16 +33,15 @@ inline constexpr std::string_view kConfirmInputKey = "confirm";
 struct SkillRunAudit {
   const AuditConnection* connection = nullptr;  // the peer and the client; may be null
   std::vector<std::string> layers;              // the isolation layers on
-  std::string interpreter_path;                 // the pinned node
   std::function<void(AuditFacts)> emit;         // AuditSink::Emit; empty: no trail
 };
 
 struct SkillRunDeps {
   CatalogueView view;
-  IsSetFn is_set;                    // EnvStore::IsSet
+  IsSetFn is_set;  // EnvStore::IsSet
   GateConfig gate;
-  ConfirmTokens* tokens = nullptr;   // nullptr: tokens unavailable, the gate refuses
-  Runner* runner = nullptr;          // RunSupervisor in the server; a fake in tests
+  ConfirmTokens* tokens = nullptr;  // nullptr: tokens unavailable, the gate refuses
+  Runner* runner = nullptr;         // RunSupervisor in the server; a fake in tests
   // Sends elicitation/create to the client and returns its id; the handler gets its
   // answer, or an error (also on timeout). Session::SendRequest in the server.
   std::function<Json(OrderedJson params, int64_t timeout_ms,
@@ -53,6 +53,11 @@ struct SkillRunDeps {
   // Set when no script may run at all on this host (hosted and the environ block could
   // not be wiped; no worker or node): the sentence skill_run refuses with.
   std::optional<std::string> runs_blocked;
+  // Each interpreter of this deployment's set by name, with its pinned path (""
+  // where it could not be pinned): the audit records it; with show_interpreter_path the
+  // willRun shows it and the token binds it (SKILL_MCP_INTERPRETERS set).
+  std::map<std::string, std::string, std::less<>> interpreter_paths;
+  bool show_interpreter_path = false;
   std::function<int64_t()> now = nullptr;  // unix seconds; defaults to the real clock
   SkillRunAudit audit;
 };
@@ -62,12 +67,11 @@ class SkillRunTool : public RunToolHandler {
   explicit SkillRunTool(SkillRunDeps deps);
   // A prompt still open or a run still in flight (the client left) is recorded cancelled.
   ~SkillRunTool() override;
-  void Call(const Json& args, const Json& request_id, bool client_elicits,
-            ToolDone done) override;
+  void Call(const Json& args, const Json& request_id, bool client_elicits, ToolDone done) override;
   // 2026-07-28 (docs/wire.md §8): the prompt is an input_required round whose requestState
   // is a single-use token in its own domain (kSkillRunRoundTool), bound to the willRun.
-  void CallRound(const Json& args, const Json& request_id, const RoundCall& round,
-                 ToolDone done, AskDone ask) override;
+  void CallRound(const Json& args, const Json& request_id, const RoundCall& round, ToolDone done,
+                 AskDone ask) override;
   void Cancel(const Json& request_id) override;
 
  private:

@@ -111,7 +111,7 @@ SurfaceAnswer SkillsExtension::List(const Json& params) {
   size_t i = *start;
   for (; i < skills.size(); ++i) {
     const Skill& s = skills[i];
-    if (!s.skills_ext_listed) continue;
+    if (s.skills_ext_omission) continue;
     if (!page.empty() && held + s.files.size() > kSkillsPageResources) break;
     const Cached& c = EntryFor(s);
     if (!c.entry) continue;
@@ -132,7 +132,7 @@ SurfaceAnswer SkillsExtension::Get(const Json& params) {
   }
   const std::string& uri = uri_it->get_ref<const std::string&>();
   for (const Skill& s : view_.catalogue->skills) {
-    if (!s.skills_ext_listed || SkillUri(s) != uri) continue;
+    if (s.skills_ext_omission || SkillUri(s) != uri) continue;
     const Cached& c = EntryFor(s);
     if (!c.entry) return SurfaceError(kInternalError, c.error, uri);
     SurfaceAnswer a;

@@ -6,8 +6,8 @@
 // - A skill's entry (frontmatter and every file's sha256 digest and size) is computed the
 //   first time skills/list or skills/get needs it, then held for the process lifetime:
 //   once per catalogue, never per call. Boot does not read a byte more than before.
-// - Only skills marked skills_ext_listed (broker/catalogue/skills_ext_check.h) have an
-//   entry; any other URI is -32602 for skills/get. A listed skill whose files cannot all be
+// - Only skills without a skills_ext_omission (broker/catalogue/skills_ext_check.h) have
+//   an entry; any other URI is -32602 for skills/get. A listed skill whose files cannot all be
 //   hashed (one vanished or grew after boot) has no entry either: -32603 for skills/get,
 //   left out of skills/list, the same answer every time.
 // - Cursors are opaque to clients; an unknown one is -32602.

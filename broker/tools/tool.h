@@ -43,8 +43,8 @@ JsonParts ToolResultJson(ToolResult result);
 // The payload's JSON text (the "text" of the content block), for tests and logs.
 std::string ToolResultText(const ToolResult& result);
 
-// Answers that do not change while the process lives (the catalogue is scanned once at
-// boot), kept as serialised JSON and built on first use.
+// Answers that do not change while the catalogue stays the same, kept as serialised JSON
+// and built on first use; emptied when a live catalogue is replaced.
 class AnswerCache {
  public:
   template <typename Build>
@@ -53,6 +53,7 @@ class AnswerCache {
     if (it == answers_.end()) it = answers_.emplace(key, build()).first;
     return it->second;
   }
+  void Clear() { answers_.clear(); }
 
  private:
   std::map<std::string, std::string> answers_;
@@ -63,7 +64,8 @@ ToolResult ArgumentError(std::string_view argument, std::string_view message);
 // An isError result for a refusal that is not about argument shapes.
 ToolResult Refusal(std::string_view error, std::string_view message);
 
-// The catalogue as the tools see it, fixed after boot.
+// The catalogue as the tools see it. The pointed-to catalogue and grants are replaced in
+// place, on the loop, when the live catalogue rescans (docs/wire.md §10).
 struct CatalogueView {
   const Catalogue* catalogue = nullptr;
   const GrantDecision* grants = nullptr;

@@ -54,8 +54,10 @@ OJ ToolDefinitions(bool with_run) {
       "files. Fetch the files the instructions mention with skill_file.",
       OJ{{"name", StringProp("Skill name, as skill_list shows it", true)}}, OJ{"name"},
       ReadAnnotations("Load a skill")));
+  // The item schema carries its own bound and description, as the reference publishes it,
+  // so a validating client refuses an empty path before the call.
   OJ paths{{"type", "array"},
-           {"items", {{"type", "string"}}},
+           {"items", StringProp("Path relative to the skill directory", true)},
            {"minItems", 1},
            {"maxItems", kMaxPathsPerCall},
            {"description", "Paths relative to the skill directory, as skill_load lists them"}};
@@ -76,7 +78,8 @@ OJ ToolDefinitions(bool with_run) {
             {"description", "Arguments passed to the script verbatim (no shell)"}};
     tools.push_back(Tool(
         "skill_run", "Run a skill script",
-        "Runs a script the skill declares in its mcp-host: block, after the user confirms. "
+        "Runs one of the scripts the skill declares (skill_list and skill_load name them), "
+        "after the user confirms. "
         "The first call returns a preview of exactly what would run and a confirmToken "
         "(or asks the user directly when the client supports it); call again with the same "
         "arguments and that token to run it once. Returns exit code, stdout, stderr.",

@@ -10,6 +10,8 @@
 //      is node spawned by this process, as a client would; the worker started ahead
 //      spawns node from a small process, so part of that spawn is off the run's path
 //      (run_hops.mjs gives the kernel's view, hop by hop).
+//   4. the same for a one-line Python script with SKILL_MCP_INTERPRETERS=node,python3 and
+//      /usr/bin/python3 pinned, against bare `python3 -I script.py` spawned the same way.
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -35,9 +37,11 @@ function makeTree(skills) {
     fs.mkdirSync(path.join(dir, 'scripts'), { recursive: true, mode: 0o755 });
     fs.writeFileSync(path.join(dir, 'SKILL.md'),
       `---\nname: skill-${String(i).padStart(2, '0')}\ndescription: Benchmark skill ${i}.\n` +
-      'mcp-host:\n  version: 1\n  run:\n    - script: scripts/one.js\n      interpreter: node\n---\n' +
+      'mcp-host:\n  version: 1\n  run:\n    - script: scripts/one.js\n      interpreter: node\n' +
+      '    - script: scripts/one.py\n      interpreter: python3\n---\n' +
       `# Skill ${i}\n\n` + 'Some instructions.\n'.repeat(50));
     fs.writeFileSync(path.join(dir, 'scripts', 'one.js'), "process.stdout.write('x')\n");
+    fs.writeFileSync(path.join(dir, 'scripts', 'one.py'), "import sys\nsys.stdout.write('x')\n");
     for (let f = 0; f < 20; f++) fs.writeFileSync(path.join(dir, `ref-${f}.md`), 'reference\n'.repeat(100));
   }
   return root;
@@ -117,11 +121,12 @@ async function peakRss(root) {
 const stateParent = fs.mkdtempSync(path.join(os.tmpdir(), 'skill-mcp-bench-state-'));
 let runState;
 
-async function runOverhead(root, extraEnv = {}) {
+// `floor`: the interpreter and its options the bare spawn uses (node by default).
+async function runOverhead(root, extraEnv = {}, { rel = 'scripts/one.js', floor = [process.execPath] } = {}) {
   const b = startBroker({ SKILLS_DIR: root, MCP_CONFIRM_MODE: 'auto', ...runState.env, ...extraEnv });
   await b.init();
-  const script = path.join(root, 'skill-00', 'scripts', 'one.js');
-  const args = { name: 'skill-00', script: 'scripts/one.js', args: [] };
+  const script = path.join(root, 'skill-00', rel);
+  const args = { name: 'skill-00', script: rel, args: [] };
   const bare = [], run = [];
   for (let i = 0; i < N; i++) {
     let t0 = process.hrtime.bigint();
@@ -130,7 +135,7 @@ async function runOverhead(root, extraEnv = {}) {
     // stdout and stderr are pipes read to the end, as a run's are: node sets up a socket
     // stream for a pipe where it writes /dev/null synchronously, about 2 ms more on the
     // slower of tests/bench/README.md's machines, which a floor must not leave out.
-    spawnSync(process.execPath, [script], { stdio: ['ignore', 'pipe', 'pipe'],
+    spawnSync(floor[0], [...floor.slice(1), script], { stdio: ['ignore', 'pipe', 'pipe'],
                                             cwd: path.dirname(script),
                                             env: { PATH: process.env.PATH, HOME: os.tmpdir() } });
     bare.push(ms(t0));
@@ -169,6 +174,11 @@ try {
   // kernel has Landlock): node and /bin/true runs without the allowlist.
   const noLandlock = await runOverhead(root, { SKILL_MCP_LANDLOCK: 'off' });
   const shellNoLandlock = await runOverhead(root, { SKILL_MCP_NODE: '/bin/true', SKILL_MCP_LANDLOCK: 'off' });
+  // A Python script in the same cell (every layer on), against bare `python3 -I`.
+  const py = await runOverhead(root,
+    { SKILL_MCP_NAMESPACES: 'on', SKILL_MCP_INTERPRETERS: 'node,python3', SKILL_MCP_PYTHON3: '/usr/bin/python3' },
+    { rel: 'scripts/one.py', floor: ['/usr/bin/python3', '-I'] })
+    .catch((e) => ({ error: e.message }));
   console.log(`cold start to initialize answer (32 skills, median of ${N}): ${fmt(start)} ms`);
   console.log(`  spawning /bin/true the same way: ${fmt(base)} ms; the broker's own share: ${fmt(start - base)} ms`);
   console.log(`peak RSS after skill_list (${rss.skills} skills): ${(rss.hwmKiB / 1024).toFixed(1)} MiB ` +
@@ -204,6 +214,10 @@ try {
      `${signed(ov.run - ov.bare)} ms (paired ${signed(ov.paired)} ms)`, ''],
     ['confirmed run of /bin/true', `${fmt(shell.run)} ms`, `${fmt(base)} ms (spawn /bin/true)`,
      `${signed(shell.run - base)} ms`, ''],
+    py.error
+      ? ['confirmed Python run, every layer on', `SKIP (${py.error})`, '-', '-', '']
+      : ['confirmed Python run, every layer on', `${fmt(py.run)} ms`, `${fmt(py.bare)} ms (bare python3 -I)`,
+         `${signed(py.run - py.bare)} ms (paired ${signed(py.paired)} ms)`, '<= +1.0 ms'],
   ];
   console.log('\n| figure | server | floor (this run) | ratio | target |\n|---|---|---|---|---|');
   for (const r of rows) console.log(`| ${r.join(' | ')} |`);

@@ -111,6 +111,29 @@ for variant in plain setid locked root namespaces; do
   fi
 done
 
+# Python skills where the operator enables them (docs/configuration.md, "Interpreters"):
+# the image's Debian python3 runs status.py, which imports its sibling, in the same cell
+# as status.js, with and without the run's namespaces.
+hosted_py=(--network none
+  -v "${scratch}/skills:/skills:ro"
+  -e MCP_SKILLS_PATH=/skills
+  -e 'MCP_SKILL_RUN=[{"skill":"probe","script":"scripts/status.py"}]'
+  -e SKILL_MCP_INTERPRETERS=node,python3 -e SKILL_MCP_PYTHON3=/usr/bin/python3
+  --tmpfs /data:rw,mode=1777 -e MCP_DATA_DIR=/data)
+for variant in setid namespaces; do
+  # shellcheck disable=SC2207
+  extra=($(variant_args "${variant}"))
+  bounding_check='"boundingWithin":null'
+  [[ ${variant} == namespaces ]] && bounding_check='"boundingEmpty":true'
+  plan=$(node -e 'console.log(JSON.stringify({command: process.argv.slice(1),
+      run: {name: "probe", script: "scripts/status.py"}}))' \
+    podman run --rm -i "${hosted_py[@]}" "${extra[@]}" "${image}")
+  node "${here}/mcp-session.mjs" "${plan}" >"${scratch}/python-${variant}.json" || true
+  node "${here}/check-session.mjs" \
+    "{\"skills\":[\"probe\"],\"run\":{\"uid\":\"10002\",\"gid\":\"10002\",\"envNames\":[\"MCP_DATA_DIR\"],${bounding_check}}}" \
+    <"${scratch}/python-${variant}.json" | sed "s/^/python3, ${variant}: /" || rc=1
+done
+
 # No door out of the cell (docs/isolation.md, "Doors out of the cell"): a socket the host
 # listens on, bind-mounted at /run/agent as a user's agent or a daemon's socket would be
 # shared into the container. With namespaces a run's view hides /run; without them seccomp

@@ -99,6 +99,16 @@ token=$(node -e 'const r=JSON.parse(require("fs").readFileSync(0,"utf8")); proce
 session "{\"run\":{\"name\":\"probe\",\"script\":\"scripts/status.js\",\"confirmToken\":\"${token}\"}}" \
   "{\"run\":{\"uid\":\"${run_uid}\",\"tokenGiven\":true}}" || rc=1
 [[ ${rc} == 0 ]] && echo "ok - a token from one broker is honoured by the next (MCP_CONFIRM_SECRET credential loaded)"
+# 4. Python skills where the operator enables them in the shipped env file: status.py,
+#    importing its sibling, runs under the unit in the same cell as status.js (a uid of
+#    its own, the run-as group, an empty bounding set). Taken out again for what follows.
+in_ctr sh -c "printf 'SKILL_MCP_INTERPRETERS=node,python3\nSKILL_MCP_PYTHON3=/usr/bin/python3\n' >>'${envfile}'"
+py_rc=0
+session '{"run":{"name":"probe","script":"scripts/status.py"}}' \
+  "{\"run\":{\"uid\":\"${run_uid}\",\"gid\":\"${run_gid}\",\"boundingEmpty\":true}}" || py_rc=1
+in_ctr sed -i '/^SKILL_MCP_INTERPRETERS=/d;/^SKILL_MCP_PYTHON3=/d' "${envfile}"
+[[ ${py_rc} == 0 ]] && echo "ok - a python3 script runs under the unit in the run's cell (SKILL_MCP_INTERPRETERS=node,python3)"
+[[ ${py_rc} == 0 ]] || rc=1
 
 # The audit trail in the journal (docs/audit.md): the sessions above ran status.js twice
 # and had a token refused once; previews write nothing. Each record names alice's

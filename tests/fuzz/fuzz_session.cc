@@ -65,8 +65,7 @@ class Bytes {
 
 const char* const kArgs[] = {"[\"a\"]", "[]", "[\"b\",\"c\"]", "[\"x\\u0000\"]"};
 // The same argument lists as the run side receives them.
-const std::vector<std::string> kArgVectors[] = {
-    {"a"}, {}, {"b", "c"}, {std::string("x\0", 2)}};
+const std::vector<std::string> kArgVectors[] = {{"a"}, {}, {"b", "c"}, {std::string("x\0", 2)}};
 
 // The tool payload of a tools/call result (the JSON in content[0].text), or discarded.
 Json PayloadOf(const Json& result) {
@@ -114,7 +113,7 @@ GateConfig GateFor(uint8_t h) {
 }
 
 const char* const kVersions[] = {"2025-06-18", "2024-11-05", "2025-03-26", "2025-11-25",
-                                 "1999-01-01", "2026-07-28", "", "2025-06-18"};
+                                 "1999-01-01", "2026-07-28", "",           "2025-06-18"};
 
 class Model {
  public:
@@ -163,7 +162,8 @@ class Model {
   const GateConfig gate_;
   fuzz::Server server_;
   bool open_;                                   // the run side is open
-  bool client_elicits_ = false;                 // as the last initialize declared
+  bool client_elicits_ = false;                 // as the first initialize declared
+  bool initialized_ = false;                    // an initialize has been answered
   std::optional<std::string> deferred_;         // the skill_run waiting for the run side
   std::vector<std::function<void()>> held_;     // steps sent while the session holds input
   std::string call_line_;                       // the waiting call, not yet written
@@ -180,7 +180,7 @@ class Model {
   // and the ones answered as dispatched.
   std::vector<std::string> may_start_;
   std::set<std::string> dispatched_;
-  size_t starts_seen_ = 0;  // recorder starts already matched to a request
+  size_t starts_seen_ = 0;              // recorder starts already matched to a request
   std::optional<std::string> running_;  // the request whose run the recorder holds
   bool short_prompts_ = false;          // prompts time out on the next loop round
   std::set<std::string> timing_out_;    // calls whose prompt opened so, this step
@@ -355,12 +355,15 @@ void Model::Initialize(uint8_t b) {
   for (const char* v : {"2024-11-05", "2025-03-26", "2025-06-18"}) {
     if (asked == v) served = v;
   }
-  const bool fresh = Request(MakeId(b), "initialize",
-                             "{\"protocolVersion\":" + Json(asked).dump() +
-                                 ",\"capabilities\":" + caps + "}");
+  const bool fresh =
+      Request(MakeId(b), "initialize",
+              "{\"protocolVersion\":" + Json(asked).dump() + ",\"capabilities\":" + caps + "}");
   // Why: elicitation/create exists from 2025-06-18, and a client that offers only url mode
-  // cannot answer a form.
-  if (fresh) client_elicits_ = (b & 16) && shape != 2 && served >= "2025-06-18";
+  // cannot answer a form. Only the first initialize fixes it: a second is -32600 and
+  // changes nothing (docs/wire.md §10).
+  if (fresh && !initialized_)
+    client_elicits_ = (b & 16) && shape != 2 && served >= "2025-06-18";
+  if (fresh) initialized_ = true;
 }
 
 void Model::CallRun(uint8_t b, uint8_t t) {
@@ -576,13 +579,13 @@ void Model::FinishRun() {
       r.signal = in_.Next();  // any number, named or not
       break;
     case 2:
-      r.failure = SetupFailure{static_cast<int8_t>(in_.Next()), in_.Next(), 1000, 1000,
-                               "/usr/libexec/skill-mcp/worker", "/usr/bin/node"};
+      r.failure = SetupFailure{static_cast<int8_t>(in_.Next()), in_.Next(), 1000,           1000,
+                               "/usr/libexec/skill-mcp/worker", "node",     "/usr/bin/node"};
       break;
     case 3:
       r.signal = 9;
-      r.memory_kill = MemoryKill{uint64_t{in_.Next()} << 20, uint64_t{in_.Next()} << 21,
-                                 in_.Next(), (kind & 32) ? size_t{4096} : 0};
+      r.memory_kill = MemoryKill{uint64_t{in_.Next()} << 20, uint64_t{in_.Next()} << 21, in_.Next(),
+                                 (kind & 32) ? size_t{4096} : 0};
       break;
   }
   r.out.truncated = (kind & 4) != 0;

@@ -104,9 +104,16 @@ describe('through the SDK client', () => {
     assert.equal(file.properties.name.type, 'string');
     assert.equal(file.properties.paths.type, 'array');
     assert.equal(file.properties.paths.items.type, 'string');
+    // The item bound and description the reference publishes on the item schema.
+    assert.equal(file.properties.paths.items.minLength, 1);
+    assert.equal(file.properties.paths.items.description, 'Path relative to the skill directory');
     assert.equal(file.properties.paths.minItems, 1);
     assert.equal(file.properties.paths.maxItems, 8);
     assert.deepEqual([...file.required].sort(), ['name', 'paths']);
+
+    // Worded for a model: what it can run, not the declaration's YAML key.
+    assert.match(byName.skill_run.description, /the scripts the skill declares/);
+    assert.doesNotMatch(byName.skill_run.description, /mcp-host/);
 
     const runSchema = byName.skill_run.inputSchema;
     for (const k of ['name', 'script', 'confirmToken']) assert.equal(runSchema.properties[k].type, 'string', k);

@@ -139,9 +139,10 @@ describe('skill_list over the problem tree (SKILLS_DIR, standalone)', () => {
     assert.ok(problemAt(list, 'no-skill-md', tree.dirs.noMd), show());
   });
 
-  test('unreadable-skill-md: SKILL.md as a FIFO and as a directory', () => {
+  test('unreadable-skill-md: SKILL.md as a FIFO; no-skill-md: SKILL.md as a directory', () => {
     assert.ok(problemAt(list, 'unreadable-skill-md', tree.dirs.fifoMd), show());
-    assert.ok(problemAt(list, 'unreadable-skill-md', tree.dirs.dirMd), show());
+    assert.ok(problemAt(list, 'no-skill-md', tree.dirs.dirMd), show());
+    assert.equal(problemAt(list, 'unreadable-skill-md', tree.dirs.dirMd), undefined, show());
   });
 
   test('malformed-frontmatter', () => {
@@ -204,8 +205,8 @@ describe('skill_list over the problem tree (SKILLS_DIR, standalone)', () => {
     assert.ok(p, show());
   });
 
-  test('symlink-escape: a file link inside a skill pointing outside', () => {
-    assert.ok(problemForFile(list, 'symlink-escape', tree.good, 'docs/passwd-link'), show());
+  test('a file link inside a skill pointing outside: skipped silently, no problem', () => {
+    assert.equal(problemForFile(list, 'symlink-escape', tree.good, 'docs/passwd-link'), undefined, show());
   });
 
   test('unusable-path: backslash and percent escape, left out of the manifest', async () => {
@@ -239,22 +240,18 @@ describe('skill-limit', () => {
     const list = await listWith({ SKILLS_DIR: tree.manyRoot });
     assert.equal(list.skills.length, 32);
     const ps = problemsOf(list, 'skill-limit');
-    assert.ok(ps.length >= 1, JSON.stringify(list.problems));
-    for (const p of ps) assert.ok(p.path.includes(tree.manyRoot), p.path);
-    // One problem per skill left out (scan.cc): the first 32 by name are served, and
-    // s32 and s33 are each reported, by their own path and by name in the detail.
+    // One problem (scan.cc), at the configured roots joined with ':', naming the skills
+    // left out: the first 32 by name are served.
     const served = new Set(list.skills.map((s) => s.name));
     const text = ps.map((p) => `${p.path} ${p.detail}`).join('\n');
-    assert.equal(ps.length, 2, text);
+    assert.equal(ps.length, 1, text);
+    assert.equal(ps[0].path, tree.manyRoot);
     const leftOut = [];
     for (let i = 0; i < 34; i += 1) {
       const name = `s${String(i).padStart(2, '0')}`;
       if (!served.has(name)) {
         leftOut.push(name);
-        assert.ok(ps.length === 1 || text.includes(name), `${name} accounted for: ${text}`);
-        const own = ps.filter((p) => p.detail.includes(`'${name}' is not served`));
-        assert.equal(own.length, 1, `one problem names ${name}: ${text}`);
-        assert.ok(own[0].path.includes(join(tree.manyRoot, name)), own[0].path);
+        assert.ok(text.includes(name), `${name} named: ${text}`);
       }
     }
     assert.deepEqual(leftOut, ['s32', 's33']);

@@ -126,17 +126,21 @@ describe('a public skills repository layout (skills/<name>, template/, spec/)', 
     assert.ok(mismatch[0].detail.includes('template-skill'), mismatch[0].detail);
   });
 
-  test('problems: exactly the name-mismatch (and its skills-ext-name) and spec/ without SKILL.md, at the directories', () => {
-    const got = list.problems.map((p) => [p.reason, p.path]).sort();
+  test('problems: exactly spec/ without SKILL.md, then the name-mismatch, at the directories', () => {
+    const got = list.problems.map((p) => [p.reason, p.path]);
     assert.deepEqual(
       got,
       [
-        ['name-mismatch', join(tree.root, 'template')],
         ['no-skill-md', join(tree.root, 'spec')],
-        // The skills extension cannot list it (skills_extension.test.mjs); the tools serve it.
-        ['skills-ext-name', join(tree.root, 'template')],
+        ['name-mismatch', join(tree.root, 'template')],
       ],
       show(),
+    );
+    // The skills extension cannot list it (skills_extension.test.mjs); the tools serve it.
+    // That note is ours, so it lives outside the reference's problems.
+    assert.deepEqual(
+      list.skillsExtension.omitted.map((o) => [o.name, o.reason]),
+      [['template', 'skills-ext-name']],
     );
   });
 
@@ -223,9 +227,9 @@ describe('frontmatter fields, versions and unknown keys over the wire', () => {
     assert.equal(skill('underscore').whenToUse, 'On Mondays.');
   });
 
-  test('a null frontmatter name: served under the directory name, name-mismatch', () => {
+  test('a null frontmatter name: served under the directory name, no name-mismatch', () => {
     assert.ok(skill('null-name'));
-    assert.ok(problemsOf(list, 'name-mismatch').some((p) => p.path === join(root, 'null-name')), show());
+    assert.ok(!problemsOf(list, 'name-mismatch').some((p) => p.path === join(root, 'null-name')), show());
   });
 
   test('an unknown top-level key (hooks) is a declaration problem naming it', () => {
@@ -290,8 +294,12 @@ describe("'%' in a file or directory name", () => {
       load.json.files.map((f) => f.path),
       ['ok.txt', 'SKILL.md'],
     );
-    const paths = problemsOf(list, 'unusable-path').map((p) => p.path).sort();
-    assert.deepEqual(paths, [join(root, 'pct', '100%.txt'), join(root, 'pct', '50%off'), join(root, 'pct', 'c%zz.txt')]);
+    // One per entry, each at the skill directory, the detail naming the entry.
+    const ps = problemsOf(list, 'unusable-path');
+    assert.deepEqual(ps.map((p) => p.path), Array(3).fill(join(root, 'pct')));
+    for (const name of ['100%.txt', '50%off', 'c%zz.txt']) {
+      assert.equal(ps.filter((p) => p.detail.startsWith(`'${name}'`)).length, 1, name);
+    }
     assert.equal(list.skills[0].files, 2);
   });
 
@@ -367,6 +375,105 @@ describe('root entries: trimmed, empty ones skipped, relative ones against the w
       const list = await listOf(conn.client);
       assert.equal(list.rootsFrom, 'default');
       assert.ok(!list.skills.some((s) => s.name === 'oak'));
+    });
+  });
+});
+
+// The rules measured against the reference on a tree built here: declared scripts that
+// are missing, skill_load's effective list, hosted markers that look unset, links in a
+// skill, lower case first among case ties, grant problems last.
+describe('declared scripts, grants, links and collation as the reference has them', () => {
+  let base;
+  let root;
+  before(() => {
+    base = freshDir('skill-mcp-parity2-');
+    root = join(base, 'skills');
+    const run = 'mcp-host:\n  version: 1\n  run:\n    - {script: here.js, interpreter: node}\n' +
+      '    - {script: gone.js, interpreter: node}\n';
+    write(join(root, 'tool', 'SKILL.md'), skillMd(`name: tool\ndescription: Runs.\n${run}`, 'Body.\n'));
+    write(join(root, 'tool', 'here.js'), 'console.log(1)\n');
+    write(join(root, 'tool', 'docs', 'real.txt'), 'through the link\n');
+    symlinkSync('real.txt', join(root, 'tool', 'docs', 'alias.txt'));
+    write(join(base, 'outside.txt'), 'outside\n');
+    symlinkSync(join(base, 'outside.txt'), join(root, 'tool', 'leak.txt'));
+    for (const name of ['Apple', 'apple', 'banana']) {
+      write(join(root, name, 'SKILL.md'), skillMd(`name: ${name}\ndescription: Fruit.`, 'Body.\n'));
+    }
+  });
+  after(() => removeDir(base));
+
+  test('a missing declared script stays declared; skill_run refuses it at the path check', async () => {
+    await withServer({ SKILLS_DIR: root }, async ({ client }) => {
+      const list = await listOf(client);
+      const tool = list.skills.find((s) => s.name === 'tool');
+      assert.deepEqual(tool.scripts.map((s) => s.script), ['here.js', 'gone.js']);
+      assert.equal(tool.executable, true);
+      const missing = problemsOf(list, 'declared-script-missing');
+      assert.deepEqual(missing.map((p) => p.path), [join(root, 'tool')]);
+      assert.ok(missing[0].detail.includes('gone.js'), missing[0].detail);
+      const load = await callJson(client, 'skill_load', { name: 'tool' });
+      assert.deepEqual(load.json.scripts, [
+        { script: 'here.js', interpreter: 'node', runnableHere: true },
+        { script: 'gone.js', interpreter: 'node', runnableHere: true },
+      ]);
+      const runGone = await callJson(client, 'skill_run', { name: 'tool', script: 'gone.js' });
+      assert.equal(runGone.isError, true);
+      assert.match(runGone.text, /PATH_REFUSED/);
+    });
+  });
+
+  test('links in a skill: neither listed nor counted nor a problem; skill_file reads one inside', async () => {
+    await withServer({ SKILLS_DIR: root }, async ({ client }) => {
+      const list = await listOf(client);
+      const load = await callJson(client, 'skill_load', { name: 'tool' });
+      const paths = load.json.files.map((f) => f.path);
+      assert.deepEqual(paths, ['docs/real.txt', 'here.js', 'SKILL.md']);
+      assert.equal(list.skills.find((s) => s.name === 'tool').files, 3);
+      assert.deepEqual(problemsOf(list, 'symlink-escape'), []);
+      const file = await callJson(client, 'skill_file', { name: 'tool', paths: ['docs/alias.txt'] });
+      assert.equal(file.json.files[0].content, 'through the link\n', file.text);
+    });
+  });
+
+  test('names equal but for case: lower case first, as localeCompare', async () => {
+    await withServer({ SKILLS_DIR: root }, async ({ client }) => {
+      const list = await listOf(client);
+      assert.deepEqual(list.skills.map((s) => s.name), ['apple', 'Apple', 'banana', 'tool']);
+    });
+  });
+
+  test('skill_load.scripts is the effective list: [] hosted, [] under an empty or malformed grant, the granted ones', async () => {
+    const cases = [
+      [{ MCP_SKILLS_PATH: root }, []],
+      [{ SKILLS_DIR: root, MCP_SKILL_RUN: '[]' }, []],
+      [{ SKILLS_DIR: root, MCP_SKILL_RUN: 'not json' }, []],
+      [{ SKILLS_DIR: root, MCP_SKILL_RUN: '[{"skill":"tool","script":"gone.js"}]' }, ['gone.js']],
+    ];
+    for (const [env, want] of cases) {
+      await withServer(env, async ({ client }) => {
+        const load = await callJson(client, 'skill_load', { name: 'tool' });
+        assert.deepEqual(load.json.scripts.map((s) => s.script), want, JSON.stringify(env));
+      });
+    }
+  });
+
+  test('a hosted marker counts only when set: blank, undefined, null and ${...} are unset', async () => {
+    for (const value of ['', '   ', 'undefined', 'null', '${MCP_DATA_DIR}']) {
+      await withServer({ SKILLS_DIR: root, MCP_DATA_DIR: value }, async ({ client }) => {
+        const list = await listOf(client);
+        assert.equal(list.grantFrom, 'declaration', `MCP_DATA_DIR=${JSON.stringify(value)}`);
+      });
+    }
+    await withServer({ SKILLS_DIR: root, MCP_DATA_DIR: join(base, 'data') }, async ({ client }) => {
+      assert.equal((await listOf(client)).grantFrom, 'hosted-default');
+    });
+  });
+
+  test('grant problems come last', async () => {
+    await withServer({ SKILLS_DIR: root, MCP_SKILL_RUN: '[{"skill":"nope","script":"x.js"}]' }, async ({ client }) => {
+      const list = await listOf(client);
+      assert.equal(list.problems.at(-1).reason, 'grant', JSON.stringify(list.problems));
+      assert.equal(list.problems.at(-2).reason, 'declared-script-missing', JSON.stringify(list.problems));
     });
   });
 });

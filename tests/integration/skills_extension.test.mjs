@@ -10,7 +10,7 @@ import { dirname, join, relative } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { freshDir, removeDir, skillMd } from './fixtures.mjs';
-import { BIN, callJson, connect, McpError, problemsOf, REPO, serverEnv } from './lib.mjs';
+import { assertKeyOrder, BIN, callJson, connect, McpError, problemsOf, REPO, serverEnv } from './lib.mjs';
 import { skipOrRequire } from './required_tools.mjs';
 
 const EXT = 'io.modelcontextprotocol/skills';
@@ -157,11 +157,13 @@ describe('a fixture with nested folders, binary files and a renamed skill', () =
     await verifyEntry(conn.client, skills[0], join(root, 'nested-kit'));
   });
 
-  test('the left-out skills: a skills-ext-name problem each, still served by the tools', async () => {
+  test('the left-out skills: in skillsExtension.omitted (not problems), still served by the tools', async () => {
     const { json: list } = await callJson(conn.client, 'skill_list');
     assert.deepEqual(list.skills.map((s) => s.name).sort(), ['Bad_Name', 'nested-kit', 'renamed']);
-    const ext = problemsOf(list, 'skills-ext-name').map((p) => p.path).sort();
-    assert.deepEqual(ext, [join(root, 'Bad_Name'), join(root, 'renamed')], JSON.stringify(list.problems));
+    assert.deepEqual(problemsOf(list, 'skills-ext-name'), [], JSON.stringify(list.problems));
+    const omitted = list.skillsExtension.omitted;
+    assert.deepEqual(omitted.map((o) => [o.name, o.reason]), [['Bad_Name', 'skills-ext-name'], ['renamed', 'skills-ext-name']]);
+    for (const o of omitted) assertKeyOrder(o, ['name', 'reason', 'detail'], 'omitted entry');
     assert.equal(problemsOf(list, 'name-mismatch').length, 1);
     const { isError, json } = await callJson(conn.client, 'skill_file', { name: 'renamed', paths: ['notes.txt'] });
     assert.equal(isError, false);

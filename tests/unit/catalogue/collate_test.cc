@@ -18,22 +18,39 @@ TEST(Collate, CaseInsensitiveAtFirstLevel) {
   EXPECT_LT(std::string("SKILL.md"), std::string("references/x.md"));
 }
 
-TEST(Collate, TiesBrokenByBytesSoOrderIsDeterministic) {
-  EXPECT_NE(CollateCompare("Foo", "foo"), 0);
-  EXPECT_LT(CollateCompare("Foo", "foo"), 0);  // 'F' < 'f' in bytes
-  EXPECT_GT(CollateCompare("foo", "Foo"), 0);
+// localeCompare's order: among names equal but for case, lower case first.
+TEST(Collate, LowerCaseFirstAmongCaseTies) {
+  EXPECT_LT(CollateCompare("apple", "Apple"), 0);
+  EXPECT_GT(CollateCompare("Apple", "apple"), 0);
+  EXPECT_LT(CollateCompare("aB", "Ab"), 0);         // the first position that differs decides
+  EXPECT_LT(CollateCompare("Apple", "banana"), 0);  // case never outweighs a letter
   EXPECT_EQ(CollateCompare("foo", "foo"), 0);
-  std::vector<std::string> a = {"foo", "Foo", "FOO"};
-  std::vector<std::string> b = {"FOO", "foo", "Foo"};
+  std::vector<std::string> a = {"foo", "Foo", "FOO", "fOo"};
+  std::vector<std::string> b = {"FOO", "fOo", "foo", "Foo"};
   CollateSortStrings(a);
   CollateSortStrings(b);
+  EXPECT_EQ(a, (std::vector<std::string>{"foo", "fOo", "Foo", "FOO"}));
   EXPECT_EQ(a, b);
+  // The same for names ICU collates (not ASCII).
+  EXPECT_LT(CollateCompare("\xC3\xA9"
+                           "clair",
+                           "\xC3\x89"
+                           "clair"),
+            0);
+}
+
+// Ties that remain (ignorable characters) fall back to bytes: the order never depends on
+// the input order.
+TEST(Collate, RemainingTiesBrokenByBytes) {
+  EXPECT_NE(CollateCompare("a\001b", "ab"), 0);
+  EXPECT_LT(CollateCompare("a\001b", "ab"), 0);
 }
 
 TEST(Collate, AccentsAreSecondaryDifferences) {
-  // Primary strength: é sorts with e, before f.
+  // é sorts with e, before f; an accent outweighs case but not a letter.
   EXPECT_LT(CollateCompare("\xC3\xA9t\xC3\xA9", "f"), 0);
-  EXPECT_LT(CollateCompare("ete", "\xC3\xA9t\xC3\xA9"), 0);  // tie at primary, bytes decide
+  EXPECT_LT(CollateCompare("ete", "\xC3\xA9t\xC3\xA9"), 0);
+  EXPECT_LT(CollateCompare("Ete", "\xC3\xA9t\xC3\xA9"), 0);
 }
 
 TEST(Collate, InvalidUtf8IsTotal) {

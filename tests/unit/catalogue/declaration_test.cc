@@ -201,15 +201,24 @@ TEST(Declaration, DuplicateScriptKeepsFirst) {
 }
 
 TEST(Declaration, ReservedVariablesDroppedAndReported) {
-  const std::vector<std::string> reserved = {"MCP_SKILLS_PATH",     "MCP_SKILL_RUN",
-                                             "SKILLS_DIR",          "MCP_HOST_METER_FILE",
-                                             "MCP_BLOB_BASE_URL",   "MCP_BLOB_SIGNING_KEY",
-                                             "NODE_OPTIONS",        "LD_PRELOAD",
-                                             "LD_LIBRARY_PATH",     "NODE_REPL_EXTERNAL_MODULE",
-                                             "MCP_CONFIRM_SECRET",  "MCP_CONFIRM_MODE",
-                                             "MCP_CONFIRM_ANYTHING", "MCP_SKILL_ALLOW_UNSCRUBBED",
-                                             "CREDENTIALS_DIRECTORY", "SKILL_MCP_NODE",
-                                             "SKILL_MCP_LIMIT_NPROC", "SKILL_MCP_NAMESPACES"};
+  const std::vector<std::string> reserved = {"MCP_SKILLS_PATH",
+                                             "MCP_SKILL_RUN",
+                                             "SKILLS_DIR",
+                                             "MCP_HOST_METER_FILE",
+                                             "MCP_BLOB_BASE_URL",
+                                             "MCP_BLOB_SIGNING_KEY",
+                                             "NODE_OPTIONS",
+                                             "LD_PRELOAD",
+                                             "LD_LIBRARY_PATH",
+                                             "NODE_REPL_EXTERNAL_MODULE",
+                                             "MCP_CONFIRM_SECRET",
+                                             "MCP_CONFIRM_MODE",
+                                             "MCP_CONFIRM_ANYTHING",
+                                             "MCP_SKILL_ALLOW_UNSCRUBBED",
+                                             "CREDENTIALS_DIRECTORY",
+                                             "SKILL_MCP_NODE",
+                                             "SKILL_MCP_LIMIT_NPROC",
+                                             "SKILL_MCP_NAMESPACES"};
   std::string list = "OK_VAR";
   for (const auto& r : reserved) list += ", " + r;
   ParsedSkillMd p = WithBlock(
@@ -245,11 +254,17 @@ TEST(Declaration, BadVariableNamesDropped) {
   EXPECT_EQ(p.declaration.runs[0].env, std::vector<std::string>{"GOOD"});
 }
 
-TEST(Declaration, EgressKeptVerbatim) {
-  ParsedSkillMd p = WithBlock("  version: 1\n  egress: ['*.Example.com', 'host:8443', 5]\n");
+// Egress entries are host patterns (^[A-Za-z0-9.*-]+$), kept verbatim once each; any
+// other entry is dropped with one issue of its own.
+TEST(Declaration, EgressHostPatternsDeduplicated) {
+  ParsedSkillMd p = WithBlock(
+      "  version: 1\n  egress: ['*.Example.com', 'host:8443', 5, api-1.x.io, '*.Example.com',"
+      " 'a b', '', 'h\xC3\xA9.io']\n");
   ASSERT_TRUE(p.declaration.ok);
-  EXPECT_EQ(p.declaration.egress, (std::vector<std::string>{"*.Example.com", "host:8443"}));
-  EXPECT_TRUE(HasDeclIssue(p, "`egress` entry"));
+  EXPECT_EQ(p.declaration.egress, (std::vector<std::string>{"*.Example.com", "api-1.x.io"}));
+  EXPECT_EQ(p.declaration.issues.size(), 5u) << Issues(p);
+  EXPECT_TRUE(HasDeclIssue(p, "'host:8443'")) << Issues(p);
+  EXPECT_TRUE(HasDeclIssue(p, "'a b'")) << Issues(p);
 }
 
 TEST(Declaration, NonBooleanSecretTreatedAsSecret) {

@@ -165,13 +165,20 @@ TEST(Frontmatter, DeepNestingInsideDeclarationRefusedWithoutCrash) {
   EXPECT_TRUE(HasIssue(p, reason::kDeclaration, "nested")) << AllIssues(p);
 }
 
-TEST(Frontmatter, TruncatedBodyIsFlaggedAndCutOnACharacterBoundary) {
-  std::string md = "---\ndescription: d\n---\nab\xC3\xA9";  // é is two bytes
-  std::string cut = md.substr(0, md.size() - 1);            // read cap fell inside é
-  ParsedSkillMd p = ParseSkillMd(cut, true);
-  ASSERT_TRUE(p.servable);
-  EXPECT_TRUE(p.body_truncated);
-  EXPECT_EQ(p.body, "ab");
+// The body is the UTF-8 decoding of the bytes read: a character cut by the cap ends it in
+// one U+FFFD, whatever its length.
+TEST(Frontmatter, TruncatedBodyCutInsideACharacterEndsInOneReplacement) {
+  const std::string head = "---\ndescription: d\n---\nab";
+  for (const std::string ch : {"\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80"}) {
+    for (size_t keep = 1; keep < ch.size(); ++keep) {
+      ParsedSkillMd p = ParseSkillMd(head + ch.substr(0, keep), true);
+      ASSERT_TRUE(p.servable);
+      EXPECT_TRUE(p.body_truncated);
+      EXPECT_EQ(p.body, "ab\xEF\xBF\xBD") << ch.size() << " " << keep;
+    }
+    // Cut on a character boundary: nothing added.
+    EXPECT_EQ(ParseSkillMd(head + ch, true).body, "ab" + ch);
+  }
 }
 
 TEST(Frontmatter, InvalidUtf8FrontmatterIsMalformed) {

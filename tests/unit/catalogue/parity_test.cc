@@ -84,7 +84,25 @@ TEST(Parity, SkillLimitFollowsDiscoveryOrder) {
   ASSERT_EQ(cat.skills.size(), kMaxSkills);
   EXPECT_EQ(cat.skills.front().name, "zz-direct");
   EXPECT_EQ(cat.skills.back().name, "s30");
-  EXPECT_TRUE(HasProblem(cat, reason::kSkillLimit, t.Path("skills/s31"))) << DumpProblems(cat);
+  // One skill-limit problem, at the configured roots joined with ':', naming what is left.
+  ASSERT_EQ(cat.problems.size(), 1u) << DumpProblems(cat);
+  EXPECT_EQ(cat.problems[0].reason, reason::kSkillLimit);
+  EXPECT_EQ(cat.problems[0].path, t.root());
+  EXPECT_NE(cat.problems[0].detail.find("s31"), std::string::npos) << cat.problems[0].detail;
+}
+
+TEST(Parity, SkillLimitIsOneProblemAtTheRootsJoined) {
+  TempTree t;
+  for (int i = 0; i < 20; ++i) {
+    t.Skill("a/a" + std::to_string(i), "a" + std::to_string(i));
+    t.Skill("b/b" + std::to_string(i), "b" + std::to_string(i));
+  }
+  Catalogue cat = Scan({t.Path("a"), t.Path("b")});
+  ASSERT_EQ(cat.skills.size(), kMaxSkills);
+  std::vector<Problem> limit = ProblemsWith(cat, reason::kSkillLimit);
+  ASSERT_EQ(limit.size(), 1u) << DumpProblems(cat);
+  EXPECT_EQ(limit[0].path, t.Path("a") + ":" + t.Path("b"));
+  EXPECT_EQ(cat.problems.size(), 1u) << DumpProblems(cat);
 }
 
 // Rule 3: a differing or null frontmatter name never stops a skill.
@@ -99,10 +117,11 @@ TEST(Parity, DifferingOrNullNameServedUnderDirectoryName) {
   EXPECT_EQ(SkillNames(cat),
             (std::vector<std::string>{"absent", "differs", "null", "number", "tilde"}))
       << DumpProblems(cat);
-  for (const char* dir : {"null", "tilde", "number", "differs"}) {
+  // A null name (`name:` or `name: ~`) is no name, as an absent one: no mismatch.
+  for (const char* dir : {"number", "differs"}) {
     EXPECT_TRUE(HasProblem(cat, reason::kNameMismatch, t.Path(dir))) << dir << DumpProblems(cat);
   }
-  EXPECT_EQ(ProblemsWith(cat, reason::kNameMismatch).size(), 4u) << DumpProblems(cat);
+  EXPECT_EQ(ProblemsWith(cat, reason::kNameMismatch).size(), 2u) << DumpProblems(cat);
 }
 
 // Rule 4: a scalar of the wrong type counts as absent; the skill is still served.
@@ -121,9 +140,11 @@ TEST(Parity, WrongTypeScalarsCountAsAbsent) {
   ASSERT_EQ(SkillNames(cat), (std::vector<std::string>{"f", "s"})) << DumpProblems(cat);
   EXPECT_FALSE(FindSkill(cat, "f")->description.has_value());
   EXPECT_FALSE(FindSkill(cat, "s")->when_to_use.has_value());
-  // Only the skills extension minds (it needs a description to list `f`).
-  ASSERT_EQ(cat.problems.size(), 1u) << DumpProblems(cat);
-  EXPECT_TRUE(HasProblem(cat, reason::kSkillsExtFrontmatter, t.Path("f"))) << DumpProblems(cat);
+  // Only the skills extension minds (it needs a description to list `f`), and says so
+  // outside the problems.
+  EXPECT_TRUE(cat.problems.empty()) << DumpProblems(cat);
+  ASSERT_TRUE(FindSkill(cat, "f")->skills_ext_omission.has_value());
+  EXPECT_EQ(FindSkill(cat, "f")->skills_ext_omission->reason, reason::kSkillsExtFrontmatter);
 }
 
 // Rule 4: `when_to_use` is read as well as `when-to-use` (which wins when both are strings).
@@ -171,24 +192,33 @@ TEST(Parity, ProblemPathIsTheSkillDirectory) {
   }
 }
 
-// Rule 6: every problem path starts from the root as configured, even through a link.
-TEST(Parity, ProblemPathsStartFromTheConfiguredRoot) {
+// Problem paths are built on the real path of the root and of the skill directory, never
+// on the link the configuration names; file-level problems carry the skill directory.
+TEST(Parity, ProblemPathsAreRealPaths) {
   TempTree t;
   t.Skill("real/s", "other",
           "mcp-host:\n  version: 1\n  run:\n    - {script: gone.js, interpreter: node}\n");
   t.Write("real/s/100%.txt", "1");
+  t.Mkdir("real/empty");
   t.Symlink("real", "link");
   Catalogue cat = Scan({t.Path("link")});
   ASSERT_EQ(SkillNames(cat), std::vector<std::string>{"s"}) << DumpProblems(cat);
-  EXPECT_EQ(cat.skills[0].source, t.Path("real/s"));  // runs still use the real directory
-  EXPECT_TRUE(HasProblem(cat, reason::kNameMismatch, t.Path("link/s"))) << DumpProblems(cat);
-  EXPECT_TRUE(HasProblem(cat, reason::kDeclaredScriptMissing, t.Path("link/s/gone.js")))
+  EXPECT_EQ(cat.skills[0].source, t.Path("real/s"));
+  EXPECT_EQ(cat.skills[0].root, t.Path("link"));  // `source` on the wire: as configured
+  EXPECT_TRUE(HasProblem(cat, reason::kNameMismatch, t.Path("real/s"))) << DumpProblems(cat);
+  EXPECT_TRUE(HasProblem(cat, reason::kDeclaredScriptMissing, t.Path("real/s")))
       << DumpProblems(cat);
-  EXPECT_TRUE(HasProblem(cat, reason::kUnusablePath, t.Path("link/s/100%.txt")))
-      << DumpProblems(cat);
-  // The skills extension's own report, at the same path as the name-mismatch.
-  EXPECT_TRUE(HasProblem(cat, reason::kSkillsExtName, t.Path("link/s"))) << DumpProblems(cat);
+  EXPECT_TRUE(HasProblem(cat, reason::kUnusablePath, t.Path("real/s"))) << DumpProblems(cat);
+  EXPECT_TRUE(HasProblem(cat, reason::kNoSkillMd, t.Path("real/empty"))) << DumpProblems(cat);
   EXPECT_EQ(cat.problems.size(), 4u) << DumpProblems(cat);
+  // A skill linked from inside the root: its problems name its real directory.
+  TempTree u;
+  u.Skill("r/target", "other");
+  u.Symlink("target", "r/alias");
+  u.Skill("r/zz", "zz");
+  Catalogue linked = Scan({u.Path("r")});
+  EXPECT_TRUE(HasProblem(linked, reason::kNameMismatch, u.Path("r/target")))
+      << DumpProblems(linked);
 }
 
 // Rule 6b: unknown top-level keys are ignored and reported by name; the skill is served and
@@ -206,16 +236,19 @@ TEST(Parity, UnknownTopLevelKeysReportedByName) {
   ASSERT_NE(s, nullptr) << DumpProblems(cat);
   EXPECT_TRUE(s->declaration_ok);
   EXPECT_EQ(s->runs.size(), 1u);
+  // One problem per unknown key.
   std::vector<Problem> decl = ProblemsWith(cat, reason::kDeclaration);
-  ASSERT_EQ(decl.size(), 1u) << DumpProblems(cat);
+  ASSERT_EQ(decl.size(), 2u) << DumpProblems(cat);
   EXPECT_EQ(decl[0].path, t.Path("s"));
   EXPECT_NE(decl[0].detail.find("'hooks'"), std::string::npos) << decl[0].detail;
-  EXPECT_NE(decl[0].detail.find("'favourite-colour'"), std::string::npos) << decl[0].detail;
-  for (const char* known :
-       {"'license'", "'version'", "'allowed-tools'", "'metadata'", "'when_to_use'", "'mcp-host'"}) {
-    EXPECT_EQ(decl[0].detail.find(std::string(known) + " (line"), std::string::npos) << known;
+  EXPECT_NE(decl[1].detail.find("'favourite-colour'"), std::string::npos) << decl[1].detail;
+  for (const Problem& p : decl) {
+    for (const char* known : {"'license'", "'version'", "'allowed-tools'", "'metadata'",
+                              "'when_to_use'", "'mcp-host'"}) {
+      EXPECT_EQ(p.detail.find(std::string(known) + " (line"), std::string::npos) << known;
+    }
   }
-  EXPECT_EQ(cat.problems.size(), 1u) << DumpProblems(cat);
+  EXPECT_EQ(cat.problems.size(), 2u) << DumpProblems(cat);
 }
 
 // Rule 7: any '%' makes a name unusable: a file is left out, a directory with everything
@@ -232,14 +265,66 @@ TEST(Parity, AnyPercentMakesAPathUnusable) {
   std::vector<std::string> paths;
   for (const auto& f : m.files) paths.push_back(f.path);
   EXPECT_EQ(paths, std::vector<std::string>{"ok.txt"});
-  std::vector<std::string> problem_paths;
+  std::vector<std::string> named;
   for (const auto& p : m.problems) {
     EXPECT_EQ(p.reason, reason::kUnusablePath);
-    problem_paths.push_back(p.path);
+    EXPECT_EQ(p.path, t.Path("s"));  // the skill directory; the detail names the entry
+    named.push_back(p.detail.substr(0, p.detail.find("': ") + 1));
   }
-  std::sort(problem_paths.begin(), problem_paths.end());
-  EXPECT_EQ(problem_paths, (std::vector<std::string>{t.Path("s/100%.txt"), t.Path("s/50%off"),
-                                                     t.Path("s/c%zz.txt"), t.Path("s/plain/x%y")}));
+  std::sort(named.begin(), named.end());
+  EXPECT_EQ(named,
+            (std::vector<std::string>{"'100%.txt'", "'50%off'", "'c%zz.txt'", "'plain/x%y'"}));
+}
+
+// The reference's problem order: per root, what the scan met (links), then its
+// `no-skill-md` directories, then each skill's problems in discovery order; then
+// `duplicate-name` once per name, then the one `skill-limit`.
+TEST(Parity, ProblemOrderIsPerRootThenDuplicatesThenLimit) {
+  TempTree t;
+  t.Mkdir("r1/a-empty");                                  // no-skill-md, sorts before the link
+  t.Symlink("nowhere", "r1/b-broken");                    // a link problem
+  t.Skill("r1/c-skill", "other");                         // name-mismatch
+  t.Skill("r1/skills/d-skill", "d-skill", "hooks: 1\n");  // a third-layout skill's problem
+  t.Skill("r1/dup", "dup");
+  t.Mkdir("r2/a-empty");
+  t.Symlink(t.root(), "r2/b-out");  // a link leaving the root
+  t.Skill("r2/e-skill", "e-skill", "hooks: 1\n");
+  t.Skill("r2/dup", "dup");
+  t.Skill("r2/zz-over", "zz-over");
+  for (int i = 10; i < 39; ++i) t.Skill("r2/skills/s" + std::to_string(i), "s" + std::to_string(i));
+  Catalogue cat = Scan({t.Path("r1"), t.Path("r2")});
+  std::vector<std::string> got;
+  for (const Problem& p : cat.problems) got.push_back(p.reason + " " + p.path);
+  const std::vector<std::string> want = {
+      "symlink-escape " + t.Path("r1/b-broken"),
+      "no-skill-md " + t.Path("r1/a-empty"),
+      "name-mismatch " + t.Path("r1/c-skill"),
+      "declaration " + t.Path("r1/skills/d-skill"),
+      "symlink-escape " + t.Path("r2/b-out"),
+      "no-skill-md " + t.Path("r2/a-empty"),
+      "declaration " + t.Path("r2/e-skill"),
+      "duplicate-name " + t.Path("r1/dup"),
+      "skill-limit " + t.Path("r1") + ":" + t.Path("r2"),
+  };
+  EXPECT_EQ(got, want) << DumpProblems(cat);
+  ASSERT_EQ(cat.skills.size(), kMaxSkills);
+  EXPECT_NE(cat.problems.back().detail.find("s38"), std::string::npos);
+}
+
+// One problem per offending item, even two on one line; one per unknown key, at any level.
+TEST(Parity, OneProblemPerOffendingItem) {
+  TempTree t;
+  t.Skill("s", "s",
+          "mcp-host:\n  version: 1\n  color: red\n  run:\n"
+          "    - {script: a.js, interpreter: node, env: [1-BAD, 2-BAD], shade: x}\n"
+          "  env: [{name: 3X}, {name: 4X}]\n"
+          "  egress: ['a b', 'c d']\n");
+  t.Write("s/a.js", "1");
+  Catalogue cat = Scan({t.root()});
+  ASSERT_NE(FindSkill(cat, "s"), nullptr) << DumpProblems(cat);
+  // color, run[0].shade, two env names, two server env entries, two egress entries.
+  EXPECT_EQ(ProblemsWith(cat, reason::kDeclaration).size(), 8u) << DumpProblems(cat);
+  EXPECT_EQ(cat.problems.size(), 8u) << DumpProblems(cat);
 }
 
 }  // namespace

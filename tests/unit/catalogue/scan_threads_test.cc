@@ -27,7 +27,8 @@ std::string Describe(const Catalogue& cat) {
     out += "skill " + s.name + " " + s.source + " body=" + std::to_string(s.body.size()) +
            " runs=" + std::to_string(s.runs.size()) +
            " declared=" + std::to_string(s.declaration_ok) +
-           " listed=" + std::to_string(s.skills_ext_listed) + " " + s.frontmatter_json + "\n";
+           " omitted=" + (s.skills_ext_omission ? s.skills_ext_omission->reason : "") + " " +
+           s.frontmatter_json + "\n";
     for (const ManifestFile& f : s.files) out += "  " + f.path + "\n";
   }
   return out + testing::DumpProblems(cat);

@@ -44,6 +44,24 @@ TEST(WillRun, CanonicalIsSortedAndCompact) {
             R"("interpreter":"node","skill":"weather","timeoutMs":30000})");
 }
 
+// The pinned path is shown only where the operator configured the set, right after the
+// interpreter, and the token binds it: another pin is another willRun.
+TEST(WillRun, InterpreterPathShownAndBoundWhenSet) {
+  WillRun run = SampleWillRun();
+  const std::string unset = *CanonicalWillRun(run);
+  EXPECT_EQ(unset.find("interpreterPath"), std::string::npos);
+  run.interpreter = "python3";
+  run.interpreter_path = "/usr/bin/python3.11";
+  nlohmann::ordered_json json = WillRunJson(run);
+  std::vector<std::string> keys;
+  for (const auto& item : json.items()) keys.push_back(item.key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"skill", "interpreter", "interpreterPath", "argv",
+                                            "cwd", "timeoutMs", "envNames"}));
+  WillRun other = run;
+  other.interpreter_path = "/opt/python/bin/python3.11";
+  EXPECT_NE(*CanonicalWillRun(run), *CanonicalWillRun(other));
+}
+
 TEST(WillRun, CanonicalDistinguishesArgvSplits) {
   WillRun a = SampleWillRun();
   WillRun b = SampleWillRun();

@@ -1,6 +1,6 @@
-// A plain map standing in for the server's EnvStore in grant and confirm tests. Present
-// means the name is in the map; set additionally needs a value that is not blank and not
-// a "${...}" placeholder (the rule EnvStore applies).
+// A plain map standing in for the server's EnvStore in grant and confirm tests. Set means
+// in the map with a value that is not blank and not a "${...}" placeholder (the rule
+// EnvStore applies).
 #pragma once
 
 #include <map>
@@ -15,7 +15,6 @@ namespace skillmcp::testing {
 struct FakeEnv {
   std::map<std::string, std::string, std::less<>> vars;
 
-  bool Present(std::string_view name) const { return vars.find(name) != vars.end(); }
   bool Set(std::string_view name) const {
     auto it = vars.find(name);
     if (it == vars.end()) return false;
@@ -23,9 +22,6 @@ struct FakeEnv {
     if (value.find_first_not_of(" \t\r\n") == std::string::npos) return false;
     if (value.size() >= 3 && value.rfind("${", 0) == 0 && value.back() == '}') return false;
     return true;
-  }
-  IsPresentFn present() const {
-    return [this](std::string_view name) { return Present(name); };
   }
   IsSetFn is_set() const {
     return [this](std::string_view name) { return Set(name); };

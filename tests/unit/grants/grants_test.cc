@@ -66,32 +66,36 @@ TEST(Hosted, EachMarkerAloneMeansHosted) {
   for (std::string_view marker : kHostedMarkers) {
     FakeEnv env;
     env.vars[std::string(marker)] = "/somewhere";
-    EXPECT_TRUE(IsHosted(env.present())) << marker;
+    EXPECT_TRUE(IsHosted(env.get())) << marker;
   }
   FakeEnv none;
   none.vars["SKILLS_DIR"] = "/skills";
   none.vars["PATH"] = "/usr/bin";
-  EXPECT_FALSE(IsHosted(none.present()));
+  EXPECT_FALSE(IsHosted(none.get()));
 }
 
-// A blank or unexpanded marker still means a host launched us: fail closed.
-TEST(Hosted, BlankOrPlaceholderMarkerStillMeansHosted) {
-  FakeEnv blank;
-  blank.vars["MCP_DATA_DIR"] = "  ";
-  EXPECT_TRUE(IsHosted(blank.present()));
-  FakeEnv placeholder;
-  placeholder.vars["MCP_SKILLS_PATH"] = "${MCP_SKILLS_PATH}";
-  EXPECT_TRUE(IsHosted(placeholder.present()));
-  Catalogue catalogue = MakeCatalogue();
-  GrantDecision decision = DecideGrants(catalogue, placeholder.get(), placeholder.present());
-  EXPECT_EQ(decision.from, GrantSource::kHostedDefault);
-  EXPECT_FALSE(decision.skills[0].executable());
+// A marker counts only when set, as the reference reads it: blank, "undefined", "null"
+// and an unexpanded placeholder are unset, so the declaration stands.
+TEST(Hosted, UnsetLookingMarkerIsNotHosted) {
+  for (const char* value : {"", "  ", "undefined", " null ", "${MCP_SKILLS_PATH}"}) {
+    for (std::string_view marker : kHostedMarkers) {
+      FakeEnv env;
+      env.vars[std::string(marker)] = value;
+      EXPECT_FALSE(IsHosted(env.get())) << marker << "=" << value;
+      Catalogue catalogue = MakeCatalogue();
+      GrantDecision decision = DecideGrants(catalogue, env.get());
+      EXPECT_EQ(decision.from, GrantSource::kDeclaration) << marker << "=" << value;
+    }
+  }
+  FakeEnv real;
+  real.vars["MCP_DATA_DIR"] = "undefined-dir";  // only the exact words count as unset
+  EXPECT_TRUE(IsHosted(real.get()));
 }
 
 TEST(Decision, StandaloneDeclarationStands) {
   FakeEnv env;
   Catalogue catalogue = MakeCatalogue();
-  GrantDecision decision = DecideGrants(catalogue, env.get(), env.present());
+  GrantDecision decision = DecideGrants(catalogue, env.get());
   EXPECT_EQ(decision.from, GrantSource::kDeclaration);
   EXPECT_EQ(GrantSourceName(decision.from), "declaration");
   EXPECT_FALSE(decision.note.has_value());
@@ -115,7 +119,7 @@ TEST(Decision, HostedDefaultGrantsNothingAndSaysSo) {
   FakeEnv env;
   env.vars["MCP_HOST_METER_FILE"] = "/run/meter";
   Catalogue catalogue = MakeCatalogue();
-  GrantDecision decision = DecideGrants(catalogue, env.get(), env.present());
+  GrantDecision decision = DecideGrants(catalogue, env.get());
   EXPECT_EQ(decision.from, GrantSource::kHostedDefault);
   EXPECT_EQ(GrantSourceName(decision.from), "hosted-default");
   ASSERT_TRUE(decision.note.has_value());
@@ -137,7 +141,7 @@ TEST(Decision, SkillRunWinsOverHostedAndIntersects) {
   env.vars["MCP_SKILL_RUN"] = R"([
       {"skill": "weather", "script": "scripts/forecast.js", "env": ["UNITS", "GITHUB_TOKEN"]}])";
   Catalogue catalogue = MakeCatalogue();
-  GrantDecision decision = DecideGrants(catalogue, env.get(), env.present());
+  GrantDecision decision = DecideGrants(catalogue, env.get());
   EXPECT_EQ(decision.from, GrantSource::kSkillRun);
   EXPECT_EQ(GrantSourceName(decision.from), "MCP_SKILL_RUN");
   EXPECT_FALSE(decision.note.has_value());
@@ -227,7 +231,7 @@ TEST(Decision, UnparsableGrantGrantsNothingEvenStandalone) {
   FakeEnv env;
   env.vars["MCP_SKILL_RUN"] = R"({"skill": "weather"})";
   Catalogue catalogue = MakeCatalogue();
-  GrantDecision decision = DecideGrants(catalogue, env.get(), env.present());
+  GrantDecision decision = DecideGrants(catalogue, env.get());
   EXPECT_EQ(decision.from, GrantSource::kSkillRun);
   ASSERT_TRUE(decision.error.has_value());
   EXPECT_FALSE(decision.error->empty());
@@ -253,7 +257,7 @@ TEST(Decision, BlankSkillRunIsUnset) {
   env.vars["MCP_SKILL_RUN"] = "   ";
   env.vars["MCP_BLOB_BASE_URL"] = "https://blob";
   Catalogue catalogue = MakeCatalogue();
-  GrantDecision decision = DecideGrants(catalogue, env.get(), env.present());
+  GrantDecision decision = DecideGrants(catalogue, env.get());
   EXPECT_EQ(decision.from, GrantSource::kHostedDefault);
 }
 
@@ -298,6 +302,26 @@ TEST(Lookup, InterpreterSentenceIsIdenticalInListAndRun) {
   EXPECT_EQ(lookup.message, InterpreterUnavailableReason("python"));
   EXPECT_NE(lookup.message.find("python"), std::string::npos);
   EXPECT_NE(lookup.message.find("node"), std::string::npos);
+}
+
+// The set is the deployment's: a python3 declaration runs where python3 is in it, and the
+// sentence names the set where it is not.
+TEST(Lookup, TheSetComesFromConfiguration) {
+  const std::vector<std::string> both = {"node", "python3"};
+  EXPECT_TRUE(IsRunnableInterpreter("python3", both));
+  EXPECT_FALSE(IsRunnableInterpreter("python3"));
+  EXPECT_FALSE(IsRunnableInterpreter("python", both));
+  EXPECT_EQ(InterpreterUnavailableReason("python", both),
+            "The declared interpreter \"python\" is not available: this deployment runs scripts "
+            "only with {node, python3}. The skill's instructions and files still serve.");
+  // The default is the sentence a node-only server has always given.
+  EXPECT_EQ(InterpreterUnavailableReason("python3"),
+            "The declared interpreter \"python3\" is not available: this deployment runs scripts "
+            "only with {node}. The skill's instructions and files still serve.");
+  Catalogue catalogue = MakeCatalogue();
+  GrantDecision decision = DecideGrants(catalogue, std::nullopt, false, {"node", "python"});
+  EXPECT_TRUE(decision.skills[0].unavailable.empty());
+  EXPECT_EQ(decision.Lookup("weather", "scripts/plot.py").refusal, ScriptRefusal::kNone);
 }
 
 TEST(Lookup, InterpreterIsNeverInferred) {

@@ -46,6 +46,9 @@ TEST(ReadEnvelope, OtherVersionsAreUnsupportedAndNonStringsMalformed) {
 TEST(CacheTtl, ListsForAnHourReadsNeverOthersNone) {
   EXPECT_EQ(CacheTtlMs("tools/list"), 3600000);
   EXPECT_EQ(CacheTtlMs("server/discover"), 3600000);
+  // The live catalogue: a list may change at any moment, and nothing would say so.
+  EXPECT_EQ(CacheTtlMs("prompts/list", true), 0);
+  EXPECT_EQ(CacheTtlMs("server/discover", true), 3600000);
   EXPECT_EQ(CacheTtlMs("resources/read"), 0);
   EXPECT_EQ(CacheTtlMs("tools/call"), std::nullopt);
   EXPECT_EQ(CacheTtlMs("skills/list"), std::nullopt);  // the extension writes its own

@@ -86,6 +86,25 @@ TEST(JsonRpc, InvalidRequests) {
   EXPECT_EQ(ParseRpcLine("42").error_code, rpc::kInvalidRequest);
 }
 
+TEST(JsonRpc, BatchEntriesAreClassifiedOneByOne) {
+  EXPECT_TRUE(LooksLikeBatch("  [1]"));
+  EXPECT_FALSE(LooksLikeBatch(R"({"a":[1]})"));
+  RpcBatch b = ParseRpcBatch(
+      R"([{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"n"},7])", 8);
+  ASSERT_FALSE(b.refusal);
+  ASSERT_EQ(b.messages.size(), 3u);
+  EXPECT_EQ(b.messages[0].kind, RpcMessage::Kind::kRequest);
+  EXPECT_EQ(b.messages[1].kind, RpcMessage::Kind::kNotification);
+  EXPECT_EQ(b.messages[2].error_code, rpc::kInvalidRequest);
+}
+
+TEST(JsonRpc, BatchRefusedWhole) {
+  EXPECT_EQ(ParseRpcBatch("[]", 8).refusal->error_code, rpc::kInvalidRequest);
+  EXPECT_EQ(ParseRpcBatch("[1,", 8).refusal->error_code, rpc::kParseError);
+  EXPECT_EQ(ParseRpcBatch("[1,2,3]", 2).refusal->error_code, rpc::kInvalidRequest);
+  EXPECT_FALSE(ParseRpcBatch("[1,2]", 2).refusal);
+}
+
 TEST(JsonRpc, InvalidRequestKeepsAUsableId) {
   RpcMessage m = ParseRpcLine(R"({"jsonrpc":"1.0","id":9,"method":"ping"})");
   EXPECT_EQ(m.error_code, rpc::kInvalidRequest);

@@ -82,8 +82,11 @@ TEST(ResolveLaunchConfig, OpensWorkerAndNodeByDescriptor) {
   ASSERT_TRUE(r.config) << r.error;
   const LaunchConfig& c = *r.config;
   EXPECT_TRUE(c.ready()) << c.refusal;
-  EXPECT_EQ(c.node_path, std::filesystem::canonical("/usr/bin/node").string());
-  EXPECT_GE(fcntl(c.node.get(), F_GETFD) & FD_CLOEXEC, 1);
+  ASSERT_EQ(c.interpreters.size(), 1u);
+  EXPECT_EQ(c.interpreters[0].name, "node");
+  EXPECT_FALSE(c.interpreters_configured);
+  EXPECT_EQ(c.interpreters[0].path, std::filesystem::canonical("/usr/bin/node").string());
+  EXPECT_GE(fcntl(c.interpreters[0].fd.get(), F_GETFD) & FD_CLOEXEC, 1);
   EXPECT_GE(fcntl(c.worker.get(), F_GETFD) & FD_CLOEXEC, 1);
   EXPECT_EQ(c.limits.nproc, kDefaultRunLimits.nproc);
   EXPECT_EQ(c.limits.data, kDefaultRunLimits.data);
@@ -123,7 +126,8 @@ TEST(ResolveLaunchConfig, NodeFoundOnTheBrokerPath) {
   LaunchConfigResult r = ResolveLaunchConfig(env, PrivilegeState{});
   ASSERT_TRUE(r.config);
   EXPECT_TRUE(r.config->ready()) << r.config->refusal;
-  EXPECT_EQ(r.config->node_path, std::filesystem::canonical("/usr/bin/node").string());
+  EXPECT_EQ(r.config->Interpreter("node")->path,
+            std::filesystem::canonical("/usr/bin/node").string());
 }
 
 TEST(ResolveLaunchConfig, LimitOverridesAndRunAs) {

@@ -121,7 +121,8 @@ TEST_F(ScratchTest, ADirectorySwappedInUnderItsNameIsNotRemoved) {
 // even where that sysctl would make it dumpable (1 here; 2 behaves the same). The
 // sysctl is host-wide, so it is set only for the moment of the check, in a child.
 TEST_F(ScratchTest, SwitchingIdsLeavesTheBrokerNotDumpable) {
-  if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_SETUID for setfsuid, and to set fs.suid_dumpable)";
+  if (geteuid() != 0)
+    GTEST_SKIP() << "needs root (CAP_SETUID for setfsuid, and to set fs.suid_dumpable)";
   SuidDumpableOne one;
   if (!one.set()) GTEST_SKIP() << "fs.suid_dumpable cannot be set here (a read-only /proc/sys)";
   const pid_t pid = fork();
@@ -178,11 +179,12 @@ TEST_F(ScratchTest, OwnedByTheRunsIdsWhenTheBrokerSwitches) {
   EXPECT_EQ(access((outside_ + "/keep/file").c_str(), F_OK), 0);
 }
 
-TEST(LandlockInputs, NodeInstallDir) {
-  EXPECT_EQ(NodeInstallDir("/usr/bin/node"), "/usr");
-  EXPECT_EQ(NodeInstallDir("/opt/node-v20/bin/node"), "/opt/node-v20");
-  EXPECT_EQ(NodeInstallDir("/opt/node/node"), "/opt/node");
-  EXPECT_EQ(NodeInstallDir("/node"), "/");
+TEST(LandlockInputs, InterpreterInstallDir) {
+  EXPECT_EQ(InterpreterInstallDir("/usr/bin/node"), "/usr");
+  EXPECT_EQ(InterpreterInstallDir("/opt/node-v20/bin/node"), "/opt/node-v20");
+  EXPECT_EQ(InterpreterInstallDir("/opt/node/node"), "/opt/node");
+  EXPECT_EQ(InterpreterInstallDir("/opt/py/bin/python3.12"), "/opt/py");
+  EXPECT_EQ(InterpreterInstallDir("/node"), "/");
 }
 
 }  // namespace

@@ -48,8 +48,8 @@ RunOutcome Render(RunResult r) {
   o.ran = true;
   nlohmann::ordered_json& j = o.receipt;
   j["exitCode"] = r.exit_code ? nlohmann::ordered_json(*r.exit_code) : nullptr;
-  j["signal"] = r.signal ? nlohmann::ordered_json(std::string("SIG") + sigabbrev_np(*r.signal))
-                         : nullptr;
+  j["signal"] =
+      r.signal ? nlohmann::ordered_json(std::string("SIG") + sigabbrev_np(*r.signal)) : nullptr;
   j["stdout"] = r.out.data;
   j["stderr"] = r.err.data;
   j["truncated"] = {{"stdout", r.out.truncated}, {"stderr", r.err.truncated}};
@@ -158,6 +158,7 @@ class SupervisorTest : public ::testing::Test {
   PreparedRun Request(const std::string& rel, int64_t timeout_ms = 20000) {
     PreparedRun r;
     r.skill = "skill";
+    r.interpreter = "node";
     r.script = rel;
     r.skill_dir_fd = dir_fd_.get();
     r.skill_dir_path = skill_;
@@ -982,8 +983,10 @@ TEST_F(SupervisorTest, TheNextRunTakesTheWorkerStartedAhead) {
     clear = !holds("6") && !holds("7");
     if (!clear && !hidden) usleep(10000);
   }
-  if (getuid() == 0) EXPECT_TRUE(clear) << "the waiting worker holds fd 6 or 7";
-  else EXPECT_TRUE(clear || hidden);
+  if (getuid() == 0)
+    EXPECT_TRUE(clear) << "the waiting worker holds fd 6 or 7";
+  else
+    EXPECT_TRUE(clear || hidden);
   std::optional<RunOutcome> got;
   ASSERT_EQ(
       Refused(StartRun(*sup_, std::move(b), [&got](RunResult o) { got = Render(std::move(o)); })),

@@ -80,7 +80,7 @@ class SkillRunTest : public ::testing::Test {
     d.now = [] { return int64_t{1000}; };
     d.audit.emit = [this](AuditFacts f) { records_.push_back(std::move(f)); };
     d.audit.layers = {"seccomp"};
-    d.audit.interpreter_path = "/usr/bin/node";
+    d.interpreter_paths["node"] = "/usr/bin/node";
     return SkillRunTool(std::move(d));
   }
   // One call without elicitation; the answer, as JSON.
@@ -274,7 +274,8 @@ TEST_F(SkillRunTest, AScriptOverTheSizeLimitIsRefusedBeforeTheGate) {
   ASSERT_TRUE(got_);
   EXPECT_TRUE(got_->is_error);
   EXPECT_EQ(got_->payload["error"], "PATH_REFUSED");
-  EXPECT_NE(got_->payload["message"].get<std::string>().find("MiB script limit"), std::string::npos);
+  EXPECT_NE(got_->payload["message"].get<std::string>().find("MiB script limit"),
+            std::string::npos);
   EXPECT_TRUE(runner_.started.empty());
 }
 

@@ -65,6 +65,8 @@ void ExpectSame(const RunSpec& a, const RunSpec& b) {
   EXPECT_EQ(a.data_dir_path, b.data_dir_path);
   EXPECT_EQ(a.node_dir_path, b.node_dir_path);
   EXPECT_EQ(a.read_dirs, b.read_dirs);
+  EXPECT_EQ(a.interpreter, b.interpreter);
+  EXPECT_EQ(a.interpreter_path, b.interpreter_path);
   EXPECT_EQ(a.egress_declared, b.egress_declared);
   EXPECT_EQ(a.egress_rules, b.egress_rules);
 }
@@ -74,6 +76,36 @@ TEST(RunSpec, Roundtrip) {
   auto d = Roundtrip(s);
   ASSERT_TRUE(d.has_value());
   ExpectSame(s, *d);
+}
+
+// python3 carries its pinned real path (its argv[0]); node and a probe carry none.
+TEST(RunSpec, TheInterpreterKindAndPath) {
+  RunSpec s = Sample();
+  s.interpreter = InterpreterKind::kPython3;
+  s.interpreter_path = "/usr/bin/python3.11";
+  auto d = Roundtrip(s);
+  ASSERT_TRUE(d.has_value());
+  ExpectSame(s, *d);
+  for (const char* bad : {"", "python3", "/usr/bin/../bin/python3", "/usr//bin/python3"}) {
+    s.interpreter_path = bad;
+    EXPECT_FALSE(EncodeRunSpec(s).has_value()) << bad;
+  }
+  RunSpec node = Sample();
+  node.interpreter_path = "/usr/bin/node";
+  EXPECT_FALSE(EncodeRunSpec(node).has_value());
+  RunSpec probe;
+  probe.probe = true;
+  probe.seccomp = false;
+  probe.interpreter = InterpreterKind::kPython3;
+  probe.interpreter_path = "/usr/bin/python3.11";
+  EXPECT_FALSE(EncodeRunSpec(probe).has_value());
+  // A kind the worker does not know, patched into valid bytes, is refused.
+  s.interpreter_path = "/usr/bin/python3.11";
+  std::string bytes = *EncodeRunSpec(s);
+  const size_t kind_at = bytes.size() - (1 + 4) - 4 - s.interpreter_path.size() - 1;
+  ASSERT_EQ(bytes[kind_at], 1);
+  bytes[kind_at] = 2;
+  EXPECT_FALSE(DecodeRunSpec(bytes).has_value());
 }
 
 TEST(RunSpec, RoundtripProbe) {
@@ -93,8 +125,7 @@ TEST(RunSpec, AProbeCarriesNothingToRun) {
   s.probe = true;
   s.seccomp = false;
   for (auto add : {+[](RunSpec& x) { x.script_path = "/a.js"; },
-                   +[](RunSpec& x) { x.args = {"a"}; },
-                   +[](RunSpec& x) { x.envp = {"A=b"}; },
+                   +[](RunSpec& x) { x.args = {"a"}; }, +[](RunSpec& x) { x.envp = {"A=b"}; },
                    +[](RunSpec& x) {
                      x.seccomp = true;
                      x.seccomp_bpf = std::string(8, '\x06');
@@ -167,11 +198,19 @@ TEST(RunSpec, LandlockFieldsAreChecked) {
            +[](RunSpec& x) { x.scratch_dir_path = "/tmp/./skill-mcp-run.x"; },
            +[](RunSpec& x) { x.node_dir_path = "/usr/"; },
            +[](RunSpec& x) { x.node_dir_path = std::string("/opt\0x", 7); },
-           +[](RunSpec& x) { x.read_dirs = {{"node_modules", 1, 2}}; },
-           +[](RunSpec& x) { x.read_dirs = {{"", 1, 2}}; },
-           +[](RunSpec& x) { x.read_dirs.assign(kRunSpecMaxReadDirs + 1, {"/m", 1, 2}); },
+           +[](RunSpec& x) {
+             x.read_dirs = {{"node_modules", 1, 2}};
+           },
+           +[](RunSpec& x) {
+             x.read_dirs = {{"", 1, 2}};
+           },
+           +[](RunSpec& x) {
+             x.read_dirs.assign(kRunSpecMaxReadDirs + 1, {"/m", 1, 2});
+           },
            // No identity: the worker could not tell the checked directory from another.
-           +[](RunSpec& x) { x.read_dirs = {{"/srv/node_modules", 2049, 0}}; },
+           +[](RunSpec& x) {
+             x.read_dirs = {{"/srv/node_modules", 2049, 0}};
+           },
            // Landlock off: no rules that would not be applied.
            +[](RunSpec& x) { x.landlock_abi = 0; },
        }) {
@@ -223,9 +262,9 @@ TEST(RunSpec, ModuleDirsCarryTheirIdentity) {
   EXPECT_EQ(d->read_dirs[1].dev, 0xfd00000001ULL);
   EXPECT_EQ(d->read_dirs[1].ino, 0xffffffffffffffffULL);
   const std::string bytes = Bytes(s);
-  // The last directory's inode is the 8 bytes before fresh_proc, egress_declared and the
-  // egress rules' count (the last 6 bytes, without rules).
-  constexpr size_t kTail = 1 + 1 + 4;
+  // The last directory's inode is the 8 bytes before fresh_proc, the interpreter (node:
+  // its kind and an empty path), egress_declared and the egress rules' count (none).
+  constexpr size_t kTail = 1 + (1 + 4) + (1 + 4);
   const size_t ino_at = bytes.size() - kTail - 8;
   EXPECT_EQ(bytes.substr(ino_at, 8), std::string(8, '\xff'));
   std::string zero = bytes;
@@ -928,7 +967,8 @@ TEST(RunSpecCorpus, ReplaysWithTheFuzzInvariants) {
   }
   closedir(d);
   EXPECT_GE(files, 10);
-  EXPECT_EQ(accepted, (std::set<std::string>{"landlock", "minimal", "node-script", "probe"}));
+  EXPECT_EQ(accepted, (std::set<std::string>{"landlock", "minimal", "node-script", "probe",
+                                             "python-script"}));
 }
 
 // The same corpus through the cell decoder: only the two cell files are cells, and each

@@ -12,6 +12,7 @@
 #include "worker/exec.h"
 #include "worker/limits.h"
 #include "worker/node_bootstrap.h"
+#include "worker/python_bootstrap.h"
 
 namespace skillmcp::worker {
 namespace {
@@ -41,6 +42,22 @@ TEST(BuildArgv, MainFdWayEndsNodeOptionsAtTheBootstrapPath) {
   EXPECT_EQ(argv[3], s.script_path);
   EXPECT_EQ(argv[4], "--inspect");
   EXPECT_EQ(argv[6], "x y");
+}
+
+// python3: isolated, no bytecode, fixed -X options, the bootstrap as -c's program; the
+// path and the arguments after it only reach sys.argv, whatever they look like.
+TEST(BuildArgv, Python3RunsTheBootstrapIsolatedWithThePinnedPath) {
+  RunSpec s;
+  s.interpreter = InterpreterKind::kPython3;
+  s.interpreter_path = "/usr/bin/python3.11";
+  s.script_path = "/skills/a/-m";
+  s.args = {"-c", "import os", "-I"};
+  for (BootstrapVia via : {BootstrapVia::kEval, BootstrapVia::kMainFd}) {
+    const auto argv = BuildArgv(s, via);
+    EXPECT_EQ(argv, (std::vector<std::string>{"/usr/bin/python3.11", "-I", "-B", "-X",
+                                              "frozen_modules=on", "-c", kPythonBootstrap,
+                                              "/skills/a/-m", "-c", "import os", "-I"}));
+  }
 }
 
 TEST(PlanLimits, CoreIsAlwaysZeroAndZeroFieldsAreSkipped) {
