@@ -25,9 +25,17 @@
 //   `from helpers import x` and a package beside the script import as for
 //   `python3 -E -s script.py`. The path is never opened to run it: a script swapped after
 //   the broker's check never runs.
+// - A module imported from the skill's own directories (the cwd, where the worker entered
+//   the skill, and beneath it) is compiled from its .py source alone: a .pyc in
+//   __pycache__ (python reads those even with -B, an unchecked-hash one whatever the
+//   source says), a sourceless .pyc and a native module of the same name never load in
+//   place of the source a reader of the skill sees. Everything else (the stdlib,
+//   dist-packages) imports as python imports it, cached bytecode included.
 // - An uncaught exception is printed by sys.excepthook from the script's own frame (the
 //   bootstrap's frames are cut) and exits 1; a syntax error is printed as python prints
-//   it (a NUL in the source too); SystemExit and KeyboardInterrupt pass through untouched.
+//   it (a NUL in the source is refused as compile() refuses it, exit 1, where python3 on
+//   a file would stop reading there); SystemExit and KeyboardInterrupt pass through
+//   untouched.
 // - Nothing of the bootstrap stays in the script's namespace: its names live in a function
 //   that the original __main__ (no longer in sys.modules) holds.
 // Why -c and not a file: python runs a path by opening it again; -c takes the program as
@@ -58,6 +66,19 @@ inline constexpr char kPythonBootstrap[] = R"PY(def _skill_mcp_run():
         fail('could not read the script from its open descriptor: ' + str(e))
     del sys.argv[0]
     sys.path.insert(0, os.path.dirname(path))
+    ext = sys.modules['_frozen_importlib_external']
+    skill = os.path.realpath(os.getcwd())
+    class SourceOnly(ext.SourceFileLoader):
+        def get_code(self, fullname):
+            source = self.get_filename(fullname)
+            return self.source_to_code(self.get_data(source), source)
+    def skill_finder(entry):
+        real = os.path.realpath(entry or '.')
+        if real != skill and not real.startswith(skill + '/'):
+            raise ImportError('not a directory of the skill')
+        return ext.FileFinder(entry, (SourceOnly, ext.SOURCE_SUFFIXES))
+    sys.path_hooks.insert(0, skill_finder)
+    sys.path_importer_cache.clear()
     main = type(sys)('__main__')
     main.__file__ = path
     main.__cached__ = None

@@ -33,6 +33,42 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
+// "" when `dir` (resolved) is root's and writable by no group or other user, and so is
+// every directory above it but for a root-owned sticky one (/tmp: nobody else may rename
+// or remove what root put there), or why not. A missing `dir` passes: nothing is read
+// from it. why: python reads its stdlib and dist-packages by path at every run, and a
+// .pth file or a module dropped there by whoever may write runs before the confirmed bytes.
+std::string CheckTrustedTree(const std::string& dir, std::string_view variable) {
+  const std::string real = RealPath(dir);
+  if (real.empty()) return "";
+  std::string at = real;
+  for (;;) {
+    struct stat st {};
+    if (lstat(at.c_str(), &st) != 0) return at + ": " + std::strerror(errno);
+    const bool sticky_above = at != real && (st.st_mode & S_ISVTX) != 0;
+    if (st.st_uid != 0 || (!sticky_above && (st.st_mode & (S_IWGRP | S_IWOTH)) != 0))
+      return at + " (above or holding what " + dir +
+             " imports) is not root's alone: a user who may write there could change what "
+             "every run imports; make it root's and writable by root only, or set " +
+             std::string(variable) + " to an interpreter installed elsewhere";
+    if (at == "/") return "";
+    const size_t slash = at.rfind('/');
+    at = slash == 0 ? "/" : at.substr(0, slash);
+  }
+}
+
+// The directories python3 X.Y under `prefix` imports from by path (Debian's layout and
+// the upstream one).
+std::vector<std::string> PythonImportDirs(const std::string& prefix, const std::string& version) {
+  const std::string base = prefix == "/" ? "" : prefix;
+  std::vector<std::string> dirs = {base + "/lib/python3/dist-packages"};
+  if (version.empty()) return dirs;
+  const std::string lib = base + "/lib/python" + version;
+  dirs.insert(dirs.end(), {lib, lib + "/lib-dynload", lib + "/site-packages",
+                           base + "/local/lib/python" + version + "/dist-packages"});
+  return dirs;
+}
+
 // The checks an interpreter other than node passes on its open descriptor, beyond
 // OpenExecutable's. "" or why not.
 std::string CheckInstalled(int fd, const std::string& path, std::string_view variable,
@@ -166,6 +202,25 @@ std::string PinInterpreter(const EnvStore& env, std::string_view name,
   }
   out->dir = InterpreterInstallDir(out->path);
   out->version = known->kind == InterpreterKind::kPython3 ? VersionFromName(out->path) : "";
+  if (known->kind != InterpreterKind::kNode) {
+    // why: the prefix becomes a read-and-execute rule of every run; "/" would grant all.
+    if (out->dir == "/") {
+      out->fd.reset();
+      return out->name + " cannot be used (" + out->path +
+             " sits at the root, and its prefix would be the whole filesystem; install it "
+             "under a prefix such as /usr)";
+    }
+    std::vector<std::string> trees = {out->path.substr(0, out->path.rfind('/'))};
+    if (known->kind == InterpreterKind::kPython3) {
+      for (std::string& d : PythonImportDirs(out->dir, out->version)) trees.push_back(std::move(d));
+    }
+    for (const std::string& tree : trees) {
+      if (std::string e = CheckTrustedTree(tree, variable); !e.empty()) {
+        out->fd.reset();
+        return out->name + " cannot be used (" + e + ")";
+      }
+    }
+  }
   return "";
 }
 

@@ -73,6 +73,21 @@ const FILES = {
   'scripts/boom.py': "print('ran')\nraise ValueError('python boom')\n",
   'scripts/edited.py': "print('first draft')\n",
   'scripts/node_ok.js': "console.log('node still runs');\n",
+  // Modules whose source is in the skill, beside bytes that would run in their place in a
+  // plain python3: a cached .pyc that is never checked against its source, a native module
+  // of the same name, and a .pyc with no source at all (planted in before()).
+  'scripts/cached.py': "VALUE = 'source'\n",
+  'scripts/native.py': "VALUE = 'source'\n",
+  'scripts/planted_bytes.py': [
+    'import json',
+    'out = {}',
+    "for name in ('cached', 'native', 'orphan'):",
+    '    try:',
+    '        out[name] = __import__(name).VALUE',
+    '    except ImportError as e:',
+    "        out[name] = 'not found' if isinstance(e, ModuleNotFoundError) else 'ImportError'",
+    'print(json.dumps(out))',
+  ].join('\n') + '\n',
 };
 
 const DECLARATION = [
@@ -98,6 +113,8 @@ const DECLARATION = [
   '      interpreter: python3',
   '    - script: scripts/edited.py',
   '      interpreter: python3',
+  '    - script: scripts/planted_bytes.py',
+  '      interpreter: python3',
   '    - script: scripts/node_ok.js',
   '      interpreter: node',
 ].join('\n');
@@ -119,6 +136,26 @@ before(() => {
   writeFileSync(join(planted, 'startup.py'), "import os\nos.environ['STARTUP_RAN'] = '1'\n");
 });
 after(() => removeDir(base));
+
+// Bytes a plain python3 would import instead of the skill's sources, compiled by this very
+// python3 so that only the cell's loader can be why they do not run. Planted anew by each
+// test that needs them: another test clears __pycache__.
+function plantBytes() {
+  const scripts = join(skillDir, 'scripts');
+  const evil = join(base, 'evil.py');
+  writeFileSync(evil, "VALUE = 'planted bytes'\n");
+  const plant = [
+    'import sys, py_compile, importlib.machinery as m',
+    'evil, scripts = sys.argv[1], sys.argv[2]',
+    'tag = sys.implementation.cache_tag',
+    "py_compile.compile(evil, cfile=f'{scripts}/__pycache__/cached.{tag}.pyc', dfile=f'{scripts}/cached.py',",
+    '                   invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)',
+    "py_compile.compile(evil, cfile=f'{scripts}/orphan.pyc')",
+    "open(f'{scripts}/native' + m.EXTENSION_SUFFIXES[0], 'wb').write(b'not an ELF object')",
+  ].join('\n');
+  const planting = spawnSync(PYTHON, ['-I', '-c', plant, evil, scripts], { encoding: 'utf8' });
+  assert.equal(planting.status, 0, planting.stderr);
+}
 
 function env(extra = {}) {
   return { SKILLS_DIR: join(base, 'skills'), ...ON, ...extra };
@@ -321,6 +358,20 @@ for (const [label, asNobody] of modes) {
         assert.equal(out.childNode, '2', r.stdout);
       });
       assert.deepEqual(readdirSync(join(skillDir, 'scripts')).filter((n) => n === '__pycache__'), []);
+    });
+
+    test('the skill\'s modules run from their sources: no planted .pyc, sourceless .pyc or native module', async () => {
+      plantBytes();
+      // Positive control: a plain python3 in the same directory takes the planted bytes.
+      const bare = spawnSync(PYTHON, ['-B', 'planted_bytes.py'],
+        { cwd: join(skillDir, 'scripts'), encoding: 'utf8', env: { PATH: '/usr/bin:/bin' } });
+      assert.equal(bare.status, 0, bare.stderr);
+      assert.deepEqual(JSON.parse(bare.stdout), { cached: 'planted bytes', native: 'ImportError', orphan: 'planted bytes' });
+      await withServer(cell, asNobody, async (client) => {
+        const r = await ran(client, 'scripts/planted_bytes.py');
+        assert.equal(r.exitCode, 0, r.stderr);
+        assert.deepEqual(JSON.parse(r.stdout), { cached: 'source', native: 'source', orphan: 'not found' });
+      });
     });
 
     test('an uncaught exception prints from the script\'s own frame and exits 1', async () => {

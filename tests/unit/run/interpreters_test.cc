@@ -129,6 +129,34 @@ TEST_F(PinTest, WritableByOthersIsRefused) {
   EXPECT_NE(Pin(env).find("not root"), std::string::npos);
 }
 
+// The directories above the binary and those python imports from by path must be root's
+// alone: a staff-writable /usr/local/lib/python3.X/dist-packages would let its group run
+// code in every Python run.
+TEST_F(PinTest, ADirectoryItImportsFromThatOthersMayWriteIsRefused) {
+  if (geteuid() != 0) GTEST_SKIP() << "a root-owned copy needs root";
+  ASSERT_EQ(mkdir((dir_ + "/bin").c_str(), 0755), 0);
+  const std::string copy =
+      CopyOf(std::filesystem::canonical("/usr/bin/python3"), "bin/python3.11", 0755);
+  EnvStore env;
+  env.Set("SKILL_MCP_PYTHON3", copy);
+  EXPECT_EQ(Pin(env), "");  // the control: every directory root's alone, /tmp sticky above
+  EXPECT_EQ(pinned_.dir, dir_);
+  const std::string dist = dir_ + "/local/lib/python3.11/dist-packages";
+  std::filesystem::create_directories(dist);
+  EXPECT_EQ(Pin(env), "");
+  chmod(dist.c_str(), 02775);
+  std::string why = Pin(env);
+  EXPECT_NE(why.find(dist + " (above or holding what"), std::string::npos) << why;
+  EXPECT_FALSE(pinned_.fd.valid());
+  chmod(dist.c_str(), 0755);
+  chmod((dir_ + "/bin").c_str(), 0777);  // the binary's own directory
+  why = Pin(env);
+  EXPECT_NE(why.find(dir_ + "/bin (above"), std::string::npos) << why;
+  chmod((dir_ + "/bin").c_str(), 0755);
+  ASSERT_EQ(chown(dir_.c_str(), 65534, 65534), 0);  // an ancestor of both
+  EXPECT_NE(Pin(env).find(dir_ + " (above"), std::string::npos);
+}
+
 TEST_F(PinTest, UnderAPrivatePlaceIsRefused) {
   if (geteuid() != 0) GTEST_SKIP() << "a root-owned copy needs root";
   const std::string copy =
