@@ -127,6 +127,7 @@ AuditFields BuildAuditFields(const AuditFacts& f) {
     add("SKILL_MCP_ARGV", JsonList(shown));
     add("SKILL_MCP_ENV_NAMES", JsonList(f.env_names));
     if (f.timeout_ms) add("SKILL_MCP_TIMEOUT_MS", std::to_string(*f.timeout_ms));
+    if (f.egress_allowed) add("SKILL_MCP_EGRESS_ALLOWED", JsonList(*f.egress_allowed));
   }
   if (!f.confirm_mode.empty()) add("SKILL_MCP_CONFIRM_MODE", f.confirm_mode);
   if (!f.confirm.empty()) add("SKILL_MCP_CONFIRM", f.confirm);
@@ -139,6 +140,12 @@ AuditFields BuildAuditFields(const AuditFacts& f) {
   if (f.peak_memory_bytes) add("SKILL_MCP_PEAK_MEMORY_BYTES", std::to_string(*f.peak_memory_bytes));
   if (f.stdout_bytes) add("SKILL_MCP_STDOUT_BYTES", std::to_string(*f.stdout_bytes));
   if (f.stderr_bytes) add("SKILL_MCP_STDERR_BYTES", std::to_string(*f.stderr_bytes));
+  if (f.egress_reached) add("SKILL_MCP_EGRESS_REACHED", JsonList(*f.egress_reached));
+  if (f.egress_refused) {
+    std::vector<std::string> shown;
+    for (const std::string& r : *f.egress_refused) shown.push_back(ShowUntrusted(r));
+    add("SKILL_MCP_EGRESS_REFUSED", JsonList(shown));
+  }
   if (!f.refusal.empty()) add("SKILL_MCP_REFUSAL", ShowUntrusted(f.refusal));
   if (!f.reason.empty()) add("SKILL_MCP_REASON", ShowUntrusted(f.reason, kShownReasonChars));
   add("SKILL_MCP_AUDIT_LOST", std::to_string(f.lost_before));

@@ -65,6 +65,11 @@ struct AuditFacts {
   std::optional<int64_t> duration_ms, timeout_ms;
   std::optional<uint64_t> peak_memory_bytes;           // the largest whole-run sample, when sampled
   std::optional<uint64_t> stdout_bytes, stderr_bytes;  // every byte written, kept or not
+  // The declared network mode: the hosts the run was allowed ("host:port,port"), and
+  // what it reached ("host:port") and was refused ("kind target:port"), as the receipt
+  // has them; unset in the other modes.
+  std::optional<std::vector<std::string>> egress_allowed;
+  std::optional<std::vector<std::string>> egress_reached, egress_refused;
   std::string refusal;       // the answer's code (SCRIPT_NOT_GRANTED, TOKEN_REUSED, ...)
   std::string reason;        // the answer's sentence, as the client saw it
   uint64_t lost_before = 0;  // records this broker could not write before this one

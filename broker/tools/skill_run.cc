@@ -198,6 +198,16 @@ WillRun WillRunOf(const PreparedRun& run, const ScriptEnv& env,
   return w;
 }
 
+// What the receipt says of a declared run's network, in the audit record's words.
+void RecordEgress(const EgressSummary& summary, AuditFacts* f) {
+  f->egress_reached.emplace();
+  for (const EgressSummary::Host& h : summary.hosts)
+    f->egress_reached->push_back(h.host + ":" + std::to_string(h.port));
+  f->egress_refused.emplace();
+  for (const EgressSummary::Refusal& r : summary.refused)
+    f->egress_refused->push_back(r.kind + " " + r.target + ":" + std::to_string(r.port));
+}
+
 }  // namespace
 
 SkillRunTool::SkillRunTool(SkillRunDeps deps) : deps_(std::move(deps)) {}
@@ -343,6 +353,15 @@ std::optional<ToolResult> SkillRunTool::Prepare(const Json& args, Prepared* out)
     f.argv = out->will_run.argv;
     f.env_names = run.env_names;
     f.timeout_ms = run.timeout_ms;
+    if (run.egress) {
+      f.egress_allowed.emplace();
+      for (const EgressRule& rule : *run.egress) {
+        std::string entry = rule.host + ":";
+        for (size_t i = 0; i < rule.ports.size(); ++i)
+          entry += (i ? "," : "") + std::to_string(rule.ports[i]);
+        f.egress_allowed->push_back(std::move(entry));
+      }
+    }
   }
   return std::nullopt;
 }
@@ -549,6 +568,7 @@ void SkillRunTool::Dispatch(Prepared& p, const Json& request_id, ToolDone done,
         f.peak_memory_bytes = result.peak_memory_bytes;
         f.stdout_bytes = result.out.total;
         f.stderr_bytes = result.err.total;
+        if (result.egress) RecordEgress(*result.egress, &f);
         done(ToolResult{BuildReceipt(context, result)});
       });
   if (!refused) {

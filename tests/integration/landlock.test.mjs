@@ -151,8 +151,10 @@ function run(env, { asUser = false, script = 'scripts/probe.js', args, command }
   return runForJson({
     // The fixtures live in the host's /tmp, which a namespaced run does not see: the
     // namespaces are off unless a case turns them on (the combined case does).
+    // The host's network too (its loopback listener is the TCP probe's target): the
+    // network modes have their own cases below and in egress.test.mjs.
     env: { SKILLS_DIR: root, MCP_CONFIRM_MODE: 'auto', SKILL_MCP_LANDLOCK: 'auto',
-           SKILL_MCP_NAMESPACES: 'off', ...env },
+           SKILL_MCP_NAMESPACES: 'off', SKILL_MCP_NETWORK: 'on', ...env },
     ...(command ? { command, args: [BIN] } : launcher(asUser)),
   }, { name: 'probe', script, args: args ?? [JSON.stringify({ ...paths, port })] });
 }
@@ -228,12 +230,17 @@ for (const [label, asUser] of modes) {
       assert.deepEqual(seen, { helper: 'imported', https: 'function', secret: 'EACCES' });
     });
 
-    test('SKILL_MCP_NETWORK=off refuses a TCP connect to a loopback listener', async (t) => {
+    test('SKILL_MCP_NETWORK=off: the seccomp fence refuses the socket itself', async () => {
+      const seen = await run({ SKILL_MCP_NETWORK: 'off' }, { asUser });
+      assert.equal(seen.tcp, 'EPERM');
+      assert.equal(seen.https, 'function');
+    });
+
+    test('SKILL_MCP_NETWORK=off without the seccomp filter: Landlock refuses the TCP connect', async (t) => {
       const { abi, why } = landlockHere();
       if (abi < 4) return t.skip(`needs Landlock ABI 4: ${abi ? `this kernel has ${abi}` : why}`);
-      const seen = await run({ SKILL_MCP_NETWORK: 'off' }, { asUser });
+      const seen = await run({ SKILL_MCP_NETWORK: 'off', SKILL_MCP_SECCOMP: 'off' }, { asUser });
       assert.equal(seen.tcp, 'EACCES');
-      assert.equal(seen.https, 'function');
     });
 
     test('with SKILL_MCP_NAMESPACES=on as well: TMPDIR is bound into the view', async (t) => {
@@ -276,19 +283,23 @@ describe('doctor', () => {
     if (!abi) return t.skip(`no Landlock here: ${why}`);
     const on = doctor({});
     assert.match(on.stdout, new RegExp(`landlock: on\\n\\s+Landlock ABI ${abi}:`));
-    assert.match(on.stdout, /network-off: off\n\s+runs may open TCP connections/);
+    assert.match(on.stdout, /network: on\n\s+SKILL_MCP_NETWORK=declared: each run has a network namespace of its own/);
+    const host = doctor({ SKILL_MCP_NETWORK: 'on' });
+    assert.match(host.stdout, /network: off\n\s+SKILL_MCP_NETWORK=on: runs use the host's network/);
     const off = doctor({ SKILL_MCP_LANDLOCK: 'off' });
     assert.match(off.stdout, /landlock: off\n\s+turned off by SKILL_MCP_LANDLOCK=off/);
     const net = doctor({ SKILL_MCP_NETWORK: 'off' });
-    if (abi >= 4) {
-      assert.match(net.stdout, /network-off: on\n\s+SKILL_MCP_NETWORK=off/);
-      assert.equal(net.status, on.status);
-    }
-    // Network off without Landlock cannot be kept: runs are refused and doctor fails.
-    const refused = doctor({ SKILL_MCP_NETWORK: 'off', SKILL_MCP_LANDLOCK: 'off' });
+    assert.match(net.stdout, /network: on\n\s+SKILL_MCP_NETWORK=off: runs cannot open an IPv4 or IPv6 socket/);
+    assert.equal(net.status, on.status);
+    // Declared without namespaces falls back to off, never to on.
+    const fallback = doctor({ SKILL_MCP_NAMESPACES: 'off' });
+    assert.match(fallback.stdout, /network: on\n\s+SKILL_MCP_NETWORK=declared falls back to off, because runs get no namespaces here/);
+    // Network off with neither the seccomp filter nor Landlock cannot be kept: runs are
+    // refused and doctor fails.
+    const refused = doctor({ SKILL_MCP_NETWORK: 'off', SKILL_MCP_LANDLOCK: 'off', SKILL_MCP_SECCOMP: 'off' });
     assert.equal(refused.status, 1, refused.stdout);
-    assert.match(refused.stdout, /network-off: off {2}<< required by this configuration/);
-    assert.match(refused.stdout, /SKILL_MCP_NETWORK=off needs Landlock ABI 4/);
+    assert.match(refused.stdout, /network: off {2}<< required by this configuration/);
+    assert.match(refused.stdout, /SKILL_MCP_NETWORK=off needs the seccomp filter/);
   });
 
   test('Landlock refused to the broker: runs go on without it, off with the reason', async () => {

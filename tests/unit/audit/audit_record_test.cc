@@ -27,6 +27,9 @@ AuditFacts RanFacts() {
   f.argv = {"scripts/fill.js", "--out", "a.pdf"};
   f.env_names = {"API_KEY"};
   f.timeout_ms = 60000;
+  f.egress_allowed = std::vector<std::string>{"api.example.com:80,443"};
+  f.egress_reached = std::vector<std::string>{"api.example.com:443"};
+  f.egress_refused = std::vector<std::string>{"dns other.example:0", "tcp 192.0.2.1:\u202e443"};
   f.confirm = "elicitation";
   f.confirm_mode = "ask-user";
   f.confirm_wait_ms = 1234;
@@ -71,6 +74,7 @@ TEST(AuditRecord, RanRecordCarriesEveryFieldInItsOrder) {
                                              "SKILL_MCP_ARGV",
                                              "SKILL_MCP_ENV_NAMES",
                                              "SKILL_MCP_TIMEOUT_MS",
+                                             "SKILL_MCP_EGRESS_ALLOWED",
                                              "SKILL_MCP_CONFIRM_MODE",
                                              "SKILL_MCP_CONFIRM",
                                              "SKILL_MCP_CONFIRM_WAIT_MS",
@@ -81,6 +85,8 @@ TEST(AuditRecord, RanRecordCarriesEveryFieldInItsOrder) {
                                              "SKILL_MCP_PEAK_MEMORY_BYTES",
                                              "SKILL_MCP_STDOUT_BYTES",
                                              "SKILL_MCP_STDERR_BYTES",
+                                             "SKILL_MCP_EGRESS_REACHED",
+                                             "SKILL_MCP_EGRESS_REFUSED",
                                              "SKILL_MCP_AUDIT_LOST"};
   EXPECT_EQ(keys, expected);
   EXPECT_EQ(Field(fields, "MESSAGE_ID"), AuditMessageId(AuditOutcome::kRan));
@@ -96,6 +102,14 @@ TEST(AuditRecord, RanRecordCarriesEveryFieldInItsOrder) {
   EXPECT_EQ(Field(fields, "SKILL_MCP_LAYERS"), R"(["seccomp","landlock"])");
   EXPECT_EQ(Field(fields, "SKILL_MCP_CONFIRM_WAIT_MS"), "1234");
   EXPECT_EQ(Field(fields, "SKILL_MCP_AUDIT_LOST"), "3");
+  EXPECT_EQ(Field(fields, "SKILL_MCP_EGRESS_ALLOWED"), R"(["api.example.com:80,443"])");
+  EXPECT_EQ(Field(fields, "SKILL_MCP_EGRESS_REACHED"), R"(["api.example.com:443"])");
+  // A refusal's target is the run's word (a name it asked for): shown, never raw.
+  const nlohmann::json refused = nlohmann::json::parse(Field(fields, "SKILL_MCP_EGRESS_REFUSED"));
+  ASSERT_EQ(refused.size(), 2u);
+  EXPECT_EQ(refused[0], "dns other.example:0");
+  EXPECT_EQ(refused[1], ShowUntrusted("tcp 192.0.2.1:\u202e443"));
+  EXPECT_EQ(refused[1].get<std::string>().find("\u202e"), std::string::npos);
   EXPECT_EQ(Field(fields, "MESSAGE"),
             "skill_run: uid 1000 (alice) ran script \"scripts/fill.js\" of skill \"pdf\": exit 0 "
             "after 70 ms");

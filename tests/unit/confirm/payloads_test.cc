@@ -127,6 +127,22 @@ TEST(Payloads, ElicitationRequestShowsThePreviewInWords) {
   EXPECT_EQ(schema["required"], ordered_json::array({"approve"}));
 }
 
+TEST(Payloads, ThePromptNamesTheOnlyHostsTheRunMayReach) {
+  WillRun run = SampleWillRun();
+  std::string message = ElicitationRequestParams(run)["message"];
+  EXPECT_EQ(message.find("Network:"), std::string::npos);
+  run.egress = std::vector<EgressRule>{{"api.example.com", {80, 443}}, {"b.example", {8443}}};
+  message = ElicitationRequestParams(run)["message"].get<std::string>();
+  const size_t network = message.find(
+      "Network: only these hosts: \"api.example.com\" (ports 80, 443); \"b.example\" (port "
+      "8443)\n");
+  ASSERT_NE(network, std::string::npos) << message;
+  EXPECT_LT(network, message.find("Arguments ("));
+  run.egress->clear();
+  message = ElicitationRequestParams(run)["message"].get<std::string>();
+  EXPECT_NE(message.find("Network: none (it reaches no host)\n"), std::string::npos) << message;
+}
+
 TEST(Payloads, ThePromptPutsTheFixedFactsBeforeTheArguments) {
   WillRun run = SampleWillRun();
   run.env_warning = "declared only";

@@ -62,6 +62,32 @@ TEST(WillRun, InterpreterPathShownAndBoundWhenSet) {
   EXPECT_NE(*CanonicalWillRun(run), *CanonicalWillRun(other));
 }
 
+// The declared network mode: the allowlist is shown last and bound like the argv; none
+// shown is not the same as none allowed.
+TEST(WillRun, EgressShownLastAndBound) {
+  WillRun run = SampleWillRun();
+  const std::string without = *CanonicalWillRun(run);
+  EXPECT_EQ(without.find("egress"), std::string::npos);
+  run.egress = std::vector<EgressRule>{{"api.example.com", {80, 443}}, {"*.example.org", {443}}};
+  nlohmann::ordered_json json = WillRunJson(run);
+  std::vector<std::string> keys;
+  for (const auto& item : json.items()) keys.push_back(item.key());
+  EXPECT_EQ(keys.back(), "egress");
+  EXPECT_EQ(json["egress"].dump(),
+            R"([{"host":"api.example.com","ports":[80,443]},{"host":"*.example.org","ports":[443]}])");
+  WillRun narrower = run;
+  narrower.egress->pop_back();
+  WillRun other_port = run;
+  (*other_port.egress)[0].ports = {443};
+  WillRun none = run;
+  none.egress->clear();
+  EXPECT_EQ(WillRunJson(none)["egress"].dump(), "[]");
+  const std::string bound = *CanonicalWillRun(run);
+  for (const WillRun* w : {&narrower, &other_port, &none})
+    EXPECT_NE(*CanonicalWillRun(*w), bound);
+  EXPECT_NE(*CanonicalWillRun(none), without);
+}
+
 TEST(WillRun, CanonicalDistinguishesArgvSplits) {
   WillRun a = SampleWillRun();
   WillRun b = SampleWillRun();
