@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <string>
@@ -69,21 +70,29 @@ int AddPersonality(scmp_filter_ctx ctx, int nr, uint32_t action) {
   return 0;
 }
 
-int AddTerminalIoctl(scmp_filter_ctx ctx, int nr, uint32_t action) {
-  // ioctl's request is an unsigned int in the kernel: compare the low 32 bits only,
-  // or TIOCSTI with junk in the high half would slip past a 64-bit equality.
-  for (uint64_t request : {uint64_t{TIOCSTI}, uint64_t{TIOCLINUX}}) {
+// Rules matching argument `arg` equal to any of `values` in its low 32 bits: for an
+// argument the kernel reads as an int, which junk in the high half must not slip past.
+int AddLow32Equals(scmp_filter_ctx ctx, int nr, uint32_t action, unsigned arg,
+                   std::initializer_list<uint64_t> values) {
+  for (uint64_t value : values) {
     int rc =
-        seccomp_rule_add(ctx, action, nr, 1, SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xffffffffu, request));
+        seccomp_rule_add(ctx, action, nr, 1, SCMP_CMP(arg, SCMP_CMP_MASKED_EQ, 0xffffffffu, value));
     if (rc < 0) return rc;
   }
   return 0;
 }
 
+int AddTerminalIoctl(scmp_filter_ctx ctx, int nr, uint32_t action) {
+  // ioctl's request is an unsigned int in the kernel.
+  return AddLow32Equals(ctx, nr, action, 1, {uint64_t{TIOCSTI}, uint64_t{TIOCLINUX}});
+}
+
 int AddUnixSocket(scmp_filter_ctx ctx, int nr, uint32_t action) {
-  // The domain is an int in the kernel: the low 32 bits only, as for ioctl's request.
-  return seccomp_rule_add(ctx, action, nr, 1,
-                          SCMP_A0_64(SCMP_CMP_MASKED_EQ, 0xffffffffu, uint64_t{AF_UNIX}));
+  return AddLow32Equals(ctx, nr, action, 0, {uint64_t{AF_UNIX}});  // the domain is an int
+}
+
+int AddInetSocket(scmp_filter_ctx ctx, int nr, uint32_t action) {
+  return AddLow32Equals(ctx, nr, action, 0, {uint64_t{AF_INET}, uint64_t{AF_INET6}});
 }
 
 int AddInetSocket(scmp_filter_ctx ctx, int nr, uint32_t action) {
@@ -105,14 +114,10 @@ int AddUnixDatagramPair(scmp_filter_ctx ctx, int nr, uint32_t action) {
 }
 
 int AddInodeFlagsIoctl(scmp_filter_ctx ctx, int nr, uint32_t action) {
-  // chattr's requests, compared on the low 32 bits as the kernel reads them.
-  for (uint64_t request : {uint64_t{FS_IOC_SETFLAGS}, uint64_t{FS_IOC32_SETFLAGS},
-                           uint64_t{FS_IOC_FSSETXATTR}}) {
-    int rc =
-        seccomp_rule_add(ctx, action, nr, 1, SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xffffffffu, request));
-    if (rc < 0) return rc;
-  }
-  return 0;
+  // chattr's requests.
+  return AddLow32Equals(
+      ctx, nr, action, 1,
+      {uint64_t{FS_IOC_SETFLAGS}, uint64_t{FS_IOC32_SETFLAGS}, uint64_t{FS_IOC_FSSETXATTR}});
 }
 
 int AddRule(scmp_filter_ctx ctx, const SyscallRule& rule, uint32_t action) {

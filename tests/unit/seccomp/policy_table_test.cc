@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <set>
+#include <span>
 #include <string>
 
 #include "seccomp/policy.h"
@@ -105,15 +106,16 @@ TEST(PolicyTable, CoversEveryRequiredSyscall) {
     EXPECT_TRUE(listed.count(must)) << must << " is not in the policy";
 }
 
-TEST(PolicyTable, NoViewGroupsAreSortedDocumentedResolvableAndNew) {
-  const auto groups = NoViewPolicyGroups();
-  ASSERT_FALSE(groups.empty());
+// A set of groups added to the worker policy for some runs: documented, EPERM, sorted,
+// resolvable, and new beside the worker policy. Returns the calls they name.
+std::set<std::string_view> ExpectWellFormedAddedGroups(std::span<const SyscallGroup> groups) {
   std::set<std::string_view> base;
   for (const SyscallGroup& g : WorkerPolicyGroups())
     for (const SyscallRule& r : g.rules) base.insert(r.name);
   std::set<std::string_view> seen;
   for (size_t i = 0; i < groups.size(); ++i) {
     const SyscallGroup& g = groups[i];
+    EXPECT_EQ(g.name.substr(0, 1), "@") << g.name;
     EXPECT_GT(g.why.size(), 20u) << g.name << ": say why";
     EXPECT_EQ(g.action, Action::kErrnoEperm) << g.name << ": callers handle EPERM";
     if (i > 0) {
@@ -137,7 +139,13 @@ TEST(PolicyTable, NoViewGroupsAreSortedDocumentedResolvableAndNew) {
       }
     }
   }
-  std::set<std::string_view> listed = seen;
+  return seen;
+}
+
+TEST(PolicyTable, NoViewGroupsAreSortedDocumentedResolvableAndNew) {
+  const auto groups = NoViewPolicyGroups();
+  ASSERT_FALSE(groups.empty());
+  const std::set<std::string_view> listed = ExpectWellFormedAddedGroups(groups);
   for (const char* must : {"socket", "socketpair", "ioctl", "file_setattr", "mq_open",
                            "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify",
                            "mq_getsetattr", "chmod", "fchmod", "fchmodat", "fchmodat2", "chown",
@@ -153,6 +161,36 @@ TEST(PolicyTable, NoViewGroupsAreSortedDocumentedResolvableAndNew) {
     for (const SyscallGroup& n : groups) in_no_view = in_no_view || n.name == g.name;
     EXPECT_TRUE(in_no_view) << g.name;
   }
+}
+
+TEST(PolicyTable, InetGroupsAreSortedDocumentedResolvableAndApart) {
+  const auto groups = InetSocketGroups();
+  ASSERT_FALSE(groups.empty());
+  ExpectWellFormedAddedGroups(groups);
+  std::set<std::string_view> other_groups;
+  for (const SyscallGroup& g : WorkerPolicyGroups()) other_groups.insert(g.name);
+  for (const SyscallGroup& g : NoViewPolicyGroups()) other_groups.insert(g.name);
+  bool refuses_socket = false;
+  for (const SyscallGroup& g : groups) {
+    EXPECT_FALSE(other_groups.count(g.name)) << g.name << " is also a door or base group";
+    for (const SyscallRule& r : g.rules)
+      refuses_socket =
+          refuses_socket || (r.name == "socket" && r.filter == ArgFilter::kInetSocketDomain);
+  }
+  EXPECT_TRUE(refuses_socket) << "socket(AF_INET/AF_INET6) is not refused";
+}
+
+// The ways round a socket() rule: io_uring makes sockets (IORING_OP_SOCKET) and is refused
+// by every policy; socketcall multiplexes socket() behind a pointer a filter cannot read,
+// and exists only on ABIs whose calls the fixed prefix kills (i386 on x86_64).
+TEST(PolicyTable, NoOtherWayToASocketOnTheNativeArchitecture) {
+  std::set<std::string_view> base;
+  for (const SyscallGroup& g : WorkerPolicyGroups())
+    for (const SyscallRule& r : g.rules) base.insert(r.name);
+  for (const char* s : {"io_uring_setup", "io_uring_enter", "io_uring_register"})
+    EXPECT_TRUE(base.count(s)) << s << " is not refused";
+  EXPECT_LT(seccomp_syscall_resolve_name("socketcall"), 0)
+      << "this architecture has socketcall: a socket() rule alone does not hold here";
 }
 
 // The fence a run gets, from what its view closes (every combination).
