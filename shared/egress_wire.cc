@@ -130,7 +130,16 @@ std::optional<EgressAnswer> DecodeEgressAnswer(std::string_view bytes) {
 std::optional<EgressAnswer> TakeEgressAnswer(std::string_view bytes, UniqueFd& fd) {
   std::optional<EgressAnswer> answer = DecodeEgressAnswer(bytes);
   struct stat st;
-  const bool socket = fd && fstat(fd.get(), &st) == 0 && S_ISSOCK(st.st_mode);
+  // why more than a socket: what the relay splices must be a connected TCP stream of
+  // IPv4 or IPv6, never a listener, a datagram or a unix socket a helper might hand on.
+  auto int_option = [&fd](int name) {
+    int v = -1;
+    socklen_t len = sizeof v;
+    return getsockopt(fd.get(), SOL_SOCKET, name, &v, &len) == 0 ? v : -1;
+  };
+  const bool socket = fd && fstat(fd.get(), &st) == 0 && S_ISSOCK(st.st_mode) &&
+                      (int_option(SO_DOMAIN) == AF_INET || int_option(SO_DOMAIN) == AF_INET6) &&
+                      int_option(SO_TYPE) == SOCK_STREAM && int_option(SO_ACCEPTCONN) == 0;
   // why: a connection is handed on to a run's relay only as the socket the helper
   // connected; a refusal that carries a descriptor, or a success without one, is not an
   // answer of this protocol.

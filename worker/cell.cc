@@ -91,8 +91,12 @@ StepResult DieWithParentPidfd(int sig, int parent_pidfd) {
 }
 
 StepResult BlockMirrorSignals() {
-  const sigset_t set = MirrorSignals();
-  if (sigprocmask(SIG_BLOCK, &set, nullptr) != 0) return StepFailed(WorkerStep::kFork, errno);
+  // why every signal, not only those it waits for: the mirror leads the run's process
+  // group, so a script's kill(0, SIGUSR2) reaches it; blocked, that ends nothing (the
+  // broker's SIGKILL still does), and the ones it waits for are read from the mask.
+  sigset_t all;
+  sigfillset(&all);
+  if (sigprocmask(SIG_BLOCK, &all, nullptr) != 0) return StepFailed(WorkerStep::kFork, errno);
   return StepOk();
 }
 

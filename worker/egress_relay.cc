@@ -18,8 +18,10 @@
 namespace skillmcp::worker {
 namespace {
 
-constexpr size_t kPipeBytes = 1 << 20;   // asked for; the kernel may give less
-constexpr size_t kChunk = 1 << 20;       // per splice call
+// Asked for; the kernel may give less. Why not more: each of a run's connections holds
+// two, in kernel memory its whole-run bound does not count.
+constexpr size_t kPipeBytes = 256 << 10;
+constexpr size_t kChunk = 256 << 10;  // per splice call
 constexpr int kPerWake = 64;             // datagrams, accepts or packets handled per wake
 constexpr int kFdsPerConnection = 6;     // two sockets and two pipes
 constexpr int kFdsKeptFree = 16;         // for the mirror's own descriptors
@@ -105,9 +107,9 @@ void EgressRelay::Collect(std::vector<pollfd>& fds) {
     // A descriptor with nothing to wait for is left out (-1): poll would report its
     // hang-up on every wake.
     short client = 0, upstream = 0;
-    if (!c.up.src_eof && !c.up.shut) client |= POLLIN;
+    if (!c.up.src_eof && !c.up.shut && !c.up.pipe_full) client |= POLLIN;
     if (c.down.queued > 0) client |= POLLOUT;
-    if (!c.down.src_eof && !c.down.shut) upstream |= POLLIN;
+    if (!c.down.src_eof && !c.down.shut && !c.down.pipe_full) upstream |= POLLIN;
     if (c.up.queued > 0) upstream |= POLLOUT;
     add(client ? c.client.get() : -1, client, {Source::kClient, 0, &c});
     add(upstream ? c.upstream.get() : -1, upstream, {Source::kUpstream, 0, &c});
@@ -259,6 +261,7 @@ void EgressRelay::OnTun() {
 }
 
 void EgressRelay::Pump(Direction& d, int src, int dst, bool& failed) {
+  if (d.queued >= kPipeBytes) d.pipe_full = true;
   while (!d.src_eof && d.queued < kPipeBytes) {
     const ssize_t n = splice(src, nullptr, d.pipe_w.get(), nullptr, kChunk,
                              SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
@@ -267,6 +270,7 @@ void EgressRelay::Pump(Direction& d, int src, int dst, bool& failed) {
     } else if (n == 0) {
       d.src_eof = true;
     } else if (errno == EAGAIN) {
+      d.pipe_full = d.queued > 0;
       break;
     } else if (errno != EINTR) {
       failed = true;
@@ -279,6 +283,7 @@ void EgressRelay::Pump(Direction& d, int src, int dst, bool& failed) {
     if (n > 0) {
       d.queued -= static_cast<size_t>(n);
       d.bytes += static_cast<uint64_t>(n);
+      d.pipe_full = false;
     } else if (n < 0 && errno == EAGAIN) {
       break;
     } else if (n < 0 && errno == EINTR) {

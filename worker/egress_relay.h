@@ -41,6 +41,10 @@ class EgressRelay {
   struct Direction {
     UniqueFd pipe_r, pipe_w;
     size_t queued = 0;
+    // The last splice into the pipe would block with bytes still queued: the pipe may be
+    // full (a pipe's slots fill before its bytes do), so the source is not polled until
+    // some of it has drained, or poll would report it readable on every wake.
+    bool pipe_full = false;
     bool src_eof = false;
     bool shut = false;
     uint64_t bytes = 0;

@@ -48,7 +48,8 @@ void Check(const StepResult& result) {
 // not depend on a run, in the run's order, so it fails exactly where a run would: the
 // user and mount namespace, the private /tmp, the covers of the operator's directories,
 // the view made read-only (mount_setattr), the pid and IPC namespace and its init, which mounts the
-// fresh /proc when asked (the broker asks again without it on failure).
+// fresh /proc when asked (the broker asks again without it on failure), and in the declared
+// network mode, last, the run's own network (kOwnNetwork).
 [[noreturn]] void Probe(const RunSpec& spec) {
   if (spec.switch_ids) Check(SwitchIds(spec.uid, spec.gid));  // kSetGroups..kSetUid
   Check(EnterUserNamespace());                                // kUserNamespace
@@ -66,7 +67,15 @@ void Check(const StepResult& result) {
   while (waitpid(init, &status, 0) < 0) {
     if (errno != EINTR) FailAndExit({WorkerStep::kFork, errno});
   }
-  _exit(WIFEXITED(status) ? WEXITSTATUS(status) : static_cast<int>(WorkerStep::kFork));
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    _exit(WIFEXITED(status) ? WEXITSTATUS(status) : static_cast<int>(WorkerStep::kFork));
+  // Last, so a failure here says only that the declared network mode cannot be had: the
+  // run's own network namespace, its loopback, resolver socket and files.
+  if (spec.egress_declared) {
+    EgressCell cell;
+    Check(EnterOwnNetwork(cell));  // kOwnNetwork
+  }
+  _exit(0);
 }
 
 // kRefuseRootIds, kSetGroups, kSetGid, kSetUid: refuse root and the broker's ids, switch

@@ -191,7 +191,7 @@ StepResult ReadRunSpec(int fd, RunSpec& out, UniqueFd& egress_channel) {
   // why: the channel comes exactly with a run in the declared network mode: without it
   // the mirror could answer names it has no way to connect, with it a run in another mode
   // would hold a way to its broker it has no use for.
-  const bool declared = spec && spec->egress_declared;
+  const bool declared = spec && spec->egress_declared && !spec->probe;
   if (got.count == 3 && !declared) {
     got.CloseAll();
     return Fail(EBADMSG);

@@ -206,6 +206,11 @@ int RunServe() {
     deps.egress = EgressPolicyOf(*b->launch);
     const std::vector<Layer> layers = ComputeLayers(b->facts);
     LOG_INFO("%s", LayersOneLine(layers).c_str());
+    // why a line of its own: the operator asked for declared (or left the default), and
+    // runs get no network at all instead.
+    if (!b->launch->network_fallback.empty())
+      LOG_WARN("network: SKILL_MCP_NETWORK=declared falls back to off: %s",
+               b->launch->network_fallback.c_str());
     LOG_INFO("interpreters: %s", DescribeInterpreters(b->launch->interpreters).c_str());
     for (const Layer& l : layers)
       if (l.on) deps.audit.layers.push_back(l.name);

@@ -24,18 +24,24 @@ constexpr int kLiftTo = 100;
 constexpr int kHelperConnectionFd = 3;
 
 // The child, between fork and exec: system calls only. Never returns.
-[[noreturn]] void RunChild(int exe_fd, int conn_fd, int devnull, bool drop, uid_t uid, gid_t gid) {
+[[noreturn]] void RunChild(int exe_fd, int conn_fd, int devnull, bool drop, uid_t uid, gid_t gid,
+                          pid_t broker) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);  // the broker's blocked signals are not its
-  // why: the helper needs no privilege; a root broker's would be a root process with
-  // the network.
+  // why its own session: a terminal's ^C to the broker's process group is not for it.
+  setsid();
+  // why: the helper parses what name servers answer; it must hold nothing of the broker's
+  // (its uid owns the state directory and may signal the broker), so where the broker can
+  // switch ids it runs as the run-as identity, and no capability survives its exec.
   if (drop && (setgroups(0, nullptr) != 0 || setresgid(gid, gid, gid) != 0 ||
                setresuid(uid, uid, uid) != 0))
     _exit(126);
+  if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) _exit(126);
   // why: the helper dies with the broker that started it, even one killed outright (set
-  // after the uid change, which clears it).
+  // after the uid change, which clears it; a broker already gone never sends it).
   prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != broker) _exit(126);
   // why: fd 1 is the broker's MCP channel, which the helper must never write to.
   if (dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 || dup2(conn_fd, kHelperConnectionFd) < 0)
     _exit(126);
@@ -73,14 +79,21 @@ std::unique_ptr<EgressHelperProcess> EgressHelperProcess::Start(EventLoop& loop,
     *error = std::string("cannot prepare the egress helper's descriptors: ") + std::strerror(errno);
     return nullptr;
   }
-  const bool drop = geteuid() == 0 && c.switch_ids;
+  const bool drop = c.switch_ids;
+  // why: a root broker that cannot switch ids would start a root process with the network.
+  if (!drop && geteuid() == 0) {
+    *error = "the broker runs as root and has no run-as user to start the egress helper as";
+    return nullptr;
+  }
+  const pid_t broker = getpid();
   // A plain fork: once, at boot, while the broker is small and has no thread.
   const pid_t pid = fork();
   if (pid < 0) {
     *error = std::string("cannot start the egress helper: ") + std::strerror(errno);
     return nullptr;
   }
-  if (pid == 0) RunChild(exe_hi.get(), theirs_hi.get(), devnull_hi.get(), drop, c.uid, c.gid);
+  if (pid == 0)
+    RunChild(exe_hi.get(), theirs_hi.get(), devnull_hi.get(), drop, c.uid, c.gid, broker);
   std::unique_ptr<EgressHelperProcess> p(new EgressHelperProcess(loop));
   p->pid_ = pid;
   p->pidfd_.reset(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));

@@ -1,8 +1,9 @@
 // The egress helper a broker starts for itself (stdio and the container; under systemd
 // the socket-activated unit serves instead): skill-mcp-egress with one end of a
 // SOCK_SEQPACKET socketpair as fd 3 (egress/README.md). Started once, at boot, before
-// any run; it exits when the broker's end closes. A broker running as root starts it as
-// the run-as identity: the helper needs no privilege, only the network.
+// any run; it exits when the broker's end closes. Where the broker can switch ids it
+// starts it as the run-as identity, with no capability: the helper needs no privilege,
+// only the network.
 #pragma once
 
 #include <sys/types.h>

@@ -94,6 +94,8 @@ struct LaunchConfig {
   bool egress_declared = false;
   bool network_off = false;
   std::string network_fallback;  // why declared settled on off
+  // The boot probe could not give a run its own network (the namespaces held): why.
+  std::string network_problem;
   EgressSettings egress;
   // The node_modules beside each skills root, none inside a skill (SetHiddenRoots); each
   // run gets its own root's, checked at its start (broker/run/module_dirs.h).

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -43,8 +44,26 @@ bool ProbeAgainWithoutFreshProc(const NamespaceProbe& first) {
   return first.err != 0 && first.step == WorkerStep::kMountProc;
 }
 
-void DecideNamespaces(LaunchConfig& c, const NamespaceProbe& first, const NamespaceProbe* second) {
+void DecideNamespaces(LaunchConfig& c, const NamespaceProbe& first_probe,
+                      const NamespaceProbe* second_probe) {
   c.namespaces_pending = false;
+  NamespaceProbe first = first_probe;
+  std::optional<NamespaceProbe> second_copy;
+  if (second_probe != nullptr) second_copy = *second_probe;
+  const NamespaceProbe* second = second_copy ? &*second_copy : nullptr;
+  // The run's own network, tried last: its failure settles the declared mode on off
+  // (SettleNetwork) and says nothing against the namespaces, which all held.
+  NamespaceProbe& last = second_copy ? *second_copy : first;
+  c.network_problem.clear();
+  if (last.err != 0 && last.step && *last.step == WorkerStep::kOwnNetwork) {
+    c.network_problem =
+        std::string("the run-as user cannot give a run a network namespace of its own here (") +
+        std::string(DescribeWorkerStep(*last.step)) + ": " + std::strerror(last.err) +
+        "; under systemd, RestrictNamespaces= needs net and RestrictAddressFamilies= AF_INET "
+        "and AF_INET6)";
+    last.err = 0;
+    last.step.reset();
+  }
   NamespaceProbe probe = first;
   if (second != nullptr) {
     c.fresh_proc_problem = std::string(

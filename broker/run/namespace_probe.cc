@@ -57,6 +57,9 @@ Launched LaunchProbe(const LaunchConfig& config, bool fresh_proc) {
   spec.switch_ids = config.switch_ids;
   spec.uid = config.uid;
   spec.gid = config.gid;
+  // The declared network mode is tried too, last: a host (or a unit) that refuses a run
+  // its own network settles that mode on off, and leaves the namespaces on.
+  spec.egress_declared = config.network_mode == NetworkMode::kDeclared;
   std::optional<std::string> encoded = EncodeRunSpec(spec);
   if (!encoded) return {std::nullopt, {EINVAL}};
   SpawnRequest req;

@@ -112,8 +112,14 @@ void SettleNetwork(LaunchConfig& c) {
   c.network_off = c.network_mode == NetworkMode::kOff;
   c.network_fallback.clear();
   if (c.network_mode != NetworkMode::kDeclared) return;
-  if (c.namespaces || c.namespaces_pending) {
+  if ((c.namespaces || c.namespaces_pending) && c.network_problem.empty()) {
     c.egress_declared = true;
+    return;
+  }
+  if (!c.network_problem.empty()) {
+    // why off, never on, as below.
+    c.network_off = true;
+    c.network_fallback = c.network_problem;
     return;
   }
   // why off, never on: the operator asked that runs reach only what their skills
@@ -124,8 +130,7 @@ void SettleNetwork(LaunchConfig& c) {
       (!c.namespaces_problem.empty()      ? c.namespaces_problem
        : !c.namespaces_off_reason.empty() ? c.namespaces_off_reason
                                           : std::string("SKILL_MCP_NAMESPACES=off")) +
-      "), so no run can have a network of its own: SKILL_MCP_NETWORK=declared runs them with "
-      "none";
+      "), so none can have a network of its own";
 }
 
 std::string NetworkRefusal(const LaunchConfig& c) {
@@ -135,7 +140,8 @@ std::string NetworkRefusal(const LaunchConfig& c) {
     return std::string("SKILL_MCP_NETWORK=") + NetworkModeName(c.network_mode) +
            (c.network_fallback.empty() ? "" : " (falling back to off)") +
            " needs the seccomp filter (SKILL_MCP_SECCOMP=on) or Landlock ABI 4 to refuse the "
-           "network, and this broker has neither";
+           "network, and this broker has neither; set SKILL_MCP_NETWORK=on to let runs use the "
+           "host's network";
   return "";
 }
 
@@ -146,7 +152,11 @@ EgressPolicy EgressPolicyOf(const LaunchConfig& c) {
 std::optional<std::vector<EgressRule>> RunEgressRules(const EgressPolicy& policy,
                                                       const std::vector<std::string>& declared) {
   if (!policy.declared) return std::nullopt;
-  return EffectiveEgress(declared, policy.patterns);
+  std::vector<EgressRule> rules = EffectiveEgress(declared, policy.patterns);
+  // why no address: a run reaches hosts by name (its resolver allots the addresses it
+  // can connect to); a literal it cannot reach must not be shown as allowed.
+  std::erase_if(rules, [](const EgressRule& r) { return IsAddressLiteral(r.host); });
+  return rules;
 }
 
 }  // namespace skillmcp

@@ -66,8 +66,8 @@ struct EgressPolicy {
 };
 EgressPolicy EgressPolicyOf(const LaunchConfig& c);
 
-// The run's allowlist: its skill's declared hosts narrowed by the operator's patterns;
-// nothing unless the mode is declared.
+// The run's allowlist: its skill's declared hosts narrowed by the operator's patterns,
+// without IP literals (a run reaches names only); nothing unless the mode is declared.
 std::optional<std::vector<EgressRule>> RunEgressRules(const EgressPolicy& policy,
                                                       const std::vector<std::string>& declared);
 

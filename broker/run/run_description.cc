@@ -54,9 +54,9 @@ RunSpec BuildSpec(const PreparedRun& run, const PinnedInterpreter& interpreter,
   }
   // why: the broker's rules, fixed when the run was confirmed (skill_run), travel to the
   // run's resolver and listeners; the broker checks every connection against them again.
-  if (config.egress_declared && config.namespaces && run.egress) {
+  if (config.egress_declared) {
     spec.egress_declared = true;
-    spec.egress_rules = *run.egress;
+    if (run.egress) spec.egress_rules = *run.egress;
   }
   // why only its own root's: another root's node_modules is no business of this run.
   std::vector<ModuleDir> module_dirs;

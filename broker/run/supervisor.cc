@@ -160,7 +160,7 @@ std::optional<StartRefusal> RunSupervisor::StartCommitted(PreparedRun prepared, 
   // The declared network mode: a channel between the run's mirror and this broker, over
   // which the run asks for each connection (broker/run/run_egress.h).
   UniqueFd egress_ends[2];
-  if (config_.egress_declared && prepared.egress) {
+  if (config_.egress_declared) {
     int pair[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
       const int err = errno;
@@ -179,8 +179,9 @@ std::optional<StartRefusal> RunSupervisor::StartCommitted(PreparedRun prepared, 
   if (egress_ends[0].valid()) {
     run->egress_run_end = std::move(egress_ends[1]);
     run->egress =
-        std::make_unique<RunEgress>(loop_, egress_client_, *prepared.egress, config_.egress,
-                                    std::move(egress_ends[0]));
+        std::make_unique<RunEgress>(loop_, egress_client_,
+                                    prepared.egress.value_or(std::vector<EgressRule>{}),
+                                    config_.egress, std::move(egress_ends[0]));
   }
   run->start_ms = EventLoop::NowMs();
   run->pid = s.pid;

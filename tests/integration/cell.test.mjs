@@ -176,7 +176,9 @@ for (const mode of MODES) {
       // Control: without namespaces, and without the seccomp filter that refuses System V
       // IPC where no namespace clears it (doors.test.mjs), the next run sees them (then
       // they are removed).
-      await withBroker(mode, { ...OFF, SKILL_MCP_SECCOMP: 'off' }, async (b) => {
+      // (The host's network too: with neither namespaces nor the filter, the declared network
+      // mode's fallback could not hold, and runs would be refused.)
+      await withBroker(mode, { ...OFF, SKILL_MCP_SECCOMP: 'off', SKILL_MCP_NETWORK: 'on' }, async (b) => {
         const made = JSON.parse((await b.run('ipc-make.js')).stdout);
         try {
           const seen = JSON.parse((await b.run('ipc-list.js')).stdout);

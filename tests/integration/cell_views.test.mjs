@@ -241,12 +241,17 @@ for (const [label, asUser] of modes) {
       });
       try {
         const ops = { abstract: ['abstract', name] };
-        const scoped = await runProbe(inTmp, { SKILL_MCP_LANDLOCK: 'auto' }, ops, { asUser });
+        // The host's network: Landlock's scoping is what this case is about (in the declared
+        // mode the run's own network namespace has none of the host's abstract sockets).
+        const scoped = await runProbe(inTmp, { SKILL_MCP_LANDLOCK: 'auto', SKILL_MCP_NETWORK: 'on' },
+                                      ops, { asUser });
         assert.equal(scoped.abstract, 'EPERM', JSON.stringify(scoped));
+        const own = await runProbe(inTmp, { SKILL_MCP_LANDLOCK: 'auto' }, ops, { asUser });
+        assert.equal(own.abstract, 'ECONNREFUSED', JSON.stringify(own));
         // Control: Landlock off, and the seccomp filter too, whose unix socket fence takes
         // over where Landlock does not scope abstract sockets (doors.test.mjs).
-        const control = await runProbe(inTmp, { SKILL_MCP_LANDLOCK: 'off', SKILL_MCP_SECCOMP: 'off' },
-                                       ops, { asUser });
+        const control = await runProbe(inTmp, { SKILL_MCP_LANDLOCK: 'off', SKILL_MCP_SECCOMP: 'off',
+                                                SKILL_MCP_NETWORK: 'on' }, ops, { asUser });
         assert.equal(control.abstract, 'connected', 'control: Landlock and seccomp off');
       } finally {
         server.close();

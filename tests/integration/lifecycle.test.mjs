@@ -152,7 +152,8 @@ describe('a running script and the broker', () => {
   });
 
   test('a client that goes away takes even a process that left the group with it', async () => {
-    const raw = spawnRaw({ ...env(), SKILL_MCP_SECCOMP: 'off' });
+    // The host's network: without the filter, the declared mode's fallback could not hold.
+    const raw = spawnRaw({ ...env(), SKILL_MCP_SECCOMP: 'off', SKILL_MCP_NETWORK: 'on' });
     await raw.initialize();
     const { pids } = await startRun(raw, 'run-1', join(markers, 'escaped'));
     const pgrp = (pid) => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[2];

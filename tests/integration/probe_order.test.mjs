@@ -62,9 +62,10 @@ function doctorLayers(command, args, env) {
   return { ns: layer('run-namespaces'), freshProc: layer('fresh-proc'), text: r.stdout + r.stderr };
 }
 
-// A token for the run, from a first broker with the same secret.
-async function signedToken(extra, secret) {
-  const conn = await connect({ env: envFor(extra, secret) });
+// A token for the run, from a first broker with the same secret, started the same way (a
+// broker whose runs get another network mode would preview another run).
+async function signedToken(extra, secret, command, args) {
+  const conn = await connect({ env: envFor(extra, secret), command, args });
   try {
     const first = await callJson(conn.client, 'skill_run', { name: 'see', script: 'scripts/see.js' });
     assert.equal(first.json?.status, 'confirmation-required', first.text);
@@ -116,7 +117,7 @@ async function checkRunGetsProbedLayers(t, extra, wrapper = []) {
   assert.ok(doctor.ns, doctor.text);
   if (extra.SKILL_MCP_NAMESPACES === 'on' && doctor.ns === 'off')
     return t.skip(`this host refuses the run namespaces:\n${doctor.text}`);
-  const token = await signedToken(extra, secret);
+  const token = await signedToken(extra, secret, command, args);
   const answer = await pipelinedRun(command, args, env, token);
   const text = answer.result?.content?.[0]?.text ?? JSON.stringify(answer);
   assert.notEqual(answer.result.isError, true, text);

@@ -202,8 +202,9 @@ describe('SKILL_MCP_INTERPRETERS unset: the answers of a node-only server', () =
   test('a node preview has no interpreterPath: the willRun it always had', async () => {
     await withServer(off, false, async (client) => {
       const p = await callJson(client, 'skill_run', { name: 'pyskill', script: 'scripts/node_ok.js' });
+      // (egress: the declared network mode's allowlist, docs/wire.md §6.)
       assert.deepEqual(Object.keys(p.json.preview.willRun),
-        ['skill', 'interpreter', 'argv', 'cwd', 'timeoutMs', 'envNames']);
+        ['skill', 'interpreter', 'argv', 'cwd', 'timeoutMs', 'envNames', 'egress']);
     });
   });
 });

@@ -390,7 +390,9 @@ describe('own identity per run: allocation', () => {
     if (!isRoot) return t.skip('needs root: an unprivileged broker cannot switch uids');
     // Seccomp off lets the script leave its process group (setsid), so a process of the
     // run outlives its killed broker (namespaces off: no pid namespace ends it).
-    const extra = { SKILL_MCP_RUN_UIDS: ONE, SKILL_MCP_NAMESPACES: 'off', SKILL_MCP_SECCOMP: 'off' };
+    // The host's network: with neither, the declared mode's fallback (off) could not hold.
+    const extra = { SKILL_MCP_RUN_UIDS: ONE, SKILL_MCP_NAMESPACES: 'off', SKILL_MCP_SECCOMP: 'off',
+                    SKILL_MCP_NETWORK: 'on' };
     const token = `skill-mcp-uid-${process.pid}-${Date.now()}`;
     const where = marker('escape');
     const a = startBroker(ROOT_MODE, extra);

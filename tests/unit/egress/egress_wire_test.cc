@@ -181,11 +181,31 @@ TEST(EgressWireTest, EveryMalformedAnswerIsRefused) {
     EXPECT_FALSE(DecodeEgressAnswer(good.substr(0, n)).has_value()) << n;
 }
 
+// A listening TCP socket on loopback, and a connection to it.
+struct LoopbackTcp {
+  UniqueFd listener, connected;
+  LoopbackTcp() {
+    listener.reset(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (bind(listener.get(), reinterpret_cast<sockaddr*>(&a), len) != 0 ||
+        listen(listener.get(), 4) != 0 ||
+        getsockname(listener.get(), reinterpret_cast<sockaddr*>(&a), &len) != 0)
+      return;
+    connected.reset(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (connect(connected.get(), reinterpret_cast<sockaddr*>(&a), len) != 0) connected.reset();
+  }
+};
+
 TEST(EgressWireTest, AnAnswerIsTakenOnlyWithASocketExactlyWhenItSucceeded) {
   int sv[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
   UniqueFd other(sv[1]);
-  UniqueFd sock(sv[0]);
+  LoopbackTcp tcp;
+  ASSERT_TRUE(tcp.connected.valid());
+  UniqueFd sock = std::move(tcp.connected);
   const std::string ok = Answer(V4Answer(1, 0, "192.0.2.1", 443));
   const std::string refused = Answer(V4Answer(1, EACCES, "127.0.0.1", 443));
 
@@ -211,6 +231,24 @@ TEST(EgressWireTest, AnAnswerIsTakenOnlyWithASocketExactlyWhenItSucceeded) {
   UniqueFd garbage(dup(other.get()));
   EXPECT_FALSE(TakeEgressAnswer("SMEA", garbage).has_value());
   EXPECT_FALSE(garbage.valid());
+}
+
+// What a relay splices is a connected TCP stream: a unix socket, a datagram socket or a
+// listener handed back as a success is refused and closed.
+TEST(EgressWireTest, OnlyAConnectedTcpStreamIsTakenAsAConnection) {
+  const std::string ok = Answer(V4Answer(1, 0, "192.0.2.1", 443));
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  UniqueFd unix_end(sv[0]), unix_other(sv[1]);
+  UniqueFd datagram(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  LoopbackTcp tcp;
+  ASSERT_TRUE(tcp.connected.valid());
+  for (UniqueFd* fd : {&unix_end, &datagram, &tcp.listener}) {
+    ASSERT_TRUE(fd->valid());
+    EXPECT_FALSE(TakeEgressAnswer(ok, *fd).has_value());
+    EXPECT_FALSE(fd->valid());
+  }
+  EXPECT_TRUE(TakeEgressAnswer(ok, tcp.connected).has_value());  // the control
 }
 
 }  // namespace

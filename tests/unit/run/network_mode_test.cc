@@ -154,6 +154,10 @@ TEST(RunEgressRules, OnlyInTheDeclaredModeAndNarrowedByThePatterns) {
   ASSERT_TRUE(all.has_value());
   ASSERT_EQ(all->size(), 1u);
   EXPECT_EQ((*all)[0].ports, (std::vector<uint16_t>{80, 443}));
+  // A declared address is not shown as allowed: a run reaches names only.
+  auto named = RunEgressRules(EgressPolicy{true, std::nullopt}, {"192.0.2.1", "api.example.com"});
+  ASSERT_EQ(named->size(), 1u);
+  EXPECT_EQ((*named)[0].host, "api.example.com");
   auto none = RunEgressRules(EgressPolicy{true, std::vector<EgressPattern>{}}, {"api.example.com"});
   ASSERT_TRUE(none.has_value());
   EXPECT_TRUE(none->empty());
