@@ -86,6 +86,16 @@ int AddUnixSocket(scmp_filter_ctx ctx, int nr, uint32_t action) {
                           SCMP_A0_64(SCMP_CMP_MASKED_EQ, 0xffffffffu, uint64_t{AF_UNIX}));
 }
 
+int AddInetSocket(scmp_filter_ctx ctx, int nr, uint32_t action) {
+  // The domain is an int: the low 32 bits only, or AF_INET with junk above would pass.
+  for (uint64_t domain : {uint64_t{AF_INET}, uint64_t{AF_INET6}}) {
+    int rc =
+        seccomp_rule_add(ctx, action, nr, 1, SCMP_A0_64(SCMP_CMP_MASKED_EQ, 0xffffffffu, domain));
+    if (rc < 0) return rc;
+  }
+  return 0;
+}
+
 int AddUnixDatagramPair(scmp_filter_ctx ctx, int nr, uint32_t action) {
   // The type's low four bits (SOCK_TYPE_MASK) name it; the rest are SOCK_NONBLOCK and
   // SOCK_CLOEXEC, which must not let a datagram pair through.
@@ -125,6 +135,8 @@ int AddRule(scmp_filter_ctx ctx, const SyscallRule& rule, uint32_t action) {
       return AddUnixDatagramPair(ctx, nr, action);
     case ArgFilter::kInodeFlagsIoctl:
       return AddInodeFlagsIoctl(ctx, nr, action);
+    case ArgFilter::kInetSocketDomain:
+      return AddInetSocket(ctx, nr, action);
   }
   return -EINVAL;
 }
@@ -141,7 +153,7 @@ int AddGroups(scmp_filter_ctx ctx, std::span<const SyscallGroup> groups) {
 
 }  // namespace
 
-int CompileWorkerPolicy(std::string* bpf, DoorFence fence) {
+int CompileWorkerPolicy(std::string* bpf, DoorFence fence, bool inet_fence) {
   // Fixed suffix: default ALLOW (see policy.h for why a deny-list).
   Ctx ctx(seccomp_init(SCMP_ACT_ALLOW));
   if (!ctx) return -ENOMEM;
@@ -171,6 +183,10 @@ int CompileWorkerPolicy(std::string* bpf, DoorFence fence) {
                                                           : UnixSocketGroups());
     if (rc < 0) return rc;
   }
+  if (inet_fence) {
+    rc = AddGroups(ctx.get(), InetSocketGroups());
+    if (rc < 0) return rc;
+  }
   // libseccomp 2.5 exports to a descriptor only: a memfd, read back whole.
   UniqueFd mem(memfd_create("skill-mcp-seccomp", MFD_CLOEXEC));
   if (!mem.valid()) return -errno;
@@ -192,9 +208,9 @@ int CompileWorkerPolicy(std::string* bpf, DoorFence fence) {
   return 0;
 }
 
-int InstallWorkerPolicy(DoorFence fence) {
+int InstallWorkerPolicy(DoorFence fence, bool inet_fence) {
   std::string bpf;
-  if (int rc = CompileWorkerPolicy(&bpf, fence); rc < 0) return rc;
+  if (int rc = CompileWorkerPolicy(&bpf, fence, inet_fence); rc < 0) return rc;
   return LoadCompiledPolicy(bpf);
 }
 

@@ -13,10 +13,12 @@ namespace skillmcp::seccomp {
 // program for the native architecture: `struct sock_filter` records, 8 bytes each.
 // The broker does this once at boot and hands the bytes to every worker (libseccomp's
 // compilation costs ~0.8 ms, every run). Returns 0 or -errno; `bpf` is then unchanged.
-// `fence`: also UnixSocketGroups or NoViewPolicyGroups (seccomp/policy.h).
-int CompileWorkerPolicy(std::string* bpf, DoorFence fence = DoorFence::kNone);
+// `fence`: also UnixSocketGroups or NoViewPolicyGroups (seccomp/policy.h);
+// `inet_fence`: also InetSocketGroups, for a run kept off the network.
+int CompileWorkerPolicy(std::string* bpf, DoorFence fence = DoorFence::kNone,
+                        bool inet_fence = false);
 
 // CompileWorkerPolicy, then LoadCompiledPolicy (seccomp/load.h). Tests.
-int InstallWorkerPolicy(DoorFence fence = DoorFence::kNone);
+int InstallWorkerPolicy(DoorFence fence = DoorFence::kNone, bool inet_fence = false);
 
 }  // namespace skillmcp::seccomp

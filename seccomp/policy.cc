@@ -103,6 +103,8 @@ constexpr SyscallRule kHostIpc[] = {
     {"shmctl"},        {"shmdt"},     {"shmget"},
 };
 
+constexpr SyscallRule kInetSockets[] = {{"socket", ArgFilter::kInetSocketDomain}};
+
 constexpr SyscallRule kUnixSockets[] = {
     {"socket", ArgFilter::kUnixSocketDomain},
     {"socketpair", ArgFilter::kUnixDatagramPair},
@@ -130,6 +132,14 @@ constexpr SyscallGroup kUnixSocketsGroup = {
     "socketpair, whose end can send to any path, are EPERM; a stream socketpair, node's own "
     "pipes, stays allowed",
     Action::kErrnoEperm, kUnixSockets};
+
+constexpr SyscallGroup kInetGroups[] = {
+    {"@inet-sockets",
+     "a run kept off the network makes no IPv4 or IPv6 socket (stream, datagram or raw), so "
+     "it neither connects, binds nor sends, whether Landlock can refuse TCP or not; EPERM, "
+     "the refusal an unprivileged raw socket already gets",
+     Action::kErrnoEperm, kInetSockets},
+};
 
 constexpr SyscallGroup kUnixGroups[] = {kUnixSocketsGroup};
 constexpr SyscallGroup kNoViewGroups[] = {kFileMetadataGroup, kHostIpcGroup, kUnixSocketsGroup};
@@ -207,6 +217,8 @@ std::span<const SyscallGroup> WorkerPolicyGroups() { return kGroups; }
 std::span<const SyscallGroup> UnixSocketGroups() { return kUnixGroups; }
 
 std::span<const SyscallGroup> NoViewPolicyGroups() { return kNoViewGroups; }
+
+std::span<const SyscallGroup> InetSocketGroups() { return kInetGroups; }
 
 int ActionErrno(Action action) {
   switch (action) {

@@ -41,6 +41,7 @@ enum class ArgFilter : uint8_t {
   kUnixDatagramPair,     // socketpair(AF_UNIX, SOCK_DGRAM, ...): a datagram end can sendto
                          // any path; stream and seqpacket pairs cannot be readdressed
   kInodeFlagsIoctl,      // ioctl(fd, FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS or FS_IOC_FSSETXATTR)
+  kInetSocketDomain,     // socket(AF_INET, ...) and socket(AF_INET6, ...), any type
 };
 
 struct SyscallRule {
@@ -68,6 +69,11 @@ std::span<const SyscallGroup> WorkerPolicyGroups();
 // NoViewPolicyGroups (those and the metadata and IPC groups) where it has no closed view.
 std::span<const SyscallGroup> UnixSocketGroups();
 std::span<const SyscallGroup> NoViewPolicyGroups();
+
+// The group added for a run without the network (SKILL_MCP_NETWORK=off, and `declared`
+// where runs have no namespaces): no IPv4 or IPv6 socket at all, whatever Landlock's ABI.
+// Independent of the door fence; sorted likewise.
+std::span<const SyscallGroup> InetSocketGroups();
 
 // Which of those a run gets (seccomp/compile.h): none, the unix socket groups, or all.
 enum class DoorFence : uint8_t { kNone, kUnixSockets, kNoView };

@@ -50,7 +50,18 @@ Running scripts (skill_run):
                              pid and IPC namespace (private /tmp, the other skills
                              hidden, its own processes); auto where the host allows
   SKILL_MCP_LANDLOCK         auto (default) | on | off: the per-run filesystem allowlist
-  SKILL_MCP_NETWORK          on (default) | off: off refuses a run's TCP (Landlock ABI 4+)
+  SKILL_MCP_NETWORK          declared (default) | on | off: declared: each run reaches only
+                             the hosts its skill declares (off where runs get no
+                             namespaces); off: no IPv4 or IPv6 socket at all
+  SKILL_MCP_EGRESS_ALLOW     host[:port],...: narrows the declared hosts (default ports
+                             443, 80; none: no host)
+  SKILL_MCP_EGRESS_LOCAL     on | off (default): let declared hosts resolve to loopback,
+                             link-local or multicast addresses
+  SKILL_MCP_EGRESS_RESOLVE   host=address,...: connect there for that name
+  SKILL_MCP_EGRESS_SOCKET    the socket-activated egress helper's socket (unset: the
+                             broker starts skill-mcp-egress itself)
+  SKILL_MCP_EGRESS_HELPER    the skill-mcp-egress binary (default: beside the build or in
+                             libexecdir)
   TMPDIR                     where each run's private scratch TMPDIR is made (default /tmp)
   SKILL_MCP_AUDIT            auto (default) | journal | stderr: where each skill_run
                              outcome's audit record goes (auto: the journal where its

@@ -5,7 +5,9 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -17,6 +19,8 @@
 #include "broker/mcp/late_catalogue.h"
 #include "broker/mcp/server.h"
 #include "broker/mcp/session.h"
+#include "broker/run/egress_client.h"
+#include "broker/run/egress_helper.h"
 #include "broker/run/namespace_probe.h"
 #include "broker/run/supervisor.h"
 #include "broker/tools/deferred_run.h"
@@ -83,6 +87,53 @@ class LateProbe {
   bool retried_ = false;
 };
 
+// The way out of declared runs: the socket-activated helper's socket where one is
+// configured (the systemd deployment), else a helper this broker starts for itself. A
+// helper that cannot be had leaves the client null: every connection is then refused,
+// never opened another way.
+void StartEgress(EventLoop& loop, const LaunchConfig& launch,
+                 std::unique_ptr<EgressHelperProcess>* helper,
+                 std::unique_ptr<EgressClient>* client) {
+  if (!launch.egress.socket_path.empty()) {
+    *client = std::make_unique<EgressClient>(loop, launch.egress.socket_path);
+    LOG_INFO("egress: declared runs connect through the helper at %s",
+             launch.egress.socket_path.c_str());
+    return;
+  }
+  std::string error;
+  *helper = EgressHelperProcess::Start(loop, launch, &error);
+  if (!*helper) {
+    LOG_WARN("egress: %s; declared runs reach no host", error.c_str());
+    return;
+  }
+  *client = std::make_unique<EgressClient>(loop, (*helper)->TakeConnection());
+  LOG_INFO("egress: declared runs connect through the helper %s (pid %d)",
+           launch.egress.helper_path.c_str(), static_cast<int>((*helper)->pid()));
+}
+
+// Doctor's egress line: where declared runs' connections go and whether the helper
+// answers there now, asked for a loopback address it must refuse (nothing is opened).
+std::string DescribeEgress(const LaunchConfig& launch) {
+  if (!launch.egress_declared) return std::string("off (SKILL_MCP_NETWORK is ") +
+                                      (launch.network_off ? "off" : "on") + ")";
+  EventLoop loop;
+  std::unique_ptr<EgressHelperProcess> helper;
+  std::unique_ptr<EgressClient> client;
+  StartEgress(loop, launch, &helper, &client);
+  const std::string where = launch.egress.socket_path.empty()
+                                ? "the helper " + launch.egress.helper_path + ", started by the broker"
+                                : "the socket-activated helper at " + launch.egress.socket_path;
+  if (!client) return "unreachable\n    " + where + " cannot be started; declared runs reach no host";
+  std::optional<int> answered;
+  client->Dial("127.0.0.1", 9, /*allow_local=*/false,
+               [&answered](const EgressAnswer& a, UniqueFd) { answered = a.error; });
+  for (int i = 0; i < 300 && !answered; ++i) loop.RunOnce(10);
+  if (answered && *answered == EACCES) return "reachable\n    " + where + " answers";
+  return "unreachable\n    " + where + (answered ? std::string(" answered ") + std::strerror(*answered)
+                                                  : std::string(" did not answer within 3 s")) +
+         "; declared runs reach no host";
+}
+
 }  // namespace
 
 int RunServe() {
@@ -120,6 +171,11 @@ int RunServe() {
   // Who is on the other end: read once, before the loop (the user name lookup may wait).
   AuditConnection connection{ReadAuditPeer(STDIN_FILENO), {}, {}};
   RunSupervisor supervisor(loop, *b->launch, b->env);
+  // The declared network mode's way out (broker/run/egress_client.h), after the supervisor
+  // so that it goes first: the helper's connection closes before the runs are reaped.
+  std::unique_ptr<EgressHelperProcess> egress_helper;
+  std::unique_ptr<EgressClient> egress_client;
+  supervisor.SpareChild([&egress_helper] { return egress_helper ? egress_helper->pid() : -1; });
   DeferredRunTool run_gate([&session] { session.HoldInput(); },
                            [&session] { session.ReleaseInput(); });
   SkillRunDeps deps;
@@ -143,7 +199,11 @@ int RunServe() {
   deps.audit.emit = [&audit](AuditFacts facts) { audit.Emit(std::move(facts)); };
   // Once the run side is decided: the isolation line, then skill_run with the refusal
   // that holds (runs_blocked may only now be known).
-  auto open_runs = [&b, &run_gate, &deps, &supervisor] {
+  auto open_runs = [&b, &run_gate, &deps, &supervisor, &loop, &egress_helper, &egress_client] {
+    if (b->launch->egress_declared && !b->runs_blocked)
+      StartEgress(loop, *b->launch, &egress_helper, &egress_client);
+    supervisor.UseEgressClient(egress_client.get());
+    deps.egress = EgressPolicyOf(*b->launch);
     const std::vector<Layer> layers = ComputeLayers(b->facts);
     LOG_INFO("%s", LayersOneLine(layers).c_str());
     LOG_INFO("interpreters: %s", DescribeInterpreters(b->launch->interpreters).c_str());
@@ -259,6 +319,7 @@ int RunDoctorCommand() {
                                       "{\"skill_mcp_audit\":1,");
   printf("audit: %s\n", where.c_str());
   printf("watch: %s\n", DescribeWatch(*b).c_str());
+  printf("egress-helper: %s\n", DescribeEgress(*b->launch).c_str());
   return rc;
 }
 

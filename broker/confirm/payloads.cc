@@ -68,8 +68,9 @@ ordered_json PreviewJson(const WillRun& will_run) {
   preview["willRun"] = WillRunJson(will_run);
   preview["note"] =
       "Nothing has run. willRun is the exact run the confirmToken allows: the interpreter, "
-      "the argv, the working directory, the time limit and the names (never the values) of "
-      "the variables the script receives. Any change to it needs a new confirmation.";
+      "the argv, the working directory, the time limit, the names (never the values) of "
+      "the variables the script receives and, where shown, the only hosts it may reach. Any "
+      "change to it needs a new confirmation.";
   return preview;
 }
 
@@ -202,6 +203,17 @@ ordered_json ElicitationRequestParams(const WillRun& will_run) {
   }
   if (will_run.env_warning)
     message += "Warning: " + ShowUntrusted(*will_run.env_warning, 2000) + "\n";
+  if (will_run.egress) {
+    std::string hosts;
+    for (const EgressRule& rule : *will_run.egress) {
+      std::string ports;
+      for (uint16_t port : rule.ports) ports += (ports.empty() ? "" : ", ") + std::to_string(port);
+      hosts += std::string(hosts.empty() ? "" : "; ") + "\"" + ShowUntrusted(rule.host) +
+               "\" (port" + (rule.ports.size() == 1 ? " " : "s ") + ports + ")";
+    }
+    message += hosts.empty() ? "Network: none (it reaches no host)\n"
+                             : "Network: only these hosts: " + hosts + "\n";
+  }
   const size_t argc = will_run.argv.empty() ? 0 : will_run.argv.size() - 1;
   message += "Arguments (" + std::to_string(argc) +
              "), one per line, each in quotes:" + std::string(argc == 0 ? " none" : "") + "\n";

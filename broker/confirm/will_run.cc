@@ -17,6 +17,16 @@ Json Build(const WillRun& will_run) {
   out["envNames"] = will_run.env_names;
   if (!will_run.env_not_set.empty()) out["envNotSet"] = will_run.env_not_set;
   if (will_run.env_warning) out["envWarning"] = *will_run.env_warning;
+  if (will_run.egress) {
+    Json hosts = Json::array();
+    for (const EgressRule& rule : *will_run.egress) {
+      Json host = Json::object();
+      host["host"] = rule.host;
+      host["ports"] = rule.ports;
+      hosts.push_back(std::move(host));
+    }
+    out["egress"] = std::move(hosts);
+  }
   return out;
 }
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "shared/egress_allowlist.h"
+
 namespace skillmcp {
 
 struct WillRun {
@@ -23,6 +25,9 @@ struct WillRun {
   std::vector<std::string> env_names;      // ComputeScriptEnv().names
   std::vector<std::string> env_not_set;    // emitted only when non-empty
   std::optional<std::string> env_warning;  // standalone only
+  // The declared network mode only: the hosts and ports the run may reach, in the order
+  // the skill declares them (broker/run/network_mode.h); [] when none.
+  std::optional<std::vector<EgressRule>> egress;
   // Not shown: which file the user approves (device, inode, size, sha256 of its bytes;
   // ScriptIdentity::Binding). The token binds it beside the canonical form, so a script
   // changed after the preview is DRAFT_CHANGED (docs/wire.md).
@@ -30,7 +35,7 @@ struct WillRun {
 };
 
 // {skill, interpreter, interpreterPath?, argv, cwd, timeoutMs, envNames, envNotSet?,
-// envWarning?} in exactly
+// envWarning?, egress?} (egress: [{host, ports}]) in exactly
 // that order; optional keys are omitted, never null.
 nlohmann::ordered_json WillRunJson(const WillRun& will_run);
 

@@ -36,6 +36,48 @@ Layer Make(const char* name, bool on, bool demanded, std::string reason, std::st
   return l;
 }
 
+// How runs' network is held (broker/run/network_mode.h): their own namespace and
+// allowlist, none at all (seccomp's inet fence, Landlock's TCP rules), or the host's.
+Layer NetworkLayer(const WorkerLayerFacts& w) {
+  const bool demanded = w.network_mode != "on";
+  if (w.egress_declared)
+    return Make("network", true, true,
+                "SKILL_MCP_NETWORK=declared: each run has a network namespace of its own with "
+                "only loopback; its resolver answers only the hosts its skill declares" +
+                    std::string(w.egress_patterns ? " that SKILL_MCP_EGRESS_ALLOW allows" : "") +
+                    ", the broker checks every connection to them and the egress helper opens "
+                    "it" +
+                    std::string(w.egress_local ? " (non-global addresses too: "
+                                                 "SKILL_MCP_EGRESS_LOCAL=on)"
+                                               : " (global addresses only)") +
+                    "; every other name, address and port is refused at once",
+                "");
+  if (w.network_off) {
+    const bool landlock_tcp = w.landlock_abi >= 4;
+    const bool held = w.network_seccomp || landlock_tcp;
+    const std::string how =
+        w.network_seccomp
+            ? std::string("runs cannot open an IPv4 or IPv6 socket (seccomp refuses it with "
+                          "EPERM)") +
+                  (landlock_tcp ? ", and Landlock refuses every TCP connect and bind" : "")
+            : "Landlock refuses every TCP connect and bind of a run (UDP is not covered "
+              "without the seccomp filter)";
+    const std::string asked = w.network_fallback.empty()
+                                  ? "SKILL_MCP_NETWORK=off: "
+                                  : "SKILL_MCP_NETWORK=declared falls back to off, because " +
+                                        w.network_fallback + ": ";
+    return Make("network", held, true,
+                held ? asked + how
+                     : asked + "neither the seccomp filter nor Landlock ABI 4 is there to hold "
+                               "it: no script runs",
+                "turn the seccomp filter on (SKILL_MCP_SECCOMP=on)");
+  }
+  return Make("network", false, demanded,
+              "SKILL_MCP_NETWORK=on: runs use the host's network as it is, every host and port",
+              "unset SKILL_MCP_NETWORK (declared: each run reaches only what its skill declares) "
+              "or set it to off");
+}
+
 }  // namespace
 
 std::vector<Layer> ComputeLayers(const IsolationFacts& f) {
@@ -268,16 +310,7 @@ std::vector<Layer> ComputeLayers(const IsolationFacts& f) {
                        : "runs share the host's System V IPC and POSIX message queues: " + no_fence,
            "turn namespaces or the seccomp filter on (SKILL_MCP_NAMESPACES, SKILL_MCP_SECCOMP)"));
 
-  const bool net_on = w.network_off && w.landlock_abi >= 4;
-  out.push_back(Make(
-      "network-off", net_on, w.network_off,
-      net_on          ? "SKILL_MCP_NETWORK=off: every TCP connect and bind of a run is refused"
-      : w.network_off ? "SKILL_MCP_NETWORK=off needs Landlock ABI 4 or later (" +
-                            (landlock_on ? "this kernel has ABI " + std::to_string(w.landlock_abi)
-                                         : w.landlock_problem) +
-                            "): no script runs"
-                      : "runs may open TCP connections (SKILL_MCP_NETWORK is not off)",
-      "set SKILL_MCP_NETWORK=off (needs Landlock ABI 4, Linux 6.7 or later)"));
+  out.push_back(NetworkLayer(w));
 
   const bool spent_ok = f.spent_dir_problem.empty();
   out.push_back(Make(

@@ -36,7 +36,15 @@ struct WorkerLayerFacts {
   uint32_t landlock_abi = 0;                // 0: the filesystem allowlist is off
   bool landlock_demanded = false;           // SKILL_MCP_LANDLOCK=on
   std::string landlock_problem;             // why it is off
-  bool network_off = false;                 // SKILL_MCP_NETWORK=off
+  // The network (broker/run/network_mode.h): the mode asked for, what it settled on,
+  // and what enforces it.
+  std::string network_mode = "on";          // SKILL_MCP_NETWORK (LayerFacts sets it)
+  bool network_off = false;                 // runs get no network (off, or declared's fallback)
+  bool egress_declared = false;             // runs get their own network and allowlist
+  std::string network_fallback;             // why declared settled on off
+  bool network_seccomp = true;              // the seccomp inet fence can hold off
+  bool egress_local = false;                // SKILL_MCP_EGRESS_LOCAL=on
+  bool egress_patterns = false;             // SKILL_MCP_EGRESS_ALLOW is set
   std::string run_uids;                     // non-empty: each run gets its own uid (range, free)
   bool run_uids_demanded = false;           // SKILL_MCP_RUN_UIDS names a range
   std::string run_uids_off_reason;          // why runs share one uid

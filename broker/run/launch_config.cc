@@ -52,14 +52,11 @@ constexpr LimitOption kLimitOptions[] = {
     {"SKILL_MCP_LIMIT_NOFILE", &RunLimits::nofile, 1},
 };
 
-// SKILL_MCP_LANDLOCK and SKILL_MCP_NETWORK; "" or the boot error.
+// SKILL_MCP_LANDLOCK; "" or the boot error.
 std::string ResolveLandlock(const EnvStore& env, LaunchConfig& c) {
   std::string mode = env.GetConfig("SKILL_MCP_LANDLOCK").value_or("auto");
   if (mode != "auto" && mode != "on" && mode != "off")
     return "SKILL_MCP_LANDLOCK=\"" + mode + "\" is none of auto, on, off";
-  std::string net = env.GetConfig("SKILL_MCP_NETWORK").value_or("on");
-  if (net != "on" && net != "off") return "SKILL_MCP_NETWORK=\"" + net + "\" is neither on nor off";
-  c.network_off = net == "off";
   c.landlock_demanded = mode == "on";
   if (mode == "off") {
     c.landlock_problem = "turned off by SKILL_MCP_LANDLOCK=off";
@@ -91,11 +88,6 @@ std::string LandlockRefusal(const LaunchConfig& c) {
   // why: the operator asked for it; fail closed rather than run without it.
   if (c.landlock_demanded && c.landlock_abi == 0)
     return "SKILL_MCP_LANDLOCK=on, but " + c.landlock_problem;
-  if (c.network_off && c.landlock_abi < 4)
-    return "SKILL_MCP_NETWORK=off needs Landlock ABI 4 or later to refuse TCP, and " +
-           (c.landlock_abi == 0 ? c.landlock_problem
-                                : "this kernel has ABI " + std::to_string(c.landlock_abi)) +
-           "; set SKILL_MCP_NETWORK=on or run on a newer kernel";
   return "";
 }
 
@@ -170,6 +162,16 @@ void CompileSeccompPolicy(LaunchConfig& c) {
     rc = seccomp::CompileWorkerPolicy(&c.seccomp_bpf_unix_fence, seccomp::DoorFence::kUnixSockets);
   if (rc == 0)
     rc = seccomp::CompileWorkerPolicy(&c.seccomp_bpf_without_view, seccomp::DoorFence::kNoView);
+  // why both sets under declared: the probe may still settle it on off.
+  if (rc == 0 && c.network_mode != NetworkMode::kOn) {
+    rc = seccomp::CompileWorkerPolicy(&c.seccomp_bpf_inet, seccomp::DoorFence::kNone, true);
+    if (rc == 0)
+      rc = seccomp::CompileWorkerPolicy(&c.seccomp_bpf_unix_fence_inet,
+                                        seccomp::DoorFence::kUnixSockets, true);
+    if (rc == 0)
+      rc = seccomp::CompileWorkerPolicy(&c.seccomp_bpf_without_view_inet,
+                                        seccomp::DoorFence::kNoView, true);
+  }
   if (rc < 0)
     c.refusal += std::string(c.refusal.empty() ? "" : "; ") +
                  "the seccomp policy cannot be compiled (" + std::strerror(-rc) +
@@ -229,6 +231,10 @@ LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState
   }
 
   if (std::string e = ResolveLandlock(env, c); !e.empty()) {
+    result.error = e;
+    return result;
+  }
+  if (std::string e = ResolveNetwork(env, SelfDir(), c); !e.empty()) {
     result.error = e;
     return result;
   }
@@ -302,6 +308,8 @@ LaunchConfigResult ResolveLaunchConfig(const EnvStore& env, const PrivilegeState
       c.namespaces_off_reason = not_tried;
     }
   }
+  SettleNetwork(c);
+  if (std::string e = NetworkRefusal(c); !e.empty()) why_not += (why_not.empty() ? "" : "; ") + e;
   c.refusal = why_not;
   if (c.namespaces && why_not.empty()) {
     // why: until the probe has decided, no run starts (RunSupervisor::StartCommitted refuses).
@@ -352,7 +360,13 @@ WorkerLayerFacts LayerFacts(const LaunchConfig& c) {
   f.landlock_abi = c.landlock_abi;
   f.landlock_demanded = c.landlock_demanded;
   f.landlock_problem = c.landlock_problem;
+  f.network_mode = NetworkModeName(c.network_mode);
   f.network_off = c.network_off;
+  f.egress_declared = c.egress_declared;
+  f.network_fallback = c.network_fallback;
+  f.network_seccomp = c.seccomp;
+  f.egress_local = c.egress.allow_local;
+  f.egress_patterns = c.egress.patterns.has_value();
   if (c.run_uids) {
     const RunUidRange r = c.run_uids->range();
     const uint64_t held = c.run_uids->CountHeld();

@@ -14,6 +14,7 @@
 #include "broker/run/interpreters.h"
 #include "broker/run/module_dirs.h"
 #include "broker/run/namespace_probe.h"
+#include "broker/run/network_mode.h"
 #include "broker/run/run_uids.h"
 #include "shared/unique_fd.h"
 #include "shared/worker_protocol.h"
@@ -53,6 +54,11 @@ struct LaunchConfig {
   // DoorFenceFor): the unix socket groups, or every no-view group.
   std::string seccomp_bpf_unix_fence;
   std::string seccomp_bpf_without_view;
+  // The three again with the inet fence (network_off), compiled where the mode may settle
+  // on off: SKILL_MCP_NETWORK=off, or declared before the probe has decided.
+  std::string seccomp_bpf_inet;
+  std::string seccomp_bpf_unix_fence_inet;
+  std::string seccomp_bpf_without_view_inet;
   // Serve compiles the policy after its first answer (libseccomp's compilation is about
   // 0.35 ms of the start): until then no run starts (RunSupervisor refuses).
   bool seccomp_pending = false;
@@ -77,11 +83,18 @@ struct LaunchConfig {
   bool hidden_roots_pending = true;
   // The filesystem allowlist (worker/landlock.h): the ABI every run uses (0: off) and,
   // when off, why. SKILL_MCP_LANDLOCK=off|auto|on (auto by default: on where the kernel
-  // has it); SKILL_MCP_NETWORK=off refuses TCP connect and bind (Landlock ABI 4+).
+  // has it).
   uint32_t landlock_abi = 0;
   bool landlock_demanded = false;  // SKILL_MCP_LANDLOCK=on
   std::string landlock_problem;
+  // The network (broker/run/network_mode.h): the mode asked for and, settled by
+  // SettleNetwork, what runs get: their own network and allowlist (egress_declared), or
+  // none (network_off: the seccomp inet fence, and Landlock's TCP rules with ABI 4+).
+  NetworkMode network_mode = NetworkMode::kDeclared;
+  bool egress_declared = false;
   bool network_off = false;
+  std::string network_fallback;  // why declared settled on off
+  EgressSettings egress;
   // The node_modules beside each skills root, none inside a skill (SetHiddenRoots); each
   // run gets its own root's, checked at its start (broker/run/module_dirs.h).
   std::vector<RootModuleDirs> module_roots;
@@ -103,7 +116,8 @@ struct LaunchConfigResult {
 // (SKILL_MCP_NODE, SKILL_MCP_PYTHON3), SKILL_MCP_SECCOMP (on|off),
 // SKILL_MCP_NAMESPACES (auto|on|off, default auto: probes the host once; auto runs
 // without them where the probe fails, on refuses runs then),
-// SKILL_MCP_LANDLOCK (auto|on|off), SKILL_MCP_NETWORK (on|off),
+// SKILL_MCP_LANDLOCK (auto|on|off), SKILL_MCP_NETWORK (declared|on|off) and
+// SKILL_MCP_EGRESS_* (broker/run/network_mode.h),
 // SKILL_MCP_RUN_UIDS (A-B|off; unset: the default range where it can work), TMPDIR (the base of
 // the runs' scratch directories; /tmp when unset or relative),
 // SKILL_MCP_LIMIT_{NPROC,AS_MB,DATA_MB,CPU_SECONDS,FSIZE_MB,NOFILE} (strict positive

@@ -90,6 +90,8 @@ void DecideNamespaces(LaunchConfig& c, const NamespaceProbe& first, const Namesp
   }
   // Deferred probe: SetHiddenRoots has already filled the lists and left this to here.
   LimitHiddenRoots(c);
+  SettleNetwork(c);
+  if (std::string e = NetworkRefusal(c); !e.empty() && c.refusal.empty()) c.refusal = e;
 }
 
 std::vector<std::string> HiddenRoots(const std::vector<std::string>& roots,

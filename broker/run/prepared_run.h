@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "shared/egress_allowlist.h"
 #include "shared/unique_fd.h"
 
 namespace skillmcp {
@@ -67,6 +68,9 @@ struct PreparedRun {
   std::vector<std::string> args;
   std::vector<std::string> env_names;  // sorted; values come from the EnvStore at spawn
   int64_t timeout_ms = 60000;
+  // The hosts the run may reach in the declared network mode (broker/run/network_mode.h),
+  // fixed when it was confirmed; nothing in the other modes.
+  std::optional<std::vector<EgressRule>> egress;
 };
 
 }  // namespace skillmcp

@@ -65,10 +65,12 @@ Reaper::~Reaper() {
 
 size_t Reaper::SweepOnce(pid_t spare) {
   size_t left = 0;
-  const pid_t waiting = waiting_ ? waiting_() : -1;
+  std::vector<pid_t> spared;
+  for (const auto& f : spared_) spared.push_back(f());
   for (pid_t pid : ListChildren()) {
-    // The worker waiting for the next run's description is no leftover.
-    if (waiting > 0 && pid == waiting) continue;
+    // The worker waiting for the next run's description, and the egress helper, are no
+    // leftovers.
+    if (pid > 0 && std::find(spared.begin(), spared.end(), pid) != spared.end()) continue;
     // A child of ours cannot be reaped by anyone else, so pid and group stay its own.
     // Before its setsid() the active worker is still in our group: spared by pid.
     if (spare > 0 && (pid == spare || getpgid(pid) == spare)) continue;

@@ -34,9 +34,10 @@ class Reaper {
   Reaper(const Reaper&) = delete;
   Reaper& operator=(const Reaper&) = delete;
 
-  // A second child to spare at every sweep (-1: none): the worker started ahead of the
-  // next run (broker/run/worker_pool.h), which waits for its description.
-  void SpareAlso(std::function<pid_t()> waiting) { waiting_ = std::move(waiting); }
+  // Another child to spare at every sweep (-1: none): the worker started ahead of the
+  // next run (broker/run/worker_pool.h), which waits for its description, and the egress
+  // helper the broker started (broker/run/egress_helper.h). Each call adds one.
+  void SpareAlso(std::function<pid_t()> spared) { spared_.push_back(std::move(spared)); }
 
   // Kills (SIGKILL) and reaps every child except the active run's leader and the members
   // of its process group; never blocks. A pass that reaped something is followed by
@@ -63,7 +64,7 @@ class Reaper {
 
   EventLoop& loop_;
   std::function<pid_t()> active_run_;
-  std::function<pid_t()> waiting_;
+  std::vector<std::function<pid_t()>> spared_;
   std::function<void()> clear_;
   EventLoop::TimerId timer_ = 0;
   int64_t delay_ms_ = 0;

@@ -37,16 +37,26 @@ RunSpec BuildSpec(const PreparedRun& run, const PinnedInterpreter& interpreter,
   // why a larger filter where the view leaves a door open: no view (or one the host's
   // /proc leads around) hides the user's sockets, IPC and files outside, and only Landlock
   // ABI 6 scopes abstract sockets (seccomp DoorFenceFor).
+  // why the inet set where the network is off: no IPv4 or IPv6 socket at all, whatever
+  // Landlock this kernel has (broker/run/network_mode.h).
+  const bool inet = config.network_off;
   switch (seccomp::DoorFenceFor(config.namespaces, config.fresh_proc, config.landlock_abi)) {
     case seccomp::DoorFence::kNone:
-      spec.seccomp_bpf = config.seccomp_bpf;
+      spec.seccomp_bpf = inet ? config.seccomp_bpf_inet : config.seccomp_bpf;
       break;
     case seccomp::DoorFence::kUnixSockets:
-      spec.seccomp_bpf = config.seccomp_bpf_unix_fence;
+      spec.seccomp_bpf = inet ? config.seccomp_bpf_unix_fence_inet : config.seccomp_bpf_unix_fence;
       break;
     case seccomp::DoorFence::kNoView:
-      spec.seccomp_bpf = config.seccomp_bpf_without_view;
+      spec.seccomp_bpf =
+          inet ? config.seccomp_bpf_without_view_inet : config.seccomp_bpf_without_view;
       break;
+  }
+  // why: the broker's rules, fixed when the run was confirmed (skill_run), travel to the
+  // run's resolver and listeners; the broker checks every connection against them again.
+  if (config.egress_declared && config.namespaces && run.egress) {
+    spec.egress_declared = true;
+    spec.egress_rules = *run.egress;
   }
   // why only its own root's: another root's node_modules is no business of this run.
   std::vector<ModuleDir> module_dirs;
@@ -63,7 +73,7 @@ RunSpec BuildSpec(const PreparedRun& run, const PinnedInterpreter& interpreter,
   spec.envp.push_back("TMPDIR=" + scratch);
   if (config.landlock_abi > 0) {
     spec.landlock_abi = config.landlock_abi;
-    spec.network_off = config.network_off;
+    spec.network_off = config.network_off && config.landlock_abi >= 4;
     spec.node_dir_path = interpreter.dir;
     spec.read_dirs = module_dirs;
   }

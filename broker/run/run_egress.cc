@@ -12,11 +12,12 @@
 namespace skillmcp {
 
 RunEgress::RunEgress(EventLoop& loop, EgressClient* client, std::vector<EgressRule> rules,
-                     bool allow_local, UniqueFd channel)
+                     const EgressSettings& settings, UniqueFd channel)
     : loop_(loop),
       client_(client),
       rules_(std::move(rules)),
-      allow_local_(allow_local),
+      allow_local_(settings.allow_local),
+      pins_(settings.pins),
       channel_(std::move(channel)) {
   // why: the loop reads until the channel would block; a blocking read would stop it.
   if (channel_.valid()) fcntl(channel_.get(), F_SETFL, fcntl(channel_.get(), F_GETFL) | O_NONBLOCK);
@@ -71,7 +72,12 @@ void RunEgress::OnConnect(const EgressConnect& m) {
   const uint16_t port = m.port;
   // The answer arrives later on the loop; `this` outlives it (the destructor forgets every
   // dial still open).
-  const uint32_t dial = client_->Dial(host, port, allow_local_,
+  // why the address for a pinned name: the operator chose where that name leads; the
+  // receipt still names the host the run asked for.
+  std::string target = host;
+  for (const auto& [name, address] : pins_)
+    if (name == host) target = address;
+  const uint32_t dial = client_->Dial(target, port, allow_local_,
       [this, mirror_id, host, port](const EgressAnswer& a, UniqueFd socket) {
         for (auto it = dials_.begin(); it != dials_.end(); ++it) {
           if (it->second == mirror_id) {

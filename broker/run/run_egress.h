@@ -14,46 +14,23 @@
 
 #include "broker/loop/event_loop.h"
 #include "broker/run/egress_client.h"
+#include "broker/run/egress_summary.h"
+#include "broker/run/network_mode.h"
 #include "shared/egress_allowlist.h"
 #include "shared/egress_channel.h"
 #include "shared/unique_fd.h"
 
 namespace skillmcp {
 
-inline constexpr size_t kEgressSummaryMaxEntries = 32;
 inline constexpr size_t kRunEgressMaxPending = 32;
-
-// What the receipt says of a run's network.
-struct EgressSummary {
-  struct Host {
-    std::string host;
-    uint16_t port = 0;
-    uint32_t connections = 0;
-    uint64_t bytes_out = 0;  // run -> host
-    uint64_t bytes_in = 0;   // host -> run
-    bool operator==(const Host&) const = default;
-  };
-  struct Refusal {
-    // "dns" (a name not declared), "tcp" / "udp" (an address or port outside the list,
-    // refused in the run's namespace), "connect" (a declared host the helper could not
-    // reach: `reason` says why), "policy" (asked for outside the rules).
-    std::string kind;
-    std::string target;
-    uint16_t port = 0;
-    std::string reason;
-    bool operator==(const Refusal&) const = default;
-  };
-  std::vector<Host> hosts;  // in the order first reached
-  std::vector<Refusal> refused;
-  uint32_t refused_omitted = 0;  // refusals beyond kEgressSummaryMaxEntries
-  bool operator==(const EgressSummary&) const = default;
-};
 
 class RunEgress {
  public:
   // `client` may be null (no helper reachable at boot): every request is then refused.
+  // `settings`: whether the helper may connect to non-global addresses, and the names
+  // pinned to an address (SKILL_MCP_EGRESS_LOCAL, SKILL_MCP_EGRESS_RESOLVE).
   RunEgress(EventLoop& loop, EgressClient* client, std::vector<EgressRule> rules,
-            bool allow_local, UniqueFd channel);
+            const EgressSettings& settings, UniqueFd channel);
   ~RunEgress();
   RunEgress(const RunEgress&) = delete;
   RunEgress& operator=(const RunEgress&) = delete;
@@ -73,6 +50,7 @@ class RunEgress {
   EgressClient* client_;
   std::vector<EgressRule> rules_;
   bool allow_local_;
+  std::vector<std::pair<std::string, std::string>> pins_;
   UniqueFd channel_;
   std::map<uint32_t, uint32_t> dials_;   // the helper's id -> the mirror's
   std::map<uint32_t, size_t> host_of_;   // the mirror's id -> summary_.hosts index

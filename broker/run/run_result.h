@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include "broker/run/egress_summary.h"
+
 namespace skillmcp {
 
 inline constexpr size_t kStreamCaptureBytes = 1048576;  // per stream, docs/wire.md
@@ -66,6 +68,8 @@ struct RunResult {
   uint32_t run_uid = 0;  // the uid the run had
   // The largest whole-run memory sample (broker/run/run_memory_watch.h); nullopt: none taken.
   std::optional<uint64_t> peak_memory_bytes;
+  // The declared network mode: which hosts the run reached and what it was refused.
+  std::optional<EgressSummary> egress;
 };
 
 }  // namespace skillmcp

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <utility>
 
 #include "broker/run/run_admission.h"
+#include "broker/run/run_egress.h"
 #include "broker/run/run_description.h"
 #include "broker/run/run_outcome.h"
 #include "broker/run/scratch_dir.h"
@@ -54,6 +56,10 @@ struct RunSupervisor::Run {
   pid_t pid = -1;
   UniqueFd pidfd;
   UniqueFd out_r, err_r, report_r, spec_w;
+  // The declared network mode: the run's end of its egress channel, sent with the
+  // description, and the broker's end's handler, torn down with the run.
+  UniqueFd egress_run_end;
+  std::unique_ptr<RunEgress> egress;
   std::string spec_bytes;
   size_t spec_off = 0;
   bool fds_sent = false;  // the script and skill directory went with the first bytes
@@ -151,12 +157,31 @@ std::optional<StartRefusal> RunSupervisor::StartCommitted(PreparedRun prepared, 
   std::optional<std::string> encoded =
       EncodeRunDescription(prepared, *interpreter, config_, env_, w.scratch->path(), admitted.uid);
   if (!encoded) return RefuseUnfed(s, reaper_, StartRefusal{StartProblem::kBadDescription});
+  // The declared network mode: a channel between the run's mirror and this broker, over
+  // which the run asks for each connection (broker/run/run_egress.h).
+  UniqueFd egress_ends[2];
+  if (config_.egress_declared && prepared.egress) {
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+      const int err = errno;
+      WipeString(*encoded);
+      return RefuseUnfed(s, reaper_, SystemRefusal("the run's egress channel", err));
+    }
+    egress_ends[0].reset(pair[0]);
+    egress_ends[1].reset(pair[1]);
+  }
   if (commit && !commit()) {
     WipeString(*encoded);
     return RefuseUnfed(s, reaper_,
                        StartRefusal{StartProblem::kUnavailable, "withdrawn before it started"});
   }
   auto run = std::make_unique<Run>();
+  if (egress_ends[0].valid()) {
+    run->egress_run_end = std::move(egress_ends[1]);
+    run->egress =
+        std::make_unique<RunEgress>(loop_, egress_client_, *prepared.egress, config_.egress,
+                                    std::move(egress_ends[0]));
+  }
   run->start_ms = EventLoop::NowMs();
   run->pid = s.pid;
   run->pidfd = std::move(s.pidfd);
@@ -202,8 +227,12 @@ void RunSupervisor::OnSpecWritable() {
                     ? write(r.spec_w.get(), r.spec_bytes.data() + r.spec_off,
                             r.spec_bytes.size() - r.spec_off)
                     : SendRunDescription(r.spec_w.get(), r.spec_bytes, r.prepared.script_fd.get(),
-                                         r.prepared.skill_dir_fd);
+                                         r.prepared.skill_dir_fd,
+                                         r.egress_run_end.valid() ? r.egress_run_end.get() : -1);
     if (n > 0) r.fds_sent = true;
+    // why: the worker holds its own copy now; the broker keeps only its end, so the
+    // channel closes when the run's mirror is gone.
+    if (n > 0) r.egress_run_end.reset();
     if (n > 0) {
       r.spec_off += static_cast<size_t>(n);
       continue;
@@ -399,6 +428,11 @@ void RunSupervisor::Settle() {
   }
 
   RunResult result = Result(r);
+  // What the run's mirror reported up to its end: its last byte counts and refusals.
+  if (r.egress) {
+    r.egress->Drain();
+    if (!result.failure) result.egress = r.egress->summary();
+  }
   Done done = std::move(r.done);
   Teardown();
   if (done) done(std::move(result));  // after Teardown: it may start the next run
@@ -440,6 +474,7 @@ void RunSupervisor::Teardown() {
   }
   memory_.Stop();
   WipeString(r.spec_bytes);
+  r.egress.reset();  // its dials still open are forgotten: a socket that comes is closed
   run_.reset();
 }
 

@@ -20,6 +20,7 @@
 
 #include "broker/harden/env_store.h"
 #include "broker/loop/event_loop.h"
+#include "broker/run/egress_client.h"
 #include "broker/run/finishing_workers.h"
 #include "broker/run/launch_config.h"
 #include "broker/run/reaper.h"
@@ -71,6 +72,13 @@ class RunSupervisor : public Runner {
   // Runs answered with their worker, or something they left, not reaped yet (tests).
   size_t finishing() const { return finishing_.size(); }
 
+  // The egress helper's client every declared run's connections go through
+  // (broker/run/run_egress.h); null (none reachable) refuses each such connection.
+  void UseEgressClient(EgressClient* client) { egress_client_ = client; }
+  // A child of the broker's that is no run's leftover (the egress helper it started):
+  // the reaper spares the pid `child` returns (-1: none).
+  void SpareChild(std::function<pid_t()> child) { reaper_.SpareAlso(std::move(child)); }
+
   pid_t pid() const;  // the worker's pid while a run is active, else -1 (tests)
   pid_t waiting_pid() const { return pool_.waiting_pid(); }  // the started-ahead worker (tests)
 
@@ -107,6 +115,7 @@ class RunSupervisor : public Runner {
   FinishingWorkers finishing_;  // answered runs with something still dying
   RunMemoryWatch memory_;       // the active run's memory in all
   std::optional<EndedRun> ended_;
+  EgressClient* egress_client_ = nullptr;
 };
 
 }  // namespace skillmcp

@@ -68,7 +68,7 @@ TakeOutcome WorkerPool::Start(const PinnedInterpreter& interpreter) const {
       (!config_.namespaces || cell.view_ahead)) {
     cell.landlock_ahead = true;
     cell.landlock_abi = config_.landlock_abi;
-    cell.network_off = config_.network_off;
+    cell.network_off = config_.network_off && config_.landlock_abi >= 4;
     cell.node_dir_path = interpreter.dir;
   }
   std::optional<std::string> frame = EncodeCellSpec(cell);
@@ -166,20 +166,22 @@ void WorkerPool::Refill() {
   if (o.worker) idle_ = std::move(o.worker);  // else the next run starts its own
 }
 
-ssize_t SendRunDescription(int spec_fd, const std::string& bytes, int script_fd, int skill_dir_fd) {
-  const int fds[2] = {script_fd, skill_dir_fd};
+ssize_t SendRunDescription(int spec_fd, const std::string& bytes, int script_fd, int skill_dir_fd,
+                           int egress_fd) {
+  const int fds[3] = {script_fd, skill_dir_fd, egress_fd};
+  const size_t count = egress_fd >= 0 ? 3 : 2;
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
   iovec iov{const_cast<char*>(bytes.data()), bytes.size()};
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
   msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
+  msg.msg_controllen = CMSG_SPACE(count * sizeof(int));
   cmsghdr* c = CMSG_FIRSTHDR(&msg);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof fds);
-  std::memcpy(CMSG_DATA(c), fds, sizeof fds);
+  c->cmsg_len = CMSG_LEN(count * sizeof(int));
+  std::memcpy(CMSG_DATA(c), fds, count * sizeof(int));
   // why: MSG_NOSIGNAL: a worker that died first is EPIPE here, its exit tells the rest.
   return sendmsg(spec_fd, &msg, MSG_NOSIGNAL);
 }

@@ -67,8 +67,10 @@ class WorkerPool {
 };
 
 // Sends the first bytes of a description on a started-ahead worker's spec socket with
-// `script_fd` and `skill_dir_fd` attached; returns the bytes sent or -1 with errno (EAGAIN
-// on a full non-blocking socket: nothing was sent, call again).
-ssize_t SendRunDescription(int spec_fd, const std::string& bytes, int script_fd, int skill_dir_fd);
+// `script_fd` and `skill_dir_fd` attached, and `egress_fd` (the run's end of its egress
+// channel) when it is not -1; returns the bytes sent or -1 with errno (EAGAIN on a full
+// non-blocking socket: nothing was sent, call again).
+ssize_t SendRunDescription(int spec_fd, const std::string& bytes, int script_fd, int skill_dir_fd,
+                           int egress_fd = -1);
 
 }  // namespace skillmcp

@@ -36,6 +36,40 @@ ReceiptContext ReceiptContextOf(const PreparedRun& run) {
                         .env = run.env_names};
 }
 
+namespace {
+
+// {hosts: [{host, port, connections, bytesOut, bytesIn}], refused: [{kind, target, port,
+// reason}], refusedOmitted?}: what the declared network mode let the run reach, and what
+// it refused, each list bounded (broker/run/egress_summary.h).
+nlohmann::ordered_json EgressJson(const EgressSummary& summary) {
+  nlohmann::ordered_json hosts = nlohmann::ordered_json::array();
+  for (const EgressSummary::Host& h : summary.hosts) {
+    nlohmann::ordered_json e;
+    e["host"] = h.host;
+    e["port"] = h.port;
+    e["connections"] = h.connections;
+    e["bytesOut"] = h.bytes_out;
+    e["bytesIn"] = h.bytes_in;
+    hosts.push_back(std::move(e));
+  }
+  nlohmann::ordered_json refused = nlohmann::ordered_json::array();
+  for (const EgressSummary::Refusal& r : summary.refused) {
+    nlohmann::ordered_json e;
+    e["kind"] = r.kind;
+    e["target"] = r.target;
+    e["port"] = r.port;
+    if (!r.reason.empty()) e["reason"] = r.reason;
+    refused.push_back(std::move(e));
+  }
+  nlohmann::ordered_json j;
+  j["hosts"] = std::move(hosts);
+  j["refused"] = std::move(refused);
+  if (summary.refused_omitted > 0) j["refusedOmitted"] = summary.refused_omitted;
+  return j;
+}
+
+}  // namespace
+
 nlohmann::ordered_json BuildReceipt(const ReceiptContext& context, const RunResult& run) {
   nlohmann::ordered_json j;
   j["skill"] = context.skill;
@@ -60,6 +94,7 @@ nlohmann::ordered_json BuildReceipt(const ReceiptContext& context, const RunResu
   j["durationMs"] = run.duration_ms;
   j["env"] = context.env;
   if (context.network_note) j["networkNote"] = *context.network_note;
+  if (run.egress) j["egress"] = EgressJson(*run.egress);
   return j;
 }
 

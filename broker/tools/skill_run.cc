@@ -194,6 +194,7 @@ WillRun WillRunOf(const PreparedRun& run, const ScriptEnv& env,
   w.env_not_set = env.not_set;
   w.env_warning = env.warning;
   w.script_identity = run.identity.Binding();
+  w.egress = run.egress;
   return w;
 }
 
@@ -320,6 +321,9 @@ std::optional<ToolResult> SkillRunTool::Prepare(const Json& args, Prepared* out)
   run.identity = sealed->identity;
   run.script_real_path = std::move(*real);
   run.timeout_ms = granted.timeout_ms;
+  // why from the declaration as it is now: a declaration changed after the preview gives
+  // another willRun, so its token is DRAFT_CHANGED.
+  run.egress = RunEgressRules(deps_.egress, skill->declared_egress);
 
   ScriptEnv env = ComputeScriptEnv(granted.env, deps_.is_set, deps_.view.grants->from);
   run.env_names = env.names;

@@ -16,6 +16,7 @@
 #include "broker/confirm/tokens.h"
 #include "broker/confirm/will_run.h"
 #include "broker/grants/env_lookup.h"
+#include "broker/run/network_mode.h"
 #include "broker/run/runner.h"
 #include "broker/tools/tool.h"
 
@@ -58,6 +59,9 @@ struct SkillRunDeps {
   // willRun shows it and the token binds it (SKILL_MCP_INTERPRETERS set).
   std::map<std::string, std::string, std::less<>> interpreter_paths;
   bool show_interpreter_path = false;
+  // The declared network mode and the operator's patterns: each run's allowlist, shown
+  // in willRun and bound by the token (broker/run/network_mode.h).
+  EgressPolicy egress;
   std::function<int64_t()> now = nullptr;  // unix seconds; defaults to the real clock
   SkillRunAudit audit;
 };

@@ -102,15 +102,14 @@ TEST(Layers, RunNamespacesAreDemandedOnceAskedFor) {
 }
 
 // Landlock: on with its ABI; off with the reason, demanded only with SKILL_MCP_LANDLOCK=on.
-// The network option needs ABI 4 and is demanded once asked for.
-TEST(Layers, LandlockAndTheNetworkOption) {
+TEST(Layers, Landlock) {
   EXPECT_EQ(InChild([] {
               IsolationFacts f = GoodFacts();
               f.worker.landlock_problem = "this kernel has no Landlock";
               auto off = ComputeLayers(f);
               const Layer* l = Find(off, "landlock");
               if (!l || l->on || l->demanded || l->reason != "this kernel has no Landlock") return 1;
-              if (DoctorExitCode(off) != 0 || Find(off, "network-off")->on) return 2;
+              if (DoctorExitCode(off) != 0) return 2;
               f.worker.landlock_demanded = true;
               if (DoctorExitCode(ComputeLayers(f)) != 1) return 3;
               f.worker.landlock_abi = 3;
@@ -118,17 +117,46 @@ TEST(Layers, LandlockAndTheNetworkOption) {
               l = Find(on, "landlock");
               if (!l->on || l->reason.rfind("Landlock ABI 3:", 0) != 0) return 4;
               if (l->reason.find("signals are not scoped") == std::string::npos) return 5;
-              f.worker.network_off = true;
-              auto net = ComputeLayers(f);
-              l = Find(net, "network-off");
-              if (l->on || !l->demanded || DoctorExitCode(net) != 1) return 6;
-              if (l->reason.find("this kernel has ABI 3") == std::string::npos) return 7;
               f.worker.landlock_abi = 6;
               auto six = ComputeLayers(f);
-              if (!Find(six, "network-off")->on || DoctorExitCode(six) != 0) return 8;
               return Find(six, "landlock")->reason.find("stay within the run") != std::string::npos
                          ? 0
                          : 9;
+            }),
+            0);
+}
+
+// The network layer: declared and off are on (off held by the seccomp fence or Landlock
+// ABI 4, else demanded and failing doctor); on is off, and not demanded.
+TEST(Layers, TheNetwork) {
+  EXPECT_EQ(InChild([] {
+              IsolationFacts f = GoodFacts();
+              f.worker.network_mode = "on";
+              auto host = ComputeLayers(f);
+              const Layer* l = Find(host, "network");
+              if (!l || l->on || l->demanded || DoctorExitCode(host) != 0) return 1;
+              f.worker.network_mode = "declared";
+              f.worker.egress_declared = true;
+              auto declared = ComputeLayers(f);
+              l = Find(declared, "network");
+              if (!l->on || l->reason.rfind("SKILL_MCP_NETWORK=declared:", 0) != 0) return 2;
+              f.worker.egress_declared = false;
+              f.worker.network_off = true;
+              f.worker.network_fallback = "runs get no namespaces here (x)";
+              auto fallback = ComputeLayers(f);
+              l = Find(fallback, "network");
+              if (!l->on || l->reason.find("falls back to off") == std::string::npos) return 3;
+              if (l->reason.find("seccomp refuses it") == std::string::npos) return 4;
+              f.worker.network_seccomp = false;
+              f.worker.landlock_abi = 3;
+              auto neither = ComputeLayers(f);
+              l = Find(neither, "network");
+              if (l->on || !l->demanded || DoctorExitCode(neither) != 1) return 5;
+              f.worker.landlock_abi = 4;
+              auto landlock = ComputeLayers(f);
+              l = Find(landlock, "network");
+              if (!l->on || l->reason.find("Landlock refuses") == std::string::npos) return 6;
+              return DoctorExitCode(landlock) == 0 ? 0 : 7;
             }),
             0);
 }

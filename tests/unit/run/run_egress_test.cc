@@ -89,6 +89,12 @@ struct EchoHost {
   }
 };
 
+EgressSettings Local(bool allow_local) {
+  EgressSettings s;
+  s.allow_local = allow_local;
+  return s;
+}
+
 class RunEgressTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -119,11 +125,46 @@ class RunEgressTest : public ::testing::Test {
   UniqueFd mirror_, broker_end_;
 };
 
+TEST_F(RunEgressTest, APinnedNameIsDialledAtItsAddressAndCountedUnderItsName) {
+  StartedHelper helper;
+  EchoHost host;
+  EgressClient client(loop_, std::move(helper.ours));
+  EgressSettings settings = Local(true);
+  settings.pins = {{"api.example.test", "127.0.0.1"}};
+  RunEgress egress(loop_, &client, {{"api.example.test", {host.port}}}, settings,
+                   std::move(broker_end_));
+  Ask(1, "api.example.test", host.port);
+  UniqueFd socket;
+  std::optional<EgressToMirror> a = Answer(socket);
+  ASSERT_TRUE(a.has_value());
+  // The name has no address anywhere: only the pin can have opened it.
+  ASSERT_TRUE(std::holds_alternative<EgressOpened>(*a)) << std::get<EgressDenied>(*a).err;
+  ASSERT_TRUE(socket.valid());
+  ASSERT_EQ(egress.summary().hosts.size(), 1u);
+  EXPECT_EQ(egress.summary().hosts[0].host, "api.example.test");
+}
+
+TEST_F(RunEgressTest, AnUnpinnedNameWithoutAnAddressIsRefused) {
+  StartedHelper helper;
+  EchoHost host;
+  EgressClient client(loop_, std::move(helper.ours));
+  RunEgress egress(loop_, &client, {{"api.example.test", {host.port}}}, Local(true),
+                   std::move(broker_end_));
+  Ask(1, "api.example.test", host.port);
+  UniqueFd socket;
+  std::optional<EgressToMirror> a = Answer(socket);
+  ASSERT_TRUE(a.has_value());
+  ASSERT_TRUE(std::holds_alternative<EgressDenied>(*a));
+  EXPECT_FALSE(socket.valid());
+  ASSERT_EQ(egress.summary().refused.size(), 1u);
+  EXPECT_EQ(egress.summary().refused[0].kind, "connect");
+}
+
 TEST_F(RunEgressTest, ADeclaredHostIsOpenedByTheHelperAndCounted) {
   StartedHelper helper;
   EchoHost host;
   EgressClient client(loop_, std::move(helper.ours));
-  RunEgress egress(loop_, &client, {{"localhost", {host.port}}}, /*allow_local=*/true,
+  RunEgress egress(loop_, &client, {{"localhost", {host.port}}}, Local(true),
                    std::move(broker_end_));
   Ask(1, "localhost", host.port);
   UniqueFd socket;
@@ -149,7 +190,7 @@ TEST_F(RunEgressTest, ADeclaredHostIsOpenedByTheHelperAndCounted) {
 TEST_F(RunEgressTest, ANameOrPortOutsideTheRulesIsDeniedWithoutAskingTheHelper) {
   StartedHelper helper;
   EgressClient client(loop_, std::move(helper.ours));
-  RunEgress egress(loop_, &client, {{"api.example.com", {443}}}, false, std::move(broker_end_));
+  RunEgress egress(loop_, &client, {{"api.example.com", {443}}}, Local(false), std::move(broker_end_));
   for (auto [host, port] : std::vector<std::pair<std::string, uint16_t>>{
            {"evil.example.com", 443}, {"api.example.com", 22}}) {
     Ask(7, host, port);
@@ -170,7 +211,7 @@ TEST_F(RunEgressTest, ALocalAddressIsRefusedByTheHelperUnlessAllowed) {
   EchoHost host;
   EgressClient client(loop_, std::move(helper.ours));
   // why: a declared name that resolves to the broker's own host is DNS rebinding.
-  RunEgress egress(loop_, &client, {{"localhost", {host.port}}}, /*allow_local=*/false,
+  RunEgress egress(loop_, &client, {{"localhost", {host.port}}}, Local(false),
                    std::move(broker_end_));
   Ask(2, "localhost", host.port);
   UniqueFd socket;
@@ -183,7 +224,7 @@ TEST_F(RunEgressTest, ALocalAddressIsRefusedByTheHelperUnlessAllowed) {
 }
 
 TEST_F(RunEgressTest, WithoutAHelperEveryRequestIsRefused) {
-  RunEgress egress(loop_, nullptr, {{"localhost", {443}}}, true, std::move(broker_end_));
+  RunEgress egress(loop_, nullptr, {{"localhost", {443}}}, Local(true), std::move(broker_end_));
   Ask(3, "localhost", 443);
   UniqueFd socket;
   std::optional<EgressToMirror> a = Answer(socket);
@@ -195,7 +236,7 @@ TEST_F(RunEgressTest, AHelperThatDiesFailsWhatItHeldAndTheRunGoesOn) {
   auto helper = std::make_unique<StartedHelper>();
   EgressClient client(loop_, std::move(helper->ours));
   helper.reset();  // killed and reaped: the client's socket reads EOF
-  RunEgress egress(loop_, &client, {{"localhost", {443}}}, true, std::move(broker_end_));
+  RunEgress egress(loop_, &client, {{"localhost", {443}}}, Local(true), std::move(broker_end_));
   Ask(4, "localhost", 443);
   UniqueFd socket;
   std::optional<EgressToMirror> a = Answer(socket);
@@ -205,7 +246,7 @@ TEST_F(RunEgressTest, AHelperThatDiesFailsWhatItHeldAndTheRunGoesOn) {
 }
 
 TEST_F(RunEgressTest, ReportsAreBoundedAndCounted) {
-  RunEgress egress(loop_, nullptr, {}, false, std::move(broker_end_));
+  RunEgress egress(loop_, nullptr, {}, Local(false), std::move(broker_end_));
   for (int i = 0; i < 40; ++i)
     ASSERT_EQ(SendFdPacket(mirror_.get(),
                            EncodeEgressFromMirror(EgressRefused{"dns", "n" + std::to_string(i) + ".test", 0}).value(), -1),

@@ -1,0 +1,163 @@
+// The network setting: parsed strictly, settled on off (never on) where runs get no
+// namespaces, and refused where off cannot hold (broker/run/network_mode.h).
+#include "broker/run/network_mode.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "broker/run/launch_config.h"
+
+namespace skillmcp {
+namespace {
+
+LaunchConfig Resolved(const EnvStore& env, std::string* error) {
+  LaunchConfig c;
+  *error = ResolveNetwork(env, "", c);
+  return c;
+}
+
+TEST(ResolveNetwork, DeclaredIsTheDefaultAndEachModeIsNamed) {
+  std::string error;
+  LaunchConfig c = Resolved(EnvStore(), &error);
+  ASSERT_EQ(error, "");
+  EXPECT_EQ(c.network_mode, NetworkMode::kDeclared);
+  EXPECT_FALSE(c.egress.patterns.has_value());
+  EXPECT_FALSE(c.egress.allow_local);
+  EXPECT_EQ(c.egress.socket_path, "");
+  for (const auto& [text, mode] : {std::pair{"declared", NetworkMode::kDeclared},
+                                   std::pair{"on", NetworkMode::kOn},
+                                   std::pair{"off", NetworkMode::kOff}}) {
+    EnvStore env;
+    env.Set("SKILL_MCP_NETWORK", text);
+    EXPECT_EQ(Resolved(env, &error).network_mode, mode) << text;
+    EXPECT_EQ(error, "");
+    EXPECT_STREQ(NetworkModeName(mode), text);
+  }
+}
+
+TEST(ResolveNetwork, AMistypedSettingStopsTheBoot) {
+  const std::pair<const char*, const char*> bad[] = {
+      {"SKILL_MCP_NETWORK", "yes"},
+      {"SKILL_MCP_NETWORK", "Declared"},
+      {"SKILL_MCP_EGRESS_ALLOW", "api..example.com"},
+      {"SKILL_MCP_EGRESS_ALLOW", "api.example.com:0"},
+      {"SKILL_MCP_EGRESS_LOCAL", "1"},
+      {"SKILL_MCP_EGRESS_RESOLVE", "api.example.com"},
+      {"SKILL_MCP_EGRESS_RESOLVE", "api.example.com=other.example.com"},
+      {"SKILL_MCP_EGRESS_RESOLVE", "127.0.0.1=127.0.0.2"},
+      {"SKILL_MCP_EGRESS_RESOLVE", "a.example=127.0.0.1,a.example=127.0.0.2"},
+      {"SKILL_MCP_EGRESS_SOCKET", "run/egress.sock"},
+      {"SKILL_MCP_EGRESS_HELPER", "skill-mcp-egress"},
+  };
+  for (const auto& [name, value] : bad) {
+    EnvStore env;
+    env.Set(name, value);
+    std::string error;
+    Resolved(env, &error);
+    EXPECT_NE(error.find(name), std::string::npos) << name << "=" << value << ": " << error;
+  }
+}
+
+TEST(ResolveNetwork, TheEgressSettingsAreRead) {
+  EnvStore env;
+  env.Set("SKILL_MCP_EGRESS_ALLOW", "api.example.com:8443, *.example.org");
+  env.Set("SKILL_MCP_EGRESS_LOCAL", "on");
+  env.Set("SKILL_MCP_EGRESS_RESOLVE", " API.example.com=127.0.0.1 , b.example=::1");
+  env.Set("SKILL_MCP_EGRESS_SOCKET", "/run/skill-mcp/egress.sock");
+  env.Set("SKILL_MCP_EGRESS_HELPER", "/opt/egress");
+  std::string error;
+  LaunchConfig c = Resolved(env, &error);
+  ASSERT_EQ(error, "");
+  ASSERT_TRUE(c.egress.patterns.has_value());
+  EXPECT_EQ(c.egress.patterns->size(), 2u);
+  EXPECT_TRUE(c.egress.allow_local);
+  ASSERT_NE(EgressPin(c.egress, "api.example.com"), nullptr);
+  EXPECT_EQ(*EgressPin(c.egress, "api.example.com"), "127.0.0.1");
+  EXPECT_EQ(*EgressPin(c.egress, "b.example"), "::1");
+  EXPECT_EQ(EgressPin(c.egress, "c.example"), nullptr);
+  EXPECT_EQ(c.egress.socket_path, "/run/skill-mcp/egress.sock");
+  EXPECT_EQ(c.egress.helper_path, "/opt/egress");
+  // "none" is an empty list: nothing is allowed (a blank value counts as unset).
+  EnvStore none;
+  none.Set("SKILL_MCP_EGRESS_ALLOW", "none");
+  LaunchConfig n = Resolved(none, &error);
+  ASSERT_TRUE(n.egress.patterns.has_value());
+  EXPECT_TRUE(n.egress.patterns->empty());
+}
+
+// why: the operator asked that runs reach only what they declare; a host without
+// namespaces must give them nothing, never the host's network.
+TEST(SettleNetwork, DeclaredFallsBackToOffNeverOn) {
+  LaunchConfig c;
+  c.network_mode = NetworkMode::kDeclared;
+  c.namespaces = true;
+  SettleNetwork(c);
+  EXPECT_TRUE(c.egress_declared);
+  EXPECT_FALSE(c.network_off);
+  c.namespaces = false;
+  c.namespaces_off_reason = "the probe failed";
+  SettleNetwork(c);
+  EXPECT_FALSE(c.egress_declared);
+  EXPECT_TRUE(c.network_off);
+  EXPECT_NE(c.network_fallback.find("the probe failed"), std::string::npos) << c.network_fallback;
+  // While the probe decides, declared stands (no run starts before it has).
+  c.namespaces_pending = true;
+  SettleNetwork(c);
+  EXPECT_TRUE(c.egress_declared);
+  // The other modes are what they say, namespaces or not.
+  c.network_mode = NetworkMode::kOn;
+  SettleNetwork(c);
+  EXPECT_FALSE(c.egress_declared || c.network_off);
+  c.network_mode = NetworkMode::kOff;
+  SettleNetwork(c);
+  EXPECT_TRUE(c.network_off);
+  EXPECT_FALSE(c.egress_declared);
+  EXPECT_EQ(c.network_fallback, "");
+}
+
+TEST(NetworkRefusal, OffNeedsTheSeccompFenceOrLandlockTcp) {
+  LaunchConfig c;
+  c.network_mode = NetworkMode::kOff;
+  SettleNetwork(c);
+  c.seccomp = true;
+  EXPECT_EQ(NetworkRefusal(c), "");
+  c.seccomp = false;
+  c.landlock_abi = 4;
+  EXPECT_EQ(NetworkRefusal(c), "");
+  c.landlock_abi = 3;
+  EXPECT_NE(NetworkRefusal(c).find("SKILL_MCP_NETWORK=off"), std::string::npos);
+  c.network_mode = NetworkMode::kOn;
+  SettleNetwork(c);
+  EXPECT_EQ(NetworkRefusal(c), "");
+}
+
+// The decided namespaces settle the mode: a probe that fails turns declared into off.
+TEST(ResolveLaunchConfig, NoNamespacesSettleDeclaredOnOff) {
+  EnvStore env;
+  env.Set("SKILL_MCP_WORKER", SKILL_MCP_TEST_WORKER);
+  env.Set("SKILL_MCP_NODE", "/usr/bin/node");
+  env.Set("SKILL_MCP_NAMESPACES", "off");
+  LaunchConfigResult r = ResolveLaunchConfig(env, PrivilegeState{});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_TRUE(r.config->network_off);
+  EXPECT_FALSE(r.config->egress_declared);
+  EXPECT_NE(r.config->network_fallback.find("SKILL_MCP_NAMESPACES=off"), std::string::npos);
+  EXPECT_TRUE(r.config->ready()) << r.config->refusal;
+  // The inet fence is compiled for it.
+  EXPECT_GT(r.config->seccomp_bpf_inet.size(), r.config->seccomp_bpf.size());
+}
+
+TEST(RunEgressRules, OnlyInTheDeclaredModeAndNarrowedByThePatterns) {
+  EXPECT_EQ(RunEgressRules(EgressPolicy{false, std::nullopt}, {"api.example.com"}), std::nullopt);
+  auto all = RunEgressRules(EgressPolicy{true, std::nullopt}, {"api.example.com"});
+  ASSERT_TRUE(all.has_value());
+  ASSERT_EQ(all->size(), 1u);
+  EXPECT_EQ((*all)[0].ports, (std::vector<uint16_t>{80, 443}));
+  auto none = RunEgressRules(EgressPolicy{true, std::vector<EgressPattern>{}}, {"api.example.com"});
+  ASSERT_TRUE(none.has_value());
+  EXPECT_TRUE(none->empty());
+}
+
+}  // namespace
+}  // namespace skillmcp
