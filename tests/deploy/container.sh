@@ -16,8 +16,11 @@
 #   namespaces   setid plus SKILL_MCP_NAMESPACES=on: each run in its own user and mount
 #                namespace under podman's default profile; the bounding set is empty
 # and `skill-mcp doctor` in each; a socket the host shares into the container stays out of a
-# run's reach with namespaces on and off; plus a root start without the setid capabilities,
-# which the doctor must report as failing (a demanded uid switch cannot happen).
+# run's reach with namespaces on and off; declared egress through the helper the broker
+# starts itself in the image, over the container's own network (a server in the network
+# namespace the container joins): the declared name is reached and nothing else, with
+# setid and locked; plus a root start without the setid capabilities, which the doctor must
+# report as failing (a demanded uid switch cannot happen).
 # Usage: container.sh BUILD_DIR SOURCE_ROOT
 set -euo pipefail
 # shellcheck source=lib.sh
@@ -173,6 +176,53 @@ doors_case "namespaces on" '{"agent":"ENOENT","own":"connected","pipe":"changed"
 doors_case "namespaces off" '{"agent":"EPERM","own":"EPERM","pipe":"changed","data":"changed"}' \
   -e SKILL_MCP_NAMESPACES=off
 kill "${agent_pid}" 2>/dev/null || true
+
+# Declared egress (the default network mode) in the image: no SKILL_MCP_EGRESS_SOCKET, so
+# the broker starts /usr/libexec/skill-mcp-egress itself, and the helper's connections go
+# out through the container's own network. That network here is a server container's
+# (--network container:), holding only loopback and the test server (EGRESS_SERVER_JS,
+# lib.sh); each run still gets a network namespace of its own inside (unshare in the run's
+# user namespace, which podman's default seccomp profile allows).
+server="skill-mcp-egress-server-$$"
+podman run -d --name "${server}" --network none --entrypoint node "${image}" -e "${EGRESS_SERVER_JS}" >/dev/null ||
+  fail "egress: the server container did not start"
+trap 'podman rm -f -t 0 "${server}" >/dev/null 2>&1 || true; rm -rf "${scratch}"' EXIT
+control=""
+for _ in $(seq 1 50); do
+  control=$(podman exec "${server}" node -e "${EGRESS_PROBE_JS}" 2>&1) && break
+  sleep 0.1
+done
+[[ ${control} == connected ]] || fail "egress: control: the server does not answer in its own network (${control})"
+echo "ok - egress: control: the server answers on 127.0.0.1:${EGRESS_PORT} and :${EGRESS_OTHER_PORT} of the container network"
+egress_env=()
+for e in "${EGRESS_ENV[@]}"; do egress_env+=(-e "${e}"); done
+egress_hosted=(--network "container:${server}"
+  -v "${scratch}/skills:/skills:ro"
+  -e MCP_SKILLS_PATH=/skills
+  -e 'MCP_SKILL_RUN=[{"skill":"probe","script":"scripts/egress.js"}]'
+  "${egress_env[@]}")
+for variant in setid locked; do
+  # shellcheck disable=SC2207
+  extra=($(variant_args "${variant}"))
+  if egress_session "${scratch}/egress-${variant}.json" podman run --rm -i "${egress_hosted[@]}" "${extra[@]}" "${image}" |
+    sed "s/^/egress, ${variant}: /"; then
+    echo "ok - egress, ${variant}: a declared run reaches its host through the image's helper, and nothing else"
+  else
+    echo "not ok - egress, ${variant}: see above"
+    rc=1
+  fi
+  doc_rc=0
+  podman run --rm "${egress_hosted[@]}" "${extra[@]}" "${image}" doctor >"${scratch}/doctor-egress-${variant}.txt" 2>&1 || doc_rc=$?
+  if [[ ${doc_rc} == 0 ]] && grep -A1 -x '  network: on' "${scratch}/doctor-egress-${variant}.txt" | grep -q 'SKILL_MCP_NETWORK=declared' &&
+    grep -qx 'egress-helper: reachable' "${scratch}/doctor-egress-${variant}.txt"; then
+    echo "ok - egress, ${variant}: doctor exits 0 with the network layer on (declared) and the helper reachable"
+  else
+    echo "not ok - egress, ${variant}: doctor (exit ${doc_rc}) should report network on (declared) and egress-helper reachable:"
+    sed 's/^/    /' "${scratch}/doctor-egress-${variant}.txt"
+    rc=1
+  fi
+done
+podman rm -f -t 0 "${server}" >/dev/null 2>&1 || true
 
 # Started as root without CAP_SETUID/CAP_SETGID the broker cannot leave uid 0: the
 # doctor must say so and fail, and serve must refuse rather than run as root.

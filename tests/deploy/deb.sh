@@ -5,8 +5,10 @@
 # warning, then in a container running real systemd: installs it, checks the users
 # and group exist, the socket is enabled and listening as root:skill-mcp-users 0660,
 # a member of the group gets answers (list, load, file, confirmed run as
-# skill-mcp-run), then purges it and checks that the units, the enablement, the
-# socket, /etc/skill-mcp and the binaries are gone. The users stay, as Debian
+# skill-mcp-run), the egress helper's socket is enabled and listening as
+# root:skill-mcp 0660 and a declared run reaches its host through the packaged helper,
+# then purges it and checks that the units, the enablement, the sockets, /etc/skill-mcp
+# and the binaries are gone. The users stay, as Debian
 # policy has it for system users (files they own may outlive the package).
 # Usage: deb.sh BUILD_DIR SOURCE_ROOT
 set -euo pipefail
@@ -85,6 +87,14 @@ sock=/run/skill-mcp/skill-mcp.sock
 perms=$(in_ctr stat -c '%U:%G %a %F' "${sock}" 2>&1) || fail "no socket at ${sock}: ${perms}"
 [[ ${perms} == "root:skill-mcp-users 660 socket" ]] || fail "socket is '${perms}'"
 echo "ok - skill-mcp.socket is enabled and listening on ${sock} (root:skill-mcp-users 0660)"
+[[ $(in_ctr systemctl is-enabled skill-mcp-egress.socket 2>&1) == enabled ]] || fail "skill-mcp-egress.socket is not enabled"
+[[ $(in_ctr systemctl is-active skill-mcp-egress.socket 2>&1) == active ]] ||
+  fail "skill-mcp-egress.socket is not active: $(in_ctr systemctl status skill-mcp-egress.socket 2>&1 | tail -n 5)"
+egress_sock=/run/skill-mcp/egress.sock
+perms=$(in_ctr stat -c '%U:%G %a %F' "${egress_sock}" 2>&1) || fail "no socket at ${egress_sock}: ${perms}"
+[[ ${perms} == "root:skill-mcp 660 socket" ]] || fail "the egress helper's socket is '${perms}'"
+in_ctr test -x /usr/libexec/skill-mcp-egress || fail "/usr/libexec/skill-mcp-egress is not installed"
+echo "ok - skill-mcp-egress.socket is enabled and listening on ${egress_sock} (root:skill-mcp 0660)"
 
 bin=/usr/bin/skill-mcp
 # Under the unit every run has a uid of its own from the default per-run range.
@@ -98,16 +108,36 @@ rc=0
 session '{"load":"example","file":["example","references/report-fields.md"],"run":{"name":"probe","script":"scripts/status.js"}}' \
   "{\"skills\":[\"example\",\"probe\"],\"load\":\"example\",\"file\":\"no shell ever saw them\",\"run\":{\"uid\":\"${run_uid}\"}}" || rc=1
 [[ ${rc} == 0 ]] || fail "the installed package did not answer as expected"
+# Declared egress through the packaged helper (lib.sh: EGRESS_ENV, in the operator's
+# environment file), to a server on the container's loopback.
+printf '%s\n' "${EGRESS_ENV[@]}" | podman exec -i "${CTR}" sh -c 'cat >>/etc/skill-mcp/skill-mcp.env'
+podman exec -d "${CTR}" node -e "${EGRESS_SERVER_JS}"
+control=""
+for _ in $(seq 1 50); do
+  control=$(in_ctr node -e "${EGRESS_PROBE_JS}" 2>&1) && break
+  sleep 0.1
+done
+[[ ${control} == connected ]] || fail "egress: control: the test server does not answer (${control})"
+if ! egress_session "${stage}/egress.json" podman exec -i "${CTR}" runuser -u alice -- "${bin}" connect; then
+  dump_journal
+  fail "a declared run did not reach its host through the packaged helper (or reached more)"
+fi
+echo "ok - a declared run reaches its host through the packaged helper, and nothing else"
 
 in_ctr dpkg --purge skill-mcp >"${stage}/purge.log" 2>&1 || { cat "${stage}/purge.log"; fail "dpkg --purge failed"; }
 for path in /lib/systemd/system/skill-mcp.socket /lib/systemd/system/skill-mcp@.service \
-  /etc/systemd/system/sockets.target.wants/skill-mcp.socket /etc/skill-mcp \
-  /usr/bin/skill-mcp /usr/libexec/skill-mcp-worker /usr/lib/sysusers.d/skill-mcp.conf "${sock}"; do
+  /lib/systemd/system/skill-mcp-egress.socket /lib/systemd/system/skill-mcp-egress.service \
+  /etc/systemd/system/sockets.target.wants/skill-mcp.socket \
+  /etc/systemd/system/sockets.target.wants/skill-mcp-egress.socket /etc/skill-mcp \
+  /usr/bin/skill-mcp /usr/libexec/skill-mcp-worker /usr/libexec/skill-mcp-egress \
+  /usr/lib/sysusers.d/skill-mcp.conf "${sock}" "${egress_sock}"; do
   if in_ctr test -e "${path}"; then fail "${path} is still there after purge"; fi
 done
-state=$(in_ctr systemctl is-active skill-mcp.socket 2>&1 || true)
-[[ ${state} != active ]] || fail "skill-mcp.socket is still active after purge"
-echo "ok - purge removes the units, their enablement, the socket, /etc/skill-mcp and the binaries"
+for s in skill-mcp.socket skill-mcp-egress.socket skill-mcp-egress.service; do
+  state=$(in_ctr systemctl is-active "${s}" 2>&1 || true)
+  [[ ${state} != active ]] || fail "${s} is still active after purge"
+done
+echo "ok - purge removes the units, their enablement, the sockets, /etc/skill-mcp and the binaries"
 in_ctr getent passwd skill-mcp >/dev/null ||
   fail "the system user skill-mcp is gone after purge (Debian policy keeps it)"
 echo "ok - the system users stay after purge (Debian policy: files they own may remain)"

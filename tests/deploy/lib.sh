@@ -144,9 +144,12 @@ lock_deb_ahead() { exec 7>"${DEPLOY_CACHE}/deb-ahead.lock" && flock 7; }
 unlock_deb_ahead() { exec 7>&-; }
 
 # Boots real systemd as PID 1 in a fresh container; sets CTR. Removed on exit.
+# SYS_PTRACE: PID 1 on a host holds every capability, and systemd needs this one to set up
+# PrivateUsers= under ProtectProc=invisible (the egress helper's unit): without it the
+# unit fails at step USER here, where it would start on a host.
 start_systemd_container() {
   CTR="skill-mcp-deploy-$$-${RANDOM}"
-  podman run -d --name "${CTR}" --systemd=always --cap-add SYS_ADMIN "${SYSTEMD_IMAGE}" \
+  podman run -d --name "${CTR}" --systemd=always --cap-add SYS_ADMIN --cap-add SYS_PTRACE "${SYSTEMD_IMAGE}" \
     /bin/sh -c 'mount --make-rshared / && exec /lib/systemd/systemd' >/dev/null ||
     fail "podman run of the systemd container failed"
   trap 'podman rm -f -t 0 "${CTR}" >/dev/null 2>&1 || true' EXIT
@@ -182,4 +185,39 @@ session() {
     dump_journal
     return 1
   fi
+}
+
+# Declared egress (SKILL_MCP_NETWORK=declared, the default): the probe skill declares
+# api.example.test, and the tests point it at a server of their own on the loopback of the
+# network the helper uses (SKILL_MCP_EGRESS_RESOLVE, with SKILL_MCP_EGRESS_LOCAL=on since
+# loopback is not a global address), allowed on EGRESS_PORT only. The server answers on
+# EGRESS_PORT and on EGRESS_OTHER_PORT, so a run's refusals there are the run's own network
+# and not a dead server (egress_server_live is the control).
+EGRESS_PORT=18080 EGRESS_OTHER_PORT=18081
+EGRESS_ENV=(SKILL_MCP_EGRESS_LOCAL=on "SKILL_MCP_EGRESS_ALLOW=api.example.test:${EGRESS_PORT}"
+  SKILL_MCP_EGRESS_RESOLVE=api.example.test=127.0.0.1)
+EGRESS_SERVER_JS="const http = require('node:http');
+for (const port of [${EGRESS_PORT}, ${EGRESS_OTHER_PORT}]) {
+  http.createServer((q, r) => r.end('pong ' + q.url)).listen(port, '127.0.0.1', () => console.log('listening', port));
+}"
+# A node one-liner for `node -e` in the server's network: "connected" when both ports answer.
+EGRESS_PROBE_JS="let n = 0;
+for (const port of [${EGRESS_PORT}, ${EGRESS_OTHER_PORT}]) {
+  require('node:net').connect(port, '127.0.0.1').on('connect', () => { if (++n === 2) { console.log('connected'); process.exit(0); } })
+    .on('error', (e) => { console.log(e.code); process.exit(1); });
+}"
+# What scripts/egress.js tries: the declared name through node's http client, an undeclared
+# name, the declared name on a port not allowed, and the server's address as a literal.
+EGRESS_OPS="{\"declared\":[\"http\",\"http://api.example.test:${EGRESS_PORT}/ping\"],\"undeclared\":[\"lookup\",\"undeclared.example.test\"],\"otherPort\":[\"tcp\",\"api.example.test:${EGRESS_OTHER_PORT}\"],\"literal\":[\"tcp\",\"127.0.0.1:${EGRESS_OTHER_PORT}\"]}"
+EGRESS_EXPECT="{\"willRun\":[{\"host\":\"api.example.test\",\"ports\":[${EGRESS_PORT}]}],\"outcomes\":{\"declared\":\"pong /ping\",\"undeclared\":\"ENOTFOUND\",\"otherPort\":\"ECONNREFUSED\",\"literal\":\"/^(ECONNREFUSED|ENETUNREACH)$/\"},\"hosts\":[{\"host\":\"api.example.test\",\"port\":${EGRESS_PORT}}],\"refused\":[{\"kind\":\"dns\",\"target\":\"undeclared.example.test\"}]}"
+
+# One declared run of scripts/egress.js through an MCP session spawned as COMMAND, judged by
+# check-egress.mjs; the report is left in $1. Usage: egress_session REPORT COMMAND...
+egress_session() {
+  local out=$1 plan
+  shift
+  plan=$(node -e 'console.log(JSON.stringify({command: process.argv.slice(2),
+      run: {name: "probe", script: "scripts/egress.js", args: [process.argv[1]]}}))' "${EGRESS_OPS}" "$@")
+  node "${here}/mcp-session.mjs" "${plan}" >"${out}" || true
+  node "${here}/check-egress.mjs" "${EGRESS_EXPECT}" <"${out}"
 }

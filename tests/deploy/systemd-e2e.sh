@@ -15,7 +15,13 @@
 #     by runs: 0640); a SIGKILLed broker leaves no process of its run; a root stdio
 #     broker shares the unit's /var/lib/skill-mcp
 #   - no door out of the cell: a socket under /run is out of a run's reach with the unit's
-#     defaults and with namespaces off, its bundle's mode stays, its own socket works
+#     defaults and with namespaces off (the egress helper's too), its bundle's mode stays,
+#     its own socket works
+#   - declared egress with the socket-activated helper: a run reaches its declared name
+#     (pointed at a server on the container's loopback) and nothing else; the helper runs
+#     as a dynamic user, its socket is root:skill-mcp 0660, its exposure is at most 2.0;
+#     doctor under the unit's own sandbox reports the network layer on and the helper
+#     reachable
 # Usage: systemd-e2e.sh BUILD_DIR SOURCE_ROOT
 set -euo pipefail
 # shellcheck source=lib.sh
@@ -44,7 +50,8 @@ datadir=$(dirname "$(dirname "${bin}")")/share/skill-mcp/skills
 log "installed: ${bin}, configuration ${envfile}, example skills ${datadir}"
 
 # The installed units, at their real paths, verify silently here too.
-verify_err=$(in_ctr systemd-analyze verify --man=no /lib/systemd/system/skill-mcp.socket "${unit}" 2>&1 >/dev/null) || true
+verify_err=$(in_ctr systemd-analyze verify --man=no /lib/systemd/system/skill-mcp.socket "${unit}" \
+  /lib/systemd/system/skill-mcp-egress.socket /lib/systemd/system/skill-mcp-egress.service 2>&1 >/dev/null) || true
 [[ -z ${verify_err} ]] || fail "systemd-analyze verify in the container: ${verify_err}"
 echo "ok - systemd-analyze verify of the installed units is silent"
 
@@ -110,6 +117,85 @@ in_ctr sed -i '/^SKILL_MCP_INTERPRETERS=/d;/^SKILL_MCP_PYTHON3=/d' "${envfile}"
 [[ ${py_rc} == 0 ]] && echo "ok - a python3 script runs under the unit in the run's cell (SKILL_MCP_INTERPRETERS=node,python3)"
 [[ ${py_rc} == 0 ]] || rc=1
 
+# 5. Declared egress (the default network mode) with the socket-activated helper, which
+#    the broker's unit pulls in (Wants=skill-mcp-egress.socket; not enabled here). A drop-in
+#    points api.example.test at a server on the container's loopback (EGRESS_ENV, lib.sh):
+#    the run reaches it by name through node's own http client, while an undeclared name, the
+#    declared name on another port and the server's address as a literal are refused, the
+#    receipt says so, and root reaches both ports (the control).
+in_ctr mkdir -p /etc/systemd/system/skill-mcp@.service.d
+printf '[Service]\n' >"${stage}/egress-test.conf"
+printf 'Environment=%s\n' "${EGRESS_ENV[@]}" >>"${stage}/egress-test.conf"
+podman exec -i "${CTR}" sh -c 'cat >/etc/systemd/system/skill-mcp@.service.d/egress-test.conf' <"${stage}/egress-test.conf"
+in_ctr systemctl daemon-reload
+podman exec -d "${CTR}" node -e "${EGRESS_SERVER_JS}"
+control=""
+for _ in $(seq 1 50); do
+  control=$(in_ctr node -e "${EGRESS_PROBE_JS}" 2>&1) && break
+  sleep 0.1
+done
+[[ ${control} == connected ]] || fail "egress: control: the test server on the container's loopback does not answer (${control})"
+echo "ok - egress: control: root in the container reaches 127.0.0.1:${EGRESS_PORT} and :${EGRESS_OTHER_PORT}"
+if egress_session "${stage}/egress.json" podman exec -i "${CTR}" runuser -u alice -- "${bin}" connect; then
+  echo "ok - egress: under the unit a declared run reaches its host through the helper, and nothing else"
+else
+  echo "--- broker and helper journal"
+  dump_journal
+  in_ctr journalctl --no-pager -o cat -n 30 -u skill-mcp-egress.service -u skill-mcp-egress.socket 2>/dev/null || true
+  rc=1
+fi
+egress_sock=/run/skill-mcp/egress.sock
+perms=$(in_ctr stat -c '%U:%G %a %F' "${egress_sock}" 2>&1) || perms="missing: ${perms}"
+if [[ ${perms} == "root:skill-mcp 660 socket" ]]; then
+  echo "ok - egress: ${egress_sock} is root:skill-mcp 0660 (the brokers' group; a run's uid is not in it)"
+else
+  echo "not ok - egress: ${egress_sock} is '${perms}', want root:skill-mcp 660"
+  rc=1
+fi
+helper=$(in_ctr ps -C skill-mcp-egress -o uid=,user= | head -n 1)
+read -r helper_uid helper_user <<<"${helper:-0 none}"
+# DynamicUser= takes uids from 61184-65519 (systemd.exec(5)).
+if ((helper_uid >= 61184 && helper_uid <= 65519)); then
+  echo "ok - egress: the socket-activated helper runs as the dynamic user ${helper_user} (uid ${helper_uid})"
+else
+  echo "not ok - egress: the helper runs as '${helper}', want a dynamic user"
+  rc=1
+fi
+# The installed helper unit as systemd itself rates it (online, its drop-ins included).
+exposure=$(in_ctr systemd-analyze security skill-mcp-egress.service 2>&1 | grep 'Overall exposure level' || true)
+score=$(sed -nE 's/.*: ([0-9]+\.[0-9]+) .*/\1/p' <<<"${exposure}")
+if [[ -n ${score} ]] && awk -v s="${score}" 'BEGIN { exit !(s <= 2.0) }'; then
+  echo "ok - egress: ${exposure#→ } (at most 2.0)"
+else
+  echo "not ok - egress: the helper unit's exposure is '${exposure}', above 2.0"
+  rc=1
+fi
+in_ctr rm /etc/systemd/system/skill-mcp@.service.d/egress-test.conf
+in_ctr systemctl daemon-reload
+
+# Doctor under the unit's own sandbox (PrivateNetwork=, the address families, the
+# namespaces, the helper's socket): a oneshot copy of the installed unit that runs
+# `doctor` instead of `serve` and writes its report to a file; it must exit 0 with the
+# network layer on (declared: the run's own network namespace) and the helper reachable.
+in_ctr sh -c "sed -e 's#^\(ExecStart=.*\) serve\$#\1 doctor#' -e '/^StandardInput=socket\$/d' \
+  -e 's#^StandardOutput=socket\$#StandardOutput=truncate:/run/skill-mcp-doctor.txt#' \
+  -e 's#^\[Service\]\$#[Service]\nType=oneshot#' '${unit}' >/etc/systemd/system/skill-mcp-doctor.service"
+in_ctr systemctl daemon-reload
+unit_doc_rc=0
+in_ctr systemctl start skill-mcp-doctor.service 2>"${stage}/unit-doctor.err" || unit_doc_rc=$?
+in_ctr cat /run/skill-mcp-doctor.txt >"${stage}/unit-doctor.txt" 2>&1 || true
+sed 's/^/    /' "${stage}/unit-doctor.txt"
+if [[ ${unit_doc_rc} == 0 ]] && grep -qx '  network: on' "${stage}/unit-doctor.txt" &&
+  grep -A1 -x '  network: on' "${stage}/unit-doctor.txt" | grep -q 'SKILL_MCP_NETWORK=declared' &&
+  grep -qx 'egress-helper: reachable' "${stage}/unit-doctor.txt"; then
+  echo "ok - doctor under the unit exits 0 with the network layer on (declared) and the egress helper reachable"
+else
+  echo "not ok - doctor under the unit: exit ${unit_doc_rc} ($(cat "${stage}/unit-doctor.err")); want network on (declared), egress-helper reachable"
+  rc=1
+fi
+in_ctr rm /etc/systemd/system/skill-mcp-doctor.service
+in_ctr systemctl daemon-reload
+
 # The audit trail in the journal (docs/audit.md): the sessions above ran status.js twice
 # and had a token refused once; previews write nothing. Each record names alice's
 # connection (SO_PEERCRED of the accepted socket), and neither the secret nor the script's
@@ -124,14 +210,15 @@ node "${here}/check-audit.mjs" journal "$(printf '{"outcomes":["ran","refused","
 
 # Every broker of this run reported every isolation layer on at boot (the journal),
 # run-namespaces, fresh-proc, parent-death and landlock included (the unit's defaults).
-# network-off is the operator's opt-in (SKILL_MCP_NETWORK=off): off, saying so, is right.
+# network is on: declared (the default), runs in their own network namespace.
 # run-cgroup is never on (docs/isolation.md, whole-run limits): off with its reason.
 # run-memory is off under the unit: ProtectProc=invisible hides the runs' processes from
 # the broker, and the unit's MemoryMax= bounds the connection (docs/isolation.md).
-only_opt_in_off='off \[(run-memory \(/proc is mounted with hidepid=invisible \(systemd.s ProtectProc=\) and the broker lacks CAP_SYS_PTRACE, so it cannot read its runs. processes; the unit.s MemoryMax= or the container.s memory limit bounds the connection instead\), )?(network-off \(runs may open TCP connections \(SKILL_MCP_NETWORK is not off\)\), )?run-cgroup \(no per-run cgroup: [^]]*\)\]$'
+only_opt_in_off='off \[(run-memory \(/proc is mounted with hidepid=invisible \(systemd.s ProtectProc=\) and the broker lacks CAP_SYS_PTRACE, so it cannot read its runs. processes; the unit.s MemoryMax= or the container.s memory limit bounds the connection instead\), )?run-cgroup \(no per-run cgroup: [^]]*\)\]$'
 layers=$(in_ctr journalctl --no-pager -o cat _COMM=skill-mcp 2>/dev/null | grep 'isolation:' || true)
 if [[ -n ${layers} ]] && ! grep -v -E "${only_opt_in_off}" <<<"${layers}" | grep -q . &&
-   ! grep -v -E 'on \[.*run-namespaces, fresh-proc, parent-death, landlock' <<<"${layers}" | grep -q .; then
+   ! grep -v -E 'on \[.*run-namespaces, fresh-proc, parent-death, landlock' <<<"${layers}" | grep -q . &&
+   ! grep -v -E 'on \[([^]]*, )?network(, [^]]*)?\]' <<<"${layers}" | grep -q .; then
   echo "ok - every broker logged all isolation layers on: $(tail -n 1 <<<"${layers}")"
 else
   echo "not ok - a broker under the unit reported a layer off (or none reported):"
@@ -154,7 +241,7 @@ else
   rc=1
 fi
 
-# 4. The cell under attack: two connections at once, each with its own broker.
+# 6. The cell under attack: two connections at once, each with its own broker.
 #    The first runs a victim holding a granted secret; the second's run tries to read the
 #    victim's /proc/<pid>/environ, to kill it, and to read the operator's environment
 #    file. The controls: root in the container sees the victim running with the secret
@@ -241,7 +328,7 @@ else
   rc=1
 fi
 
-# 5. SKILL_MCP_NAMESPACES=on under the unit, with the drop-in skill-mcp(1) documents:
+# 7. SKILL_MCP_NAMESPACES=on under the unit, with the drop-in skill-mcp(1) documents:
 #    the run gets its own user and mount namespace, so its bounding set is empty too,
 #    and the broker's boot line has run-namespaces among the layers on.
 in_ctr mkdir -p /etc/systemd/system/skill-mcp@.service.d
@@ -258,8 +345,9 @@ else
   rc=1
 fi
 
-# 6. No door out of the cell (docs/isolation.md, "Doors out of the cell"): root plants a
-#    0777 socket under /run, where daemons' sockets live; a run finds it neither with the
+# 8. No door out of the cell (docs/isolation.md, "Doors out of the cell"): root plants a
+#    0777 socket under /run, where daemons' sockets live (and the egress helper's is); a
+#    run finds neither with the
 #    unit's defaults (its view hides /run) nor with SKILL_MCP_NAMESPACES=off (seccomp
 #    refuses every unix socket then), and cannot change its bundle's mode, while its own
 #    socket (with a view) and node's pipes work. The control: bob, an ordinary user of the
@@ -278,7 +366,7 @@ else
   echo "not ok - doors: control: bob could not connect to the planted socket (${control})"
   rc=1
 fi
-doors_ops='{"run":["connect","/run/doors-test/agent.sock"],"varRun":["connect","/var/run/doors-test/agent.sock"],"bundle":["chmod","/srv/skills/probe/SKILL.md"],"own":["own-socket"],"pipe":["pipe"]}'
+doors_ops='{"run":["connect","/run/doors-test/agent.sock"],"helper":["connect","/run/skill-mcp/egress.sock"],"varRun":["connect","/var/run/doors-test/agent.sock"],"bundle":["chmod","/srv/skills/probe/SKILL.md"],"own":["own-socket"],"pipe":["pipe"]}'
 doors_run() { # LABEL EXPECTED: one run of scripts/doors.js, its outcomes compared with EXPECTED
   local plan seen verdict
   plan=$(node -e 'console.log(JSON.stringify({run: {name: "probe", script: "scripts/doors.js", args: [process.argv[1]]}}))' "${doors_ops}")
@@ -295,9 +383,9 @@ doors_run() { # LABEL EXPECTED: one run of scripts/doors.js, its outcomes compar
     rc=1
   fi
 }
-doors_run "the unit's defaults" '{"run":"ENOENT","varRun":"ENOENT","bundle":"EROFS","own":"connected","pipe":"changed"}'
+doors_run "the unit's defaults" '{"run":"ENOENT","helper":"ENOENT","varRun":"ENOENT","bundle":"EROFS","own":"connected","pipe":"changed"}'
 in_ctr sh -c "printf 'SKILL_MCP_NAMESPACES=off\n' >>'${envfile}'"
-doors_run "SKILL_MCP_NAMESPACES=off" '{"run":"EPERM","varRun":"EPERM","bundle":"EPERM","own":"EPERM","pipe":"changed"}'
+doors_run "SKILL_MCP_NAMESPACES=off" '{"run":"EPERM","helper":"EPERM","varRun":"EPERM","bundle":"EPERM","own":"EPERM","pipe":"changed"}'
 in_ctr sed -i '/^SKILL_MCP_NAMESPACES=off$/d' "${envfile}"
 
 echo "elapsed $(($(date +%s) - started)) s"
