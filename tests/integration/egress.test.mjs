@@ -653,14 +653,34 @@ for (const [label, asNobody] of modes) {
       assert.equal(api.seen.connections, before.api.connections);
     });
 
-    test('the boot line says declared fell back to off and why', {
-      skip: 'the broker does not say it yet: its boot line lists `network` among the layers that are on, ' +
-        'without the mode or the reason for the fallback (doctor has both)',
-    }, async () => {
+    test('the boot line says declared fell back to off and why', async () => {
       await withBroker(declaredEnv(root, { SKILL_MCP_NAMESPACES: 'off' }), asNobody, async (client, conn) => {
-        await callJson(client, 'skill_list');
-        assert.match(conn.stderr(), /SKILL_MCP_NETWORK=declared falls back to off/, conn.stderr());
+        // A preview waits for the probe, after which the line is written.
+        await callJson(client, 'skill_run', { name: 'quiet', script: 'scripts/probe.js', args: ['[]'] });
+        assert.match(conn.stderr(), /network: SKILL_MCP_NETWORK=declared falls back to off: runs get no namespaces/,
+                     conn.stderr());
       });
+    });
+
+    test('a host that refuses a run its own network namespace: declared falls back to off, the namespaces stay on', async (t) => {
+      const denied = process.env.SKILL_MCP_TEST_UNSHARE_DENIED;
+      assert.ok(denied, 'SKILL_MCP_TEST_UNSHARE_DENIED names the wrapper (meson sets it)');
+      const launch = asNobody ? [...AS_NOBODY, BIN] : [BIN];
+      const env = declaredEnv(root);
+      const doctor = spawnSync(denied, ['--net', ...launch, 'doctor'], { env: serverEnv(env), encoding: 'utf8' });
+      if (!/run-namespaces: on/.test(doctor.stdout)) return t.skip(`the run namespaces are off here:\n${doctor.stdout}`);
+      assert.match(doctor.stdout, /network: on\n\s+SKILL_MCP_NETWORK=declared falls back to off, because the run-as user cannot give a run a network namespace of its own here \(.*Operation not permitted; under systemd, RestrictNamespaces= needs net/,
+                   doctor.stdout);
+      // The control: without the wrapper the same broker settles on declared.
+      assert.match(doctorOf(env, asNobody).layer, /SKILL_MCP_NETWORK=declared: each run has a network namespace/);
+      const before = snapshot();
+      await withBroker(env, false, async (client) => {
+        const r = await probeRun(client, 'reach', [exchange('net', '127.0.0.1', api.port, { servername: API })]);
+        assertRefusedFast(r.results[0], ['EPERM', 'EACCES'], 'net.connect where the run cannot have its own network');
+        assert.equal(Object.hasOwn(r.receipt, 'egress'), false, show(r.receipt));
+      }, { command: denied, args: ['--net', ...launch] });
+      await settled();
+      assert.equal(api.seen.connections, before.api.connections);
     });
 
     test('a declaration changed between preview and confirmation is DRAFT_CHANGED', async () => {
