@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace skillmcp::worker {
 namespace {
@@ -127,10 +128,14 @@ int WriteFile(const std::string& path, const char* text) {
 // Binds the run's resolver files read-only over the view's, each at the path the host's
 // name leads to in the view. A name that leads nowhere is left alone: the resolver's own
 // default, without the file, is the local host (resolv.conf) or files then DNS
-// (nsswitch.conf). Staged on a tmpfs of its own in the run's /tmp, detached once bound,
-// so nothing of it stays reachable but the read-only binds.
-int BindResolverFiles() {
-  char stage[] = "/tmp/.skill-mcp-resolver-XXXXXX";
+// (nsswitch.conf). Staged on a tmpfs of its own in `parent` (the run's scratch directory,
+// which its view always leaves writable; /tmp may be covered read-only), detached once
+// bound, so nothing of it stays reachable but the read-only binds.
+int BindResolverFiles(const std::string& parent) {
+  std::string stage_path = parent + "/.skill-mcp-resolver-XXXXXX";
+  std::vector<char> buffer(stage_path.begin(), stage_path.end());
+  buffer.push_back('\0');
+  char* stage = buffer.data();
   if (mkdtemp(stage) == nullptr) return errno;
   int err = 0;
   if (mount("tmpfs", stage, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=64k") != 0) {
@@ -196,7 +201,8 @@ StepResult EnterOwnNetwork(EgressCell& cell) {
     if (!fd.valid()) return Failed(err);
     cell.listeners.push_back({port, std::move(fd)});
   }
-  if (int e = BindResolverFiles(); e != 0) return Failed(e);
+  if (int e = BindResolverFiles(cell.stage_parent.empty() ? "/tmp" : cell.stage_parent); e != 0)
+    return Failed(e);
   return StepOk();
 }
 

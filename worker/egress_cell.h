@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "shared/unique_fd.h"
@@ -39,6 +40,9 @@ struct EgressCell {
   std::vector<Listener> listeners;  // one per allowed port, on 0.0.0.0
   UniqueFd tun;                     // the default route's device; invalid without one
   std::vector<EgressRule> rules;
+  // Where the resolver files are staged while they are bound (a writable directory of the
+  // run's view: its scratch directory; "" for /tmp, the probe's).
+  std::string stage_parent;
   // Closes every descriptor, in the processes that must not keep them (init).
   void CloseAll();
 };

@@ -317,6 +317,7 @@ void TakeCellSteps(Cell& cell) {
   if (spec.egress_declared) {
     cell.egress.channel = std::move(cell.egress_channel);
     cell.egress.rules = spec.egress_rules;
+    cell.egress.stage_parent = spec.scratch_dir_path;
     Check(EnterOwnNetwork(cell.egress));
   }
   // kFork onwards: the mirror, init and node, each with its own steps (StartRun).

@@ -554,6 +554,16 @@ for (const [label, asNobody] of modes) {
       });
     });
 
+    test('a broker whose HOME is /tmp (the view covers it read-only) still gives a run its network', async () => {
+      // The resolver files are staged in the run's scratch directory, never in a /tmp the
+      // view may have covered.
+      await withBroker(declaredEnv(root, { HOME: '/tmp' }), asNobody, async (client) => {
+        const r = await probeRun(client, 'reach', [exchange('net', API, api.port, { servername: API })]);
+        assert.equal(r.receipt.exitCode, 0, show(r.receipt));
+        assert.equal(r.receipt.egress?.hosts?.[0]?.host, API, show(r.receipt));
+      });
+    });
+
     test('a skill that declares nothing reaches nothing, in the broker where the declared one does', async () => {
       await withBroker(declaredEnv(root), asNobody, async (client) => {
         const before = snapshot();
