@@ -95,16 +95,6 @@ int AddInetSocket(scmp_filter_ctx ctx, int nr, uint32_t action) {
   return AddLow32Equals(ctx, nr, action, 0, {uint64_t{AF_INET}, uint64_t{AF_INET6}});
 }
 
-int AddInetSocket(scmp_filter_ctx ctx, int nr, uint32_t action) {
-  // The domain is an int: the low 32 bits only, or AF_INET with junk above would pass.
-  for (uint64_t domain : {uint64_t{AF_INET}, uint64_t{AF_INET6}}) {
-    int rc =
-        seccomp_rule_add(ctx, action, nr, 1, SCMP_A0_64(SCMP_CMP_MASKED_EQ, 0xffffffffu, domain));
-    if (rc < 0) return rc;
-  }
-  return 0;
-}
-
 int AddUnixDatagramPair(scmp_filter_ctx ctx, int nr, uint32_t action) {
   // The type's low four bits (SOCK_TYPE_MASK) name it; the rest are SOCK_NONBLOCK and
   // SOCK_CLOEXEC, which must not let a datagram pair through.
