@@ -95,6 +95,30 @@ int AddInetSocket(scmp_filter_ctx ctx, int nr, uint32_t action) {
   return AddLow32Equals(ctx, nr, action, 0, {uint64_t{AF_INET}, uint64_t{AF_INET6}});
 }
 
+// Rules matching argument `arg`, as a whole 64-bit value, outside `allowed` (ascending):
+// each gap below the last allowed value as aligned power-of-two blocks, one masked
+// comparison each (libseccomp takes one comparison per argument in a rule, so no range),
+// and one GE for everything above. An int with junk in the high half lands above, so it
+// is refused even where its low 32 bits name an allowed family: fail closed.
+int AddOutside(scmp_filter_ctx ctx, int nr, uint32_t action, unsigned arg,
+               std::span<const int> allowed) {
+  uint64_t lo = 0;
+  for (int value : allowed) {
+    const auto end = static_cast<uint64_t>(value);
+    if (end < lo) return -EINVAL;  // not ascending: fail closed
+    while (lo < end) {
+      uint64_t size = lo == 0 ? uint64_t{1} << 63 : lo & (~lo + 1);  // lo's alignment
+      while (size > end - lo) size >>= 1;
+      int rc =
+          seccomp_rule_add(ctx, action, nr, 1, SCMP_CMP(arg, SCMP_CMP_MASKED_EQ, ~(size - 1), lo));
+      if (rc < 0) return rc;
+      lo += size;
+    }
+    lo = end + 1;
+  }
+  return seccomp_rule_add(ctx, action, nr, 1, SCMP_CMP(arg, SCMP_CMP_GE, lo));
+}
+
 int AddUnixDatagramPair(scmp_filter_ctx ctx, int nr, uint32_t action) {
   // The type's low four bits (SOCK_TYPE_MASK) name it; the rest are SOCK_NONBLOCK and
   // SOCK_CLOEXEC, which must not let a datagram pair through.
@@ -132,6 +156,8 @@ int AddRule(scmp_filter_ctx ctx, const SyscallRule& rule, uint32_t action) {
       return AddInodeFlagsIoctl(ctx, nr, action);
     case ArgFilter::kInetSocketDomain:
       return AddInetSocket(ctx, nr, action);
+    case ArgFilter::kSocketFamilyOutside:
+      return AddOutside(ctx, nr, action, 0, AllowedSocketFamilies());  // the domain
   }
   return -EINVAL;
 }

@@ -1,6 +1,8 @@
 // The syscall groups: data only. Every group says what it shuts and why its action.
 #include "seccomp/policy.h"
 
+#include <sys/socket.h>
+
 #include <cerrno>
 
 namespace skillmcp::seccomp {
@@ -68,6 +70,13 @@ constexpr SyscallRule kObsolete[] = {
 constexpr SyscallRule kPersonality[] = {{"personality", ArgFilter::kPersonalityChange}};
 
 constexpr SyscallRule kProcessGroup[] = {{"setpgid"}, {"setsid"}};
+
+constexpr SyscallRule kSocketFamilies[] = {
+    {"socket", ArgFilter::kSocketFamilyOutside},
+    {"socketpair", ArgFilter::kSocketFamilyOutside},
+};
+
+constexpr int kAllowedSocketFamilies[] = {AF_UNIX, AF_INET, AF_INET6, AF_NETLINK};
 
 constexpr SyscallRule kTerminal[] = {{"ioctl", ArgFilter::kTerminalInjectIoctl}};
 
@@ -204,6 +213,12 @@ constexpr SyscallGroup kGroups[] = {
      "a process that leaves the run's process group (setsid, setpgid) escapes the group "
      "kill that ends a run; EPERM, as for a process already leading its group",
      Action::kErrnoEperm, kProcessGroup},
+    {"@socket-families",
+     "a family other than unix, IPv4, IPv6 and netlink reaches past the network fences "
+     "(AF_SMC connects over TCP where Landlock does not look; AF_VSOCK reaches the "
+     "hypervisor host from any network namespace) or into kernel surface no script needs; "
+     "EPERM, as for a family the caller may not use",
+     Action::kErrnoEperm, kSocketFamilies},
     {"@terminal-injection",
      "TIOCSTI/TIOCLINUX push input into a terminal the script shares with the user; "
      "EPERM",
@@ -219,6 +234,8 @@ std::span<const SyscallGroup> UnixSocketGroups() { return kUnixGroups; }
 std::span<const SyscallGroup> NoViewPolicyGroups() { return kNoViewGroups; }
 
 std::span<const SyscallGroup> InetSocketGroups() { return kInetGroups; }
+
+std::span<const int> AllowedSocketFamilies() { return kAllowedSocketFamilies; }
 
 int ActionErrno(Action action) {
   switch (action) {

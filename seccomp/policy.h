@@ -42,6 +42,8 @@ enum class ArgFilter : uint8_t {
                          // any path; stream and seqpacket pairs cannot be readdressed
   kInodeFlagsIoctl,      // ioctl(fd, FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS or FS_IOC_FSSETXATTR)
   kInetSocketDomain,     // socket(AF_INET, ...) and socket(AF_INET6, ...), any type
+  kSocketFamilyOutside,  // socket(d, ...) or socketpair(d, ...) for any d (as a whole
+                         // 64-bit value) not in AllowedSocketFamilies()
 };
 
 struct SyscallRule {
@@ -88,6 +90,11 @@ inline DoorFence DoorFenceFor(bool namespaces, bool fresh_proc, uint32_t landloc
   if (!namespaces || (!fresh_proc && landlock_abi == 0)) return DoorFence::kNoView;
   return landlock_abi >= 6 ? DoorFence::kNone : DoorFence::kUnixSockets;
 }
+
+// The socket families every run may make (@socket-families), ascending: unix, IPv4, IPv6
+// and netlink (getifaddrs, and glibc's resolver, read interfaces over it). An allowlist,
+// so a family a future kernel adds is refused until it is listed here.
+std::span<const int> AllowedSocketFamilies();
 
 // The errno a denied call sees, or 0 for kKillProcess.
 int ActionErrno(Action action);

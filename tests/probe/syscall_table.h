@@ -28,6 +28,9 @@ inline constexpr SyscallRow kMustDeny[] = {
     {"io_uring_setup", "ENOSYS"},
     {"io_uring_enter", "ENOSYS"},
     {"io_uring_register", "ENOSYS"},
+    {"socket_smc", "EPERM"},
+    {"socket_vsock", "EPERM"},
+    {"socket_unix_high", "EPERM"},
     {"unshare", "EPERM"},
     {"setns", "EPERM"},
     {"clone_newuser", "EPERM"},
@@ -96,7 +99,6 @@ inline constexpr SyscallRow kMustDenyWithoutView[] = {
     {"semctl", "EPERM"},         {"semget", "EPERM"},       {"semop", "EPERM"},
     {"semtimedop", "EPERM"},     {"shmat", "EPERM"},        {"shmctl", "EPERM"},
     {"shmdt", "EPERM"},          {"shmget", "EPERM"},       {"socket_unix", "EPERM"},
-    {"socket_unix_high", "EPERM"},
     {"socketpair_unix_dgram", "EPERM"},
     {"socketpair_unix_dgram_cloexec", "EPERM"},
     {"ioctl_setflags", "EPERM"},
@@ -114,7 +116,7 @@ inline constexpr SyscallRow kMustDenyWithoutView[] = {
 // The unix socket group alone (a closed view without Landlock ABI 6): these are refused,
 // while the metadata and IPC rows of kMustDenyWithoutView pass.
 inline constexpr const char* kUnixSocketCalls[] = {
-    "socket_unix", "socket_unix_high", "socketpair_unix_dgram", "socketpair_unix_dgram_cloexec"};
+    "socket_unix", "socketpair_unix_dgram", "socketpair_unix_dgram_cloexec"};
 
 inline constexpr SyscallRow kMustAllowWithoutView[] = {
     {"socketpair_unix", "ok"},

@@ -183,6 +183,8 @@ const Call kCalls[] = {
     {"socket_unix", [] { return S(SYS_socket, AF_UNIX, SOCK_STREAM, 0); }},
     {"socket_unix_high", [] { return S(SYS_socket, (1L << 32) | AF_UNIX, SOCK_STREAM, 0); }},
     {"socket_inet", [] { return S(SYS_socket, AF_INET, SOCK_STREAM, 0); }},
+    {"socket_smc", [] { return S(SYS_socket, 43 /*AF_SMC*/, SOCK_STREAM, 0); }},
+    {"socket_vsock", [] { return S(SYS_socket, AF_VSOCK, SOCK_STREAM, 0); }},
     {"socketpair_unix_dgram", [] {
        int sv[2];
        return S(SYS_socketpair, AF_UNIX, SOCK_DGRAM, 0, reinterpret_cast<long>(sv));

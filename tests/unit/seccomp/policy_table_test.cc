@@ -1,11 +1,13 @@
 // The group table: sorted, documented, free of duplicates, resolvable, complete.
 #include <gtest/gtest.h>
 #include <seccomp.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <set>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "seccomp/policy.h"
 
@@ -102,8 +104,26 @@ TEST(PolicyTable, CoversEveryRequiredSyscall) {
                            "name_to_handle_at",
                            "personality",
                            "setsid",
-                           "setpgid"})
+                           "setpgid",
+                           "socket",
+                           "socketpair"})
     EXPECT_TRUE(listed.count(must)) << must << " is not in the policy";
+}
+
+// Every run's sockets: exactly unix, IPv4, IPv6 and netlink, ascending (the compiler's
+// gaps need the order), and both calls that make a socket are held to them.
+TEST(PolicyTable, EveryRunMakesSocketsOfTheFourFamiliesOnly) {
+  const auto families = AllowedSocketFamilies();
+  EXPECT_EQ(std::vector<int>(families.begin(), families.end()),
+            (std::vector<int>{AF_UNIX, AF_INET, AF_INET6, AF_NETLINK}));
+  std::set<std::string_view> held;
+  for (const SyscallGroup& g : WorkerPolicyGroups())
+    for (const SyscallRule& r : g.rules)
+      if (r.filter == ArgFilter::kSocketFamilyOutside) {
+        EXPECT_EQ(g.action, Action::kErrnoEperm) << g.name;
+        held.insert(r.name);
+      }
+  EXPECT_EQ(held, (std::set<std::string_view>{"socket", "socketpair"}));
 }
 
 // A set of groups added to the worker policy for some runs: documented, EPERM, sorted,
