@@ -2,20 +2,33 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "egress/address_class.h"
 
 namespace skillmcp::egress {
 
+bool Dial::Refused(const Peer& p) const {
+  if (allow_local_) return false;
+  // why: a non-global address is the host's own services, its link or a cloud metadata
+  // service (address_class.cc says which); only a broker that allows local addresses
+  // (a test rig, a local service the operator declared) reaches one. Without the host's
+  // own addresses, any address could be one of them.
+  return host_ == nullptr || ClassifyAddress(p.family, p.address, *host_) != AddressClass::kGlobal;
+}
+
 bool Dial::Advance(int64_t now_ms) {
   while (next_ < peers_.size()) {
-    const Peer& p = peers_[next_++];
+    const Peer& p = peers_[next_];
+    const bool refused = Refused(p);
+    if (!refused && now_ms >= request_deadline_ms_) {
+      error_ = ETIMEDOUT;  // the request's time is up: no further address is tried
+      return false;
+    }
+    ++next_;
     peer_ = p;
-    // why: a non-global address is the host's own services, its link or a cloud metadata
-    // service (address_class.cc says which); only a broker that allows local addresses
-    // (a test rig, a local service the operator declared) reaches one.
-    if (!allow_local_ && ClassifyAddress(p.family, p.address) != AddressClass::kGlobal) {
+    if (refused) {
       if (!tried_) error_ = EACCES;
       continue;
     }
@@ -32,7 +45,7 @@ bool Dial::Advance(int64_t now_ms) {
       return false;
     }
     if (errno == EINPROGRESS) {
-      deadline_ms_ = now_ms + timeout_ms_;
+      deadline_ms_ = std::min(now_ms + timeout_ms_, request_deadline_ms_);
       return true;
     }
     error_ = errno;

@@ -74,7 +74,8 @@ int Main(int argc, char** argv) {
     LOG_ERROR_ERRNO("egress: cannot set up descriptor %d", served);
     return 1;
   }
-  Server server(listen_fd, listen_fd < 0 ? served : -1, options->connect_timeout_ms);
+  Server server(listen_fd, listen_fd < 0 ? served : -1, options->connect_timeout_ms,
+                options->request_timeout_ms);
   return server.Run();
 }
 

@@ -18,6 +18,7 @@ std::optional<int> ParseInt(std::string_view text, int min, int max) {
 
 const char* UsageText() {
   return "usage: skill-mcp-egress [--connection-fd N] [--connect-timeout-ms MS]\n"
+         "                        [--request-timeout-ms MS]\n"
          "\n"
          "Opens outbound TCP connections for skill-mcp brokers and hands back the connected\n"
          "socket. Started by systemd socket activation (one SOCK_SEQPACKET listening socket\n"
@@ -27,6 +28,8 @@ const char* UsageText() {
          "                            it closes\n"
          "  --connect-timeout-ms MS   how long one address may take to connect (1..600000,\n"
          "                            default 5000)\n"
+         "  --request-timeout-ms MS   how long one request may take, resolution and every\n"
+         "                            address together (1..600000, default 15000)\n"
          "  --help                    this text\n";
 }
 
@@ -38,7 +41,8 @@ std::optional<Options> ParseOptions(int argc, const char* const* argv, std::stri
       options.help = true;
       continue;
     }
-    if (arg != "--connection-fd" && arg != "--connect-timeout-ms") {
+    if (arg != "--connection-fd" && arg != "--connect-timeout-ms" &&
+        arg != "--request-timeout-ms") {
       *error = "unknown argument: " + std::string(arg);
       return std::nullopt;
     }
@@ -56,13 +60,14 @@ std::optional<Options> ParseOptions(int argc, const char* const* argv, std::stri
       }
       options.connection_fd = *fd;
     } else {
-      const std::optional<int> ms = ParseInt(value, 1, kMaxConnectTimeoutMs);
+      const std::optional<int> ms = ParseInt(value, 1, kMaxTimeoutMs);
       if (!ms) {
-        *error = "--connect-timeout-ms: not a number of milliseconds from 1 to 600000: " +
-                 std::string(value);
+        *error = std::string(arg) +
+                 ": not a number of milliseconds from 1 to 600000: " + std::string(value);
         return std::nullopt;
       }
-      options.connect_timeout_ms = *ms;
+      (arg == "--connect-timeout-ms" ? options.connect_timeout_ms : options.request_timeout_ms) =
+          *ms;
     }
   }
   return options;

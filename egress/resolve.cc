@@ -50,8 +50,13 @@ Resolution ResolveLiteral(const std::string& host, uint16_t port) {
   return Lookup(host, port, AI_NUMERICHOST);
 }
 
+std::string QueryName(const std::string& host) {
+  if (!host.empty() && host.back() == '.') return host;
+  return host + ".";
+}
+
 Resolution ResolveName(const std::string& host, uint16_t port) {
-  return Lookup(host, port, AI_ADDRCONFIG);
+  return Lookup(QueryName(host), port, AI_ADDRCONFIG);
 }
 
 }  // namespace skillmcp::egress

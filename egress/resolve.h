@@ -25,7 +25,14 @@ int ResolverErrno(int gai_error);
 // Does not block: the address of an IP literal (IsAddressLiteral, shared/egress_allowlist.h).
 Resolution ResolveLiteral(const std::string& host, uint16_t port);
 
-// Blocks: the name's IPv4 and IPv6 stream addresses (AI_ADDRCONFIG) with `port`.
+// The name getaddrinfo is asked for: `host` made absolute (a trailing dot), so that the
+// host's resolv.conf search list and ndots never turn a declared `vault` into
+// `vault.svc.cluster.local`. A name the host's files source (/etc/hosts) alone knows is
+// then not found: glibc's files source does not match an absolute name.
+std::string QueryName(const std::string& host);
+
+// Blocks: the name's IPv4 and IPv6 stream addresses (AI_ADDRCONFIG) with `port`, looked up
+// as QueryName(host).
 Resolution ResolveName(const std::string& host, uint16_t port);
 
 }  // namespace skillmcp::egress

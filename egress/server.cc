@@ -45,11 +45,12 @@ EgressAnswer Refusal(uint32_t id, int error, const std::optional<Peer>& peer) {
 
 }  // namespace
 
-Server::Server(int listen_fd, int connection_fd, int connect_timeout_ms)
+Server::Server(int listen_fd, int connection_fd, int connect_timeout_ms, int request_timeout_ms)
     : epoll_(epoll_create1(EPOLL_CLOEXEC)),
       listen_(listen_fd),
       single_(listen_fd < 0),
-      connect_timeout_ms_(connect_timeout_ms) {
+      connect_timeout_ms_(connect_timeout_ms),
+      request_timeout_ms_(request_timeout_ms) {
   if (single_) AddBroker(UniqueFd(connection_fd));
 }
 
@@ -172,10 +173,17 @@ void Server::ReadBroker(uint64_t key, int64_t now) {
   }
 }
 
+size_t Server::InFlight(uint64_t broker) const {
+  return static_cast<size_t>(
+      std::count_if(requests_.begin(), requests_.end(),
+                    [&](const auto& entry) { return entry.second.broker == broker; }));
+}
+
 void Server::Handle(uint64_t broker, const EgressRequest& request, int64_t now) {
-  // why: each request in flight may hold a thread and a socket; the bound keeps a broker
-  // that floods (or a resolver that hangs) from taking the host's tasks or descriptors.
-  if (requests_.size() >= kMaxInFlight) {
+  // why: each request in flight may hold a thread and a socket; the bounds keep a broker
+  // that floods (or a resolver that hangs) from taking the host's tasks or descriptors,
+  // and the share keeps it from taking the other brokers' places (server.h).
+  if (requests_.size() >= kMaxInFlight || InFlight(broker) >= kMaxInFlightPerBroker) {
     Answer(broker, Refusal(request.id, EAGAIN, std::nullopt), UniqueFd());
     return;
   }
@@ -184,6 +192,7 @@ void Server::Handle(uint64_t broker, const EgressRequest& request, int64_t now) 
   r.broker = broker;
   r.id = request.id;
   r.allow_local = request.allow_local;
+  r.deadline_ms = now + request_timeout_ms_;
   if (IsAddressLiteral(request.host)) {
     StartDial(key, ResolveLiteral(request.host, request.port), now);
   } else if (!resolver_.Start(key, request.host, request.port)) {
@@ -235,8 +244,8 @@ void Server::Resolved(int64_t now) {
   for (auto& [key, resolution] : resolver_.Take()) {
     auto it = requests_.find(key);
     if (it == requests_.end()) continue;
-    if (it->second.broker == 0) {
-      requests_.erase(it);  // its broker is gone
+    if (it->second.broker == 0 || it->second.answered) {
+      requests_.erase(it);  // its broker is gone, or it was answered when its time ran out
       continue;
     }
     StartDial(key, std::move(resolution), now);
@@ -252,7 +261,9 @@ void Server::StartDial(uint64_t key, Resolution resolution, int64_t now) {
     Flush(broker, now);
     return;
   }
-  r.dial.emplace(std::move(resolution.peers), r.allow_local, connect_timeout_ms_);
+  r.dial.emplace(std::move(resolution.peers), r.allow_local,
+                 r.allow_local ? nullptr : host_addresses_.Get(now), connect_timeout_ms_,
+                 r.deadline_ms);
   if (!r.dial->Advance(now)) {
     FinishDial(key);
     return;
@@ -293,6 +304,19 @@ void Server::Expire(int64_t now) {
     if (r.dial && r.dial->socket() >= 0 && r.dial->deadline_ms() <= now) late.push_back(key);
   for (uint64_t key : late)
     if (requests_.count(key) != 0) DialEvent(key, true, now);
+  // why: a name server that never answers would hold the broker's connection open for as
+  // long as the host's resolver retries; the request's deadline answers it instead.
+  std::vector<uint64_t> unresolved;
+  for (const auto& [key, r] : requests_)
+    if (!r.dial && !r.answered && r.broker != 0 && r.deadline_ms <= now) unresolved.push_back(key);
+  for (uint64_t key : unresolved) {
+    Request& r = requests_.at(key);
+    if (r.broker == 0) continue;  // its broker was dropped by a flush just before
+    r.answered = true;
+    const uint64_t broker = r.broker;
+    Answer(broker, Refusal(r.id, ETIMEDOUT, std::nullopt), UniqueFd());
+    Flush(broker, now);
+  }
   std::vector<uint64_t> stalled;
   for (const auto& [key, b] : brokers_)
     if (b.blocked_since_ms >= 0 && now - b.blocked_since_ms >= kStalledBrokerMs)
@@ -311,8 +335,10 @@ void Server::Expire(int64_t now) {
 int Server::NextTimeout(int64_t now) const {
   int64_t next = -1;
   auto consider = [&](int64_t at) { next = next < 0 ? at : std::min(next, at); };
-  for (const auto& [key, r] : requests_)
+  for (const auto& [key, r] : requests_) {
     if (r.dial && r.dial->socket() >= 0) consider(r.dial->deadline_ms());
+    if (!r.dial && !r.answered && r.broker != 0) consider(r.deadline_ms);
+  }
   for (const auto& [key, b] : brokers_)
     if (b.blocked_since_ms >= 0) consider(b.blocked_since_ms + kStalledBrokerMs);
   if (accept_paused_until_ms_ >= 0) consider(accept_paused_until_ms_);

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "egress/dial.h"
+#include "egress/host_addresses.h"
 #include "egress/resolver_threads.h"
 #include "shared/egress_wire.h"
 #include "shared/unique_fd.h"
@@ -19,6 +20,10 @@ namespace skillmcp::egress {
 // Requests resolving or connecting at once, across all brokers; one more is answered
 // EAGAIN. Each holds at most one thread and one socket.
 inline constexpr size_t kMaxInFlight = 64;
+// Requests of one broker in flight at once; one more is answered EAGAIN. why: a broker
+// whose runs' names stall (a name server that never answers) fills its own share only,
+// never the places of the other brokers of a shared helper.
+inline constexpr size_t kMaxInFlightPerBroker = 16;
 // Brokers served at once (socket activation); one more is closed at once.
 inline constexpr size_t kMaxBrokers = 64;
 // How long a broker may leave an answer unread before it is dropped: the helper stops
@@ -30,7 +35,7 @@ class Server {
  public:
   // `listen_fd`: accept brokers on it (socket activation); else `connection_fd` is the one
   // broker, and Run returns when it is gone.
-  Server(int listen_fd, int connection_fd, int connect_timeout_ms);
+  Server(int listen_fd, int connection_fd, int connect_timeout_ms, int request_timeout_ms);
 
   // 0 when the one broker is gone; 1 (logged) when the loop itself cannot go on.
   int Run();
@@ -49,6 +54,11 @@ class Server {
     uint64_t broker = 0;  // 0 once the broker is gone (its name still resolving)
     uint32_t id = 0;
     bool allow_local = false;
+    // Resolution and every connect attempt end by then (ETIMEDOUT).
+    int64_t deadline_ms = 0;
+    // Answered ETIMEDOUT while its name was still resolving: the thread still runs, so the
+    // request keeps its place (in its broker's share too) until the resolver returns.
+    bool answered = false;
     std::optional<Dial> dial;
   };
 
@@ -65,14 +75,17 @@ class Server {
   void DialEvent(uint64_t key, bool timed_out, int64_t now);
   void FinishDial(uint64_t key);
   void Expire(int64_t now);
+  size_t InFlight(uint64_t broker) const;
   int NextTimeout(int64_t now) const;
 
   UniqueFd epoll_;
   UniqueFd listen_;
   bool single_;
   int connect_timeout_ms_;
+  int request_timeout_ms_;
   int64_t accept_paused_until_ms_ = -1;
   ResolverThreads resolver_;
+  HostAddressCache host_addresses_;
   uint64_t next_key_ = 1;
   std::map<uint64_t, Broker> brokers_;
   std::map<uint64_t, Request> requests_;

@@ -41,8 +41,33 @@ const Row kTable[] = {
     {"172.16.0.1", AddressClass::kGlobal},
     {"172.31.255.255", AddressClass::kGlobal},
     {"192.168.1.1", AddressClass::kGlobal},
-    {"100.64.0.1", AddressClass::kGlobal},
     {"93.184.216.34", AddressClass::kGlobal},
+    // shared address space 100.64/10, and the IETF protocol block 192.0.0.0/24
+    {"100.63.255.255", AddressClass::kGlobal},
+    {"100.64.0.0", AddressClass::kSharedSpace},
+    {"100.64.0.1", AddressClass::kSharedSpace},
+    {"100.127.255.255", AddressClass::kSharedSpace},
+    {"100.128.0.0", AddressClass::kGlobal},
+    {"191.255.255.255", AddressClass::kGlobal},
+    {"192.0.0.0", AddressClass::kIetfProtocol},
+    {"192.0.0.192", AddressClass::kIetfProtocol},
+    {"192.0.0.255", AddressClass::kIetfProtocol},
+    {"192.0.1.0", AddressClass::kGlobal},
+    // cloud metadata outside those ranges, and their neighbours
+    {"100.100.100.200", AddressClass::kCloudMetadata},
+    {"100.100.100.201", AddressClass::kSharedSpace},
+    {"168.63.129.16", AddressClass::kCloudMetadata},
+    {"168.63.129.15", AddressClass::kGlobal},
+    {"168.63.129.17", AddressClass::kGlobal},
+    {"fd00:ec2::254", AddressClass::kCloudMetadata},
+    {"fd00:ec2::253", AddressClass::kGlobal},
+    {"fd00:ec2:0:1::254", AddressClass::kGlobal},
+    {"fd20:ce::254", AddressClass::kCloudMetadata},
+    {"fd20:ce::255", AddressClass::kGlobal},
+    {"::ffff:168.63.129.16", AddressClass::kCloudMetadata},
+    {"64:ff9b::100.100.100.200", AddressClass::kCloudMetadata},
+    {"::ffff:100.64.0.1", AddressClass::kSharedSpace},
+    {"64:ff9b::192.0.0.170", AddressClass::kIetfProtocol},
     // IPv6
     {"::", AddressClass::kUnspecified},
     {"::1", AddressClass::kLoopback},
@@ -92,21 +117,58 @@ std::array<uint8_t, 16> Bytes(const char* text, uint8_t& family) {
   return out;
 }
 
+AddressClass Classify(const char* text, const HostAddresses& host = {}) {
+  uint8_t family = 0;
+  const std::array<uint8_t, 16> bytes = Bytes(text, family);
+  return ClassifyAddress(family, bytes, host);
+}
+
 TEST(AddressClassTest, TheTable) {
   for (const Row& row : kTable) {
-    uint8_t family = 0;
-    const std::array<uint8_t, 16> bytes = Bytes(row.address, family);
-    EXPECT_EQ(ClassifyAddress(family, bytes), row.expected)
-        << row.address << " is " << AddressClassName(ClassifyAddress(family, bytes))
-        << ", expected " << AddressClassName(row.expected);
+    EXPECT_EQ(Classify(row.address), row.expected)
+        << row.address << " is " << AddressClassName(Classify(row.address)) << ", expected "
+        << AddressClassName(row.expected);
   }
+}
+
+IpAddress Ip(const char* text) {
+  IpAddress ip;
+  ip.bytes = Bytes(text, ip.family);
+  return ip;
+}
+
+// A name pointed at the host's LAN address reaches its local services like loopback does.
+TEST(AddressClassTest, TheHostsOwnAddressesAreRefusedInEveryForm) {
+  const HostAddresses host = {Ip("127.0.0.1"), Ip("10.1.2.3"), Ip("2001:db8::7"),
+                              Ip("198.51.100.7")};
+  const Row rows[] = {
+      {"10.1.2.3", AddressClass::kHostOwn},
+      {"198.51.100.7", AddressClass::kHostOwn},
+      {"2001:db8::7", AddressClass::kHostOwn},
+      {"::ffff:10.1.2.3", AddressClass::kHostOwn},
+      {"::10.1.2.3", AddressClass::kHostOwn},
+      {"64:ff9b::198.51.100.7", AddressClass::kHostOwn},
+      {"10.1.2.4", AddressClass::kGlobal},
+      {"198.51.100.8", AddressClass::kGlobal},
+      {"2001:db8::8", AddressClass::kGlobal},
+      {"2001:db8::a01:203", AddressClass::kGlobal},  // 10.1.2.3's bytes, but not carried
+      {"127.0.0.1", AddressClass::kLoopback},        // its own class first
+  };
+  for (const Row& row : rows) {
+    EXPECT_EQ(Classify(row.address, host), row.expected)
+        << row.address << " is " << AddressClassName(Classify(row.address, host)) << ", expected "
+        << AddressClassName(row.expected);
+  }
+  // Without the host's addresses the same are global: the set is what refuses them.
+  EXPECT_EQ(Classify("10.1.2.3"), AddressClass::kGlobal);
+  EXPECT_EQ(Classify("2001:db8::7"), AddressClass::kGlobal);
 }
 
 TEST(AddressClassTest, AnUnknownFamilyIsNeverGlobal) {
   std::array<uint8_t, 16> bytes{};
   bytes[0] = 93;
-  EXPECT_EQ(ClassifyAddress(AF_UNIX, bytes), AddressClass::kUnspecified);
-  EXPECT_EQ(ClassifyAddress(0, bytes), AddressClass::kUnspecified);
+  EXPECT_EQ(ClassifyAddress(AF_UNIX, bytes, {}), AddressClass::kUnspecified);
+  EXPECT_EQ(ClassifyAddress(0, bytes, {}), AddressClass::kUnspecified);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// The built helper under load and abuse: the in-flight bound, malformed requests, a
-// broker that stops reading, and socket activation with more than one broker.
+// The built helper under load and abuse: the in-flight bounds and the request deadline,
+// malformed requests, a broker that stops reading, and socket activation with more than
+// one broker.
 #include <set>
 
 #include "tests/unit/egress/helper_rig.h"
@@ -8,6 +9,7 @@ namespace skillmcp::egress_test {
 namespace {
 
 constexpr size_t kInFlight = 64;       // egress/server.h, kMaxInFlight
+constexpr size_t kPerBroker = 16;      // egress/server.h, kMaxInFlightPerBroker
 constexpr int64_t kStalledMs = 10000;  // egress/server.h, kStalledBrokerMs
 constexpr size_t kBrokers = 64;        // egress/server.h, kMaxBrokers
 
@@ -32,39 +34,104 @@ LocalPort FullListener(std::vector<UniqueFd>& held) {
   return host;
 }
 
-TEST(EgressBoundsTest, OneRequestOverTheInFlightBoundIsAnsweredEagainAtOnce) {
-  std::vector<UniqueFd> held;
-  LocalPort stuck = FullListener(held);
-  auto helper = Helper::Connected({"--connect-timeout-ms", "1500"});
-  BrokerEnd& b = helper->broker();
-  for (uint32_t id = 1; id <= kInFlight; ++id) b.Ask(To(id, "127.0.0.1", stuck.port, true));
-  const int64_t t0 = NowMs();
-  b.Ask(To(kInFlight + 1, "127.0.0.1", stuck.port, true));
-  // The 65th is answered before any of the 64 could time out, so the bound held them all.
-  Got over = b.Receive(1000);
-  ASSERT_FALSE(over.timed_out) << "no answer for the request over the bound";
-  ASSERT_TRUE(over.answer.has_value());
-  EXPECT_EQ(over.answer->id, kInFlight + 1);
-  EXPECT_EQ(over.answer->error, EAGAIN) << strerror(over.answer->error);
-  EXPECT_EQ(over.answer->family, 0);
-  EXPECT_LT(NowMs() - t0, 1000);
-  // The 64 end at their connect timeout, each named.
+// Sends `count` requests to the stuck listener from `b`, ids from `first`.
+void AskStuck(BrokerEnd& b, const LocalPort& stuck, uint32_t first, size_t count) {
+  for (uint32_t id = first; id < first + count; ++id) b.Ask(To(id, "127.0.0.1", stuck.port, true));
+}
+
+// An answer that came at once (before any stuck request could time out).
+void ExpectAtOnce(BrokerEnd& b, uint32_t id, int error, int64_t since) {
+  Got got = b.Receive(1000);
+  ASSERT_FALSE(got.timed_out) << "no answer for " << id;
+  ASSERT_TRUE(got.answer.has_value());
+  EXPECT_EQ(got.answer->id, id);
+  EXPECT_EQ(got.answer->error, error) << strerror(got.answer->error);
+  EXPECT_LT(NowMs() - since, 1000);
+}
+
+// The stuck requests end at their connect timeout, each named once.
+void ExpectTimedOut(BrokerEnd& b, uint32_t first, size_t count) {
   std::set<uint32_t> ids;
-  for (size_t i = 0; i < kInFlight; ++i) {
+  for (size_t i = 0; i < count; ++i) {
     Got got = b.Receive(10000);
     ASSERT_TRUE(got.answer.has_value()) << i;
     EXPECT_EQ(got.answer->error, ETIMEDOUT) << strerror(got.answer->error);
-    EXPECT_EQ(got.answer->port, stuck.port);
     ids.insert(got.answer->id);
   }
-  EXPECT_EQ(ids.size(), kInFlight);
-  EXPECT_EQ(*ids.rbegin(), kInFlight);
-  // Their places are free again.
+  EXPECT_EQ(ids.size(), count);
+  EXPECT_EQ(*ids.begin(), first);
+}
+
+// A broker whose hosts never answer (a blackhole: a local listener whose accept queue is
+// full) fills its own share; the next broker of the same helper is served at once.
+TEST(EgressBoundsTest, OneBrokerOverItsShareIsAnsweredEagainAndTheOthersAreServed) {
+  const std::string path = "/tmp/skill-mcp-egress-test-f" + std::to_string(getpid()) + ".sock";
+  unlink(path.c_str());
+  std::vector<UniqueFd> held;
+  LocalPort stuck = FullListener(held);
   LocalPort host = LocalPort::Open(true);
-  b.Ask(To(99, "127.0.0.1", host.port, true));
-  Got again = b.Receive();
+  auto helper = Helper::Activated(path, {"--connect-timeout-ms", "1500"});
+  BrokerEnd greedy = helper->Connect();
+  BrokerEnd other = helper->Connect();
+  AskStuck(greedy, stuck, 1, kPerBroker);
+  const int64_t t0 = NowMs();
+  greedy.Ask(To(kPerBroker + 1, "127.0.0.1", stuck.port, true));
+  ExpectAtOnce(greedy, kPerBroker + 1, EAGAIN, t0);
+  other.Ask(To(500, "127.0.0.1", host.port, true));
+  ExpectAtOnce(other, 500, 0, t0);
+  ExpectTimedOut(greedy, 1, kPerBroker);
+  // Its places are free again.
+  greedy.Ask(To(99, "127.0.0.1", host.port, true));
+  Got again = greedy.Receive();
   ASSERT_TRUE(again.answer.has_value());
   EXPECT_EQ(again.answer->error, 0) << strerror(again.answer->error);
+}
+
+TEST(EgressBoundsTest, OneRequestOverTheInFlightBoundIsAnsweredEagainAtOnce) {
+  const std::string path = "/tmp/skill-mcp-egress-test-i" + std::to_string(getpid()) + ".sock";
+  unlink(path.c_str());
+  std::vector<UniqueFd> held;
+  LocalPort stuck = FullListener(held);
+  auto helper = Helper::Activated(path, {"--connect-timeout-ms", "1500"});
+  std::vector<BrokerEnd> brokers;
+  for (size_t i = 0; i < kInFlight / kPerBroker; ++i) {
+    brokers.push_back(helper->Connect());
+    AskStuck(brokers.back(), stuck, static_cast<uint32_t>(1 + i * kPerBroker), kPerBroker);
+    // Over its share, so answered at once: its 16 are all in flight by then.
+    const int64_t t = NowMs();
+    brokers.back().Ask(To(1000, "127.0.0.1", stuck.port, true));
+    ExpectAtOnce(brokers.back(), 1000, EAGAIN, t);
+  }
+  // The 65th, from a broker with nothing in flight, is answered before any of the 64
+  // could time out, so the bound held them all.
+  BrokerEnd late = helper->Connect();
+  const int64_t t0 = NowMs();
+  late.Ask(To(kInFlight + 1, "127.0.0.1", stuck.port, true));
+  ExpectAtOnce(late, kInFlight + 1, EAGAIN, t0);
+  for (size_t i = 0; i < brokers.size(); ++i)
+    ExpectTimedOut(brokers[i], static_cast<uint32_t>(1 + i * kPerBroker), kPerBroker);
+  // Their places are free again.
+  LocalPort host = LocalPort::Open(true);
+  late.Ask(To(99, "127.0.0.1", host.port, true));
+  Got again = late.Receive();
+  ASSERT_TRUE(again.answer.has_value());
+  EXPECT_EQ(again.answer->error, 0) << strerror(again.answer->error);
+}
+
+// One deadline for the whole request: a connect that would be given 10 s ends at 0.7 s.
+TEST(EgressBoundsTest, ARequestEndsAtItsDeadlineWhateverTheConnectTimeout) {
+  std::vector<UniqueFd> held;
+  LocalPort stuck = FullListener(held);
+  auto helper = Helper::Connected({"--connect-timeout-ms", "10000", "--request-timeout-ms", "700"});
+  const int64_t t0 = NowMs();
+  helper->broker().Ask(To(1, "127.0.0.1", stuck.port, true));
+  Got got = helper->broker().Receive(5000);
+  ASSERT_FALSE(got.timed_out) << "still connecting after 5 s";
+  ASSERT_TRUE(got.answer.has_value());
+  EXPECT_EQ(got.answer->error, ETIMEDOUT) << strerror(got.answer->error);
+  EXPECT_EQ(got.answer->port, stuck.port) << "the address that did not connect is named";
+  EXPECT_GE(NowMs() - t0, 600);
+  EXPECT_LT(NowMs() - t0, 3000);
 }
 
 TEST(EgressBoundsTest, AMalformedRequestIsAnsweredEinvalWithoutADescriptorAndTheHelperGoesOn) {

@@ -194,19 +194,22 @@ class Helper {
   std::string path_;
 };
 
-// A TCP socket on 127.0.0.1 with a port of its own: listening (a host that answers), or
-// only bound (a port nothing listens on, so that no other test takes it meanwhile).
+// A TCP socket on 127.0.0.1 (or `address`) with a port of its own (or `port`): listening
+// (a host that answers), or only bound (a port nothing listens on, so that no other test
+// takes it meanwhile).
 struct LocalPort {
   UniqueFd fd;
   uint16_t port = 0;
 
-  static LocalPort Open(bool listening, int backlog = 16) {
+  static LocalPort Open(bool listening, int backlog = 16, const char* address = "127.0.0.1",
+                        uint16_t port = 0) {
     LocalPort p;
     p.fd.reset(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     sockaddr_in sa{};
     sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(bind(p.fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+    sa.sin_port = htons(port);
+    EXPECT_EQ(inet_pton(AF_INET, address, &sa.sin_addr), 1) << address;
+    EXPECT_EQ(bind(p.fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0) << address;
     if (listening) {
       EXPECT_EQ(listen(p.fd.get(), backlog), 0);
     }

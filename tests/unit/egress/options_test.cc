@@ -18,10 +18,13 @@ TEST(EgressOptionsTest, DefaultsAndValues) {
   ASSERT_TRUE(o.has_value()) << error;
   EXPECT_FALSE(o->connection_fd.has_value());
   EXPECT_EQ(o->connect_timeout_ms, kDefaultConnectTimeoutMs);
-  o = Parse({"--connection-fd", "9", "--connect-timeout-ms", "250"}, &error);
+  EXPECT_EQ(o->request_timeout_ms, kDefaultRequestTimeoutMs);
+  o = Parse({"--connection-fd", "9", "--connect-timeout-ms", "250", "--request-timeout-ms", "900"},
+            &error);
   ASSERT_TRUE(o.has_value()) << error;
   EXPECT_EQ(o->connection_fd, 9);
   EXPECT_EQ(o->connect_timeout_ms, 250);
+  EXPECT_EQ(o->request_timeout_ms, 900);
   o = Parse({"--help"}, &error);
   ASSERT_TRUE(o.has_value());
   EXPECT_TRUE(o->help);
@@ -36,6 +39,9 @@ TEST(EgressOptionsTest, BadArgumentsSayWhich) {
       {"--connect-timeout-ms", "0"},
       {"--connect-timeout-ms", "600001"},
       {"--connect-timeout-ms", "-5"},
+      {"--request-timeout-ms", "0"},
+      {"--request-timeout-ms", "600001"},
+      {"--request-timeout-ms"},
       {"--verbose"},
       {"3"},
   };

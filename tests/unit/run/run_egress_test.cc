@@ -164,7 +164,11 @@ TEST_F(RunEgressTest, ADeclaredHostIsOpenedByTheHelperAndCounted) {
   StartedHelper helper;
   EchoHost host;
   EgressClient client(loop_, std::move(helper.ours));
-  RunEgress egress(loop_, &client, {{"localhost", {host.port}}}, Local(true),
+  // Pinned: the helper looks names up absolute ("localhost."), which /etc/hosts does not
+  // answer.
+  EgressSettings settings = Local(true);
+  settings.pins = {{"localhost", "127.0.0.1"}};
+  RunEgress egress(loop_, &client, {{"localhost", {host.port}}}, settings,
                    std::move(broker_end_));
   Ask(1, "localhost", host.port);
   UniqueFd socket;
@@ -210,8 +214,11 @@ TEST_F(RunEgressTest, ALocalAddressIsRefusedByTheHelperUnlessAllowed) {
   StartedHelper helper;
   EchoHost host;
   EgressClient client(loop_, std::move(helper.ours));
-  // why: a declared name that resolves to the broker's own host is DNS rebinding.
-  RunEgress egress(loop_, &client, {{"localhost", {host.port}}}, Local(false),
+  // why: a declared name that leads to the broker's own host is DNS rebinding (pinned
+  // here; tests/unit/egress/helper_resolver_test.cc has one resolved by DNS).
+  EgressSettings settings = Local(false);
+  settings.pins = {{"localhost", "127.0.0.1"}};
+  RunEgress egress(loop_, &client, {{"localhost", {host.port}}}, settings,
                    std::move(broker_end_));
   Ask(2, "localhost", host.port);
   UniqueFd socket;
