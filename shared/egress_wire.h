@@ -48,7 +48,8 @@ inline constexpr size_t kEgressRequestMaxBytes = 4 + 4 + 4 + 2 + 1 + 2 + 253;
 // when each is sent):
 //   ENOENT       the name has no IPv4 or IPv6 address
 //   EIO          the resolver could not answer (no name server reachable, SERVFAIL)
-//   EACCES       every address is non-global and the request did not allow local ones
+//   EACCES       every address is refused (not global, a metadata address, the host's
+//                own) and the request did not allow local ones
 //   EAGAIN       the helper has as many requests in flight as it takes
 //   EINVAL       the request was malformed (its header was readable, the rest not)
 //   ETIMEDOUT    the last address tried did not answer within the connect timeout

@@ -56,7 +56,7 @@ Running scripts (skill_run):
   SKILL_MCP_EGRESS_ALLOW     host[:port],...: narrows the declared hosts (default ports
                              443, 80; none: no host)
   SKILL_MCP_EGRESS_LOCAL     on | off (default): let declared hosts resolve to loopback,
-                             link-local or multicast addresses
+                             link-local, metadata, multicast or this host's addresses
   SKILL_MCP_EGRESS_RESOLVE   host=address,...: connect there for that name
   SKILL_MCP_EGRESS_SOCKET    the socket-activated egress helper's socket (unset: the
                              broker starts skill-mcp-egress itself)
