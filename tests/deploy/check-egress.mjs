@@ -22,7 +22,7 @@ const matches = (want, got) => (typeof want === 'string' && /^\/.*\/$/.test(want
 check(!report.error, 'the session completed', `${report.error}\nserver stderr:\n${report.stderr}`);
 for (const [name, why] of Object.entries(report.stepErrors ?? {})) check(false, `step ${name}`, why);
 
-const preview = report.preview?.json;
+const preview = report.preview?.json?.preview;
 check(JSON.stringify(preview?.willRun?.egress) === JSON.stringify(expect.willRun),
   `the preview names the hosts the run may reach: ${show(expect.willRun)}`, show(preview?.willRun ?? preview));
 
