@@ -13,7 +13,6 @@ using wire::Reader;
 
 constexpr char kMagic[4] = {'S', 'M', 'E', 'C'};
 constexpr uint8_t kConnect = 1, kClosed = 2, kRefused = 3, kOpened = 4, kDenied = 5;
-constexpr int32_t kMaxErrno = 4095;
 
 bool IsHostText(std::string_view s) {
   if (s.empty() || s.size() > kEgressHostMaxBytes) return false;
@@ -34,7 +33,7 @@ bool Valid(const EgressRefused& m) {
   return m.kind == "dns" ? m.port == 0 : true;
 }
 bool Valid(const EgressOpened&) { return true; }
-bool Valid(const EgressDenied& m) { return m.err >= 1 && m.err <= kMaxErrno; }
+bool Valid(const EgressDenied& m) { return m.err >= 1 && m.err <= wire::kMaxErrno; }
 
 std::string Header(uint8_t type) {
   std::string out(kMagic, 4);

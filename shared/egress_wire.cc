@@ -19,7 +19,6 @@ using wire::Reader;
 
 constexpr char kRequestMagic[4] = {'S', 'M', 'E', 'Q'};
 constexpr char kAnswerMagic[4] = {'S', 'M', 'E', 'A'};
-constexpr int32_t kMaxErrno = 4095;  // the kernel's own ceiling (MAX_ERRNO)
 
 // why: only names the broker's allowlist could hold reach the resolver; anything else
 // (a wildcard, a trailing dot, upper case, a scoped IPv6 address) is a broker bug, not a
@@ -45,7 +44,7 @@ size_t AddressBytes(uint8_t family) {
 }
 
 bool IsValid(const EgressAnswer& answer) {
-  if (answer.error < 0 || answer.error > kMaxErrno) return false;
+  if (answer.error < 0 || answer.error > wire::kMaxErrno) return false;
   if (answer.family != 0 && answer.family != AF_INET && answer.family != AF_INET6) return false;
   // A connected socket always has a peer; a refusal may have tried none.
   if (answer.error == 0 && answer.family == 0) return false;

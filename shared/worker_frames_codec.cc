@@ -17,7 +17,6 @@ using wire::Reader;
 constexpr char kReportMagic[4] = {'S', 'M', 'W', 'R'};
 constexpr char kExitMagic[4] = {'S', 'M', 'W', 'X'};
 constexpr int32_t kMaxSignal = 64;   // _NSIG - 1 on Linux
-constexpr int32_t kMaxErrno = 4095;  // the kernel's own ceiling (MAX_ERRNO)
 
 }  // namespace
 
@@ -30,7 +29,7 @@ std::optional<WorkerStep> WorkerStepFromCode(int code) {
 
 bool EncodeWorkerReport(const WorkerReport& report, char (&out)[kWorkerReportBytes]) {
   const auto step = static_cast<int32_t>(report.step);
-  if (!WorkerStepFromCode(step) || report.err < 0 || report.err > kMaxErrno) return false;
+  if (!WorkerStepFromCode(step) || report.err < 0 || report.err > wire::kMaxErrno) return false;
   for (int i = 0; i < 4; ++i) out[i] = kReportMagic[i];
   PutU32At(out + 4, kWorkerProtocolVersion);
   PutU32At(out + 8, static_cast<uint32_t>(step));
@@ -48,7 +47,7 @@ std::optional<WorkerReport> DecodeWorkerReport(std::string_view bytes) {
   const int32_t code = static_cast<int32_t>(step);
   const int32_t e = static_cast<int32_t>(err);
   std::optional<WorkerStep> known = WorkerStepFromCode(code);
-  if (!known || e < 0 || e > kMaxErrno) return std::nullopt;
+  if (!known || e < 0 || e > wire::kMaxErrno) return std::nullopt;
   return WorkerReport{*known, e};
 }
 

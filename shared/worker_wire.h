@@ -15,6 +15,10 @@
 
 namespace skillmcp::wire {
 
+// The largest errno a message may carry: the kernel's own ceiling (MAX_ERRNO). One
+// definition for every codec (a unity build puts several in one translation unit).
+inline constexpr int32_t kMaxErrno = 4095;
+
 inline void PutU8(std::string& out, uint8_t v) { out.push_back(static_cast<char>(v)); }
 
 inline void PutU16(std::string& out, uint16_t v) {
