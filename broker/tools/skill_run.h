@@ -1,7 +1,9 @@
 // skill_run: the refusals that do not depend on the user (in docs/wire.md order), then
 // the confirmation gate (token or elicitation), then one run: Prepare decides exactly
-// what will run (a PreparedRun holding the checked script descriptor), the Runner runs
-// it, and the answer is rendered here (broker/tools/run_receipt.h).
+// what will run (a PreparedRun holding the checked script descriptor;
+// skill_run_prepare.cc), the gate confirms it (skill_run_confirm.cc), the Runner runs
+// it, and the answer is rendered here (broker/tools/run_receipt.h). Each call that ends
+// leaves one audit record (broker/tools/run_audit_call.h).
 #pragma once
 
 #include <functional>
@@ -18,6 +20,7 @@
 #include "broker/grants/env_lookup.h"
 #include "broker/run/network_mode.h"
 #include "broker/run/runner.h"
+#include "broker/tools/run_audit_call.h"
 #include "broker/tools/tool.h"
 
 namespace skillmcp {
@@ -79,21 +82,23 @@ class SkillRunTool : public RunToolHandler {
   void Cancel(const Json& request_id) override;
 
  private:
-  // One call's audit record, filled as the call goes and written once when it ends.
-  struct AuditCall;
   struct Prepared {
-    PreparedRun run;                   // what exactly runs, moved down once
-    std::optional<std::string> token;  // confirmToken, when given
-    WillRun will_run;                  // what the user approves (and the token binds)
-    std::shared_ptr<AuditCall> audit;  // never null
+    PreparedRun run;                      // what exactly runs, moved down once
+    std::optional<std::string> token;     // confirmToken, when given
+    WillRun will_run;                     // what the user approves (and the token binds)
+    std::shared_ptr<RunAuditCall> audit;  // never null
   };
-  std::shared_ptr<AuditCall> StartAudit(const Json& args) const;
+  // The call's record, holding what is known before any check: the peer and the client,
+  // the names asked for, the gate's mode and the layers.
+  std::shared_ptr<RunAuditCall> StartAudit(const Json& args) const;
   // The answer `answer` gets, named (NameRun) and recorded once (Record).
-  ToolDone Audited(ToolDone answer, const Json& args, std::shared_ptr<AuditCall> audit);
+  ToolDone Audited(ToolDone answer, const Json& args, std::shared_ptr<RunAuditCall> audit);
   // Writes the call's record, from `result` where it is the answer; once per call.
-  void Record(AuditCall& call, const ToolResult* result);
-  // Everything before the gate; returns a refusal or fills `out`.
+  void Record(RunAuditCall& call, const ToolResult* result);
+  // Everything before the gate; returns a refusal or fills `out` (skill_run_prepare.cc).
   std::optional<ToolResult> Prepare(const Json& args, Prepared* out);
+  // The gate (skill_run_confirm.cc), from here to CheckApproval. The prompt as an
+  // elicitation/create; one open at a time.
   void Elicit(std::shared_ptr<Prepared> p, const Json& request_id, ToolDone done);
   // The gate when no prompt is shown: refuse, issue a preview token, or check one.
   void PassGate(Prepared& p, GateStep step, const Json& request_id, ToolDone done);
@@ -121,12 +126,12 @@ class SkillRunTool : public RunToolHandler {
     std::string call;
     Json elicitation_id;
     std::shared_ptr<bool> live;
-    std::shared_ptr<AuditCall> audit;
+    std::shared_ptr<RunAuditCall> audit;
   };
   std::optional<OpenPrompt> prompt_;
   // The request whose run is in flight (for cancellation), and its record.
   std::optional<std::string> running_;
-  std::shared_ptr<AuditCall> running_audit_;
+  std::shared_ptr<RunAuditCall> running_audit_;
 };
 
 }  // namespace skillmcp
