@@ -11,9 +11,7 @@ namespace {
 constexpr size_t kMaxHostLength = 253;
 constexpr size_t kMaxLabelLength = 63;
 
-bool IsLabelChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
-}
+bool IsLabelChar(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; }
 
 char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
@@ -131,16 +129,23 @@ bool EgressHostMatches(std::string_view pattern_host, std::string_view name) {
   return name.size() > suffix.size() && name.ends_with(suffix);
 }
 
-std::optional<std::vector<EgressPattern>> ParseEgressPatterns(std::string_view text,
-                                                              std::string* error) {
-  std::vector<EgressPattern> patterns;
+std::vector<std::string_view> EgressListEntries(std::string_view text) {
+  std::vector<std::string_view> entries;
   size_t start = 0;
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
     if (comma == std::string_view::npos) comma = text.size();
     std::string_view entry = Trim(text.substr(start, comma - start));
     start = comma + 1;
-    if (entry.empty()) continue;
+    if (!entry.empty()) entries.push_back(entry);
+  }
+  return entries;
+}
+
+std::optional<std::vector<EgressPattern>> ParseEgressPatterns(std::string_view text,
+                                                              std::string* error) {
+  std::vector<EgressPattern> patterns;
+  for (std::string_view entry : EgressListEntries(text)) {
     std::string_view host = entry;
     std::optional<uint16_t> port;
     if (entry.front() == '[') {
@@ -157,8 +162,9 @@ std::optional<std::vector<EgressPattern>> ParseEgressPatterns(std::string_view t
           return std::nullopt;
         }
       }
-    } else if (size_t colon = entry.find(':'); colon != std::string_view::npos &&
-                                               entry.find(':', colon + 1) == std::string_view::npos) {
+    } else if (size_t colon = entry.find(':');
+               colon != std::string_view::npos &&
+               entry.find(':', colon + 1) == std::string_view::npos) {
       host = entry.substr(0, colon);
       if (!(port = ParsePort(entry.substr(colon + 1)))) {
         *error = "\"" + std::string(entry) + "\" has no port 1 to 65535 after its ':'";
@@ -176,9 +182,8 @@ std::optional<std::vector<EgressPattern>> ParseEgressPatterns(std::string_view t
   return patterns;
 }
 
-std::vector<EgressRule> EffectiveEgress(
-    const std::vector<std::string>& declared,
-    const std::optional<std::vector<EgressPattern>>& patterns) {
+std::vector<EgressRule> EffectiveEgress(const std::vector<std::string>& declared,
+                                        const std::optional<std::vector<EgressPattern>>& patterns) {
   std::vector<EgressRule> rules;
   for (const std::string& entry : declared) {
     std::optional<std::string> host = NormaliseEgressHost(entry, /*wildcard=*/true);

@@ -41,9 +41,14 @@ std::optional<std::string> NormaliseEgressHost(std::string_view host, bool wildc
 // True when `host` is an IPv4 or IPv6 literal (after NormaliseEgressHost).
 bool IsAddressLiteral(std::string_view host);
 
-// Parses SKILL_MCP_EGRESS_ALLOW: comma-separated patterns, blanks around each ignored,
-// IPv6 literals with a port in brackets ("[::1]:8443"). On error, `error` says which
-// entry and why, and nothing is returned.
+// The entries of a comma-separated egress setting (SKILL_MCP_EGRESS_ALLOW,
+// SKILL_MCP_EGRESS_RESOLVE) in their order, each without the blanks (spaces, tabs) around
+// it; blank entries are left out. Views into `text`.
+std::vector<std::string_view> EgressListEntries(std::string_view text);
+
+// Parses SKILL_MCP_EGRESS_ALLOW: comma-separated patterns (EgressListEntries), IPv6
+// literals with a port in brackets ("[::1]:8443"). On error, `error` says which entry and
+// why, and nothing is returned.
 std::optional<std::vector<EgressPattern>> ParseEgressPatterns(std::string_view text,
                                                               std::string* error);
 

@@ -10,19 +10,11 @@
 namespace skillmcp {
 namespace {
 
-// SKILL_MCP_EGRESS_RESOLVE: "host=address" entries, comma-separated, blanks around each
-// ignored. "" or the error.
+// SKILL_MCP_EGRESS_RESOLVE: "host=address" entries, split as the allowlist is
+// (EgressListEntries). "" or the error.
 std::string ParsePins(std::string_view text,
                       std::vector<std::pair<std::string, std::string>>* pins) {
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    if (comma == std::string_view::npos) comma = text.size();
-    std::string_view entry = text.substr(start, comma - start);
-    while (!entry.empty() && (entry.front() == ' ' || entry.front() == '\t')) entry.remove_prefix(1);
-    while (!entry.empty() && (entry.back() == ' ' || entry.back() == '\t')) entry.remove_suffix(1);
-    start = comma + 1;
-    if (entry.empty()) continue;
+  for (std::string_view entry : EgressListEntries(text)) {
     const size_t eq = entry.find('=');
     const std::string shown(entry);
     if (eq == std::string_view::npos)

@@ -25,9 +25,9 @@ TEST(ResolveNetwork, DeclaredIsTheDefaultAndEachModeIsNamed) {
   EXPECT_FALSE(c.egress.patterns.has_value());
   EXPECT_FALSE(c.egress.allow_local);
   EXPECT_EQ(c.egress.socket_path, "");
-  for (const auto& [text, mode] : {std::pair{"declared", NetworkMode::kDeclared},
-                                   std::pair{"on", NetworkMode::kOn},
-                                   std::pair{"off", NetworkMode::kOff}}) {
+  for (const auto& [text, mode] :
+       {std::pair{"declared", NetworkMode::kDeclared}, std::pair{"on", NetworkMode::kOn},
+        std::pair{"off", NetworkMode::kOff}}) {
     EnvStore env;
     env.Set("SKILL_MCP_NETWORK", text);
     EXPECT_EQ(Resolved(env, &error).network_mode, mode) << text;
@@ -63,7 +63,7 @@ TEST(ResolveNetwork, TheEgressSettingsAreRead) {
   EnvStore env;
   env.Set("SKILL_MCP_EGRESS_ALLOW", "api.example.com:8443, *.example.org");
   env.Set("SKILL_MCP_EGRESS_LOCAL", "on");
-  env.Set("SKILL_MCP_EGRESS_RESOLVE", " API.example.com=127.0.0.1 , b.example=::1");
+  env.Set("SKILL_MCP_EGRESS_RESOLVE", "\tAPI.example.com=127.0.0.1 ,, b.example=::1 ,");
   env.Set("SKILL_MCP_EGRESS_SOCKET", "/run/skill-mcp/egress.sock");
   env.Set("SKILL_MCP_EGRESS_HELPER", "/opt/egress");
   std::string error;
@@ -76,6 +76,7 @@ TEST(ResolveNetwork, TheEgressSettingsAreRead) {
   EXPECT_EQ(*EgressPin(c.egress, "api.example.com"), "127.0.0.1");
   EXPECT_EQ(*EgressPin(c.egress, "b.example"), "::1");
   EXPECT_EQ(EgressPin(c.egress, "c.example"), nullptr);
+  EXPECT_EQ(c.egress.pins.size(), 2u);  // the blank entries are none
   EXPECT_EQ(c.egress.socket_path, "/run/skill-mcp/egress.sock");
   EXPECT_EQ(c.egress.helper_path, "/opt/egress");
   // "none" is an empty list: nothing is allowed (a blank value counts as unset).

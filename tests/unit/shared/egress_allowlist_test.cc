@@ -54,8 +54,19 @@ TEST(EgressHostTest, AWildcardMatchesNamesUnderItAtAnyDepthButNotItself) {
   EXPECT_FALSE(EgressHostMatches("example.com", "api.example.com"));
 }
 
+TEST(EgressListTest, EntriesAreSplitAtCommasAndTrimmedOfBlanks) {
+  using Entries = std::vector<std::string_view>;
+  EXPECT_EQ(EgressListEntries(" a ,\tb\t,, c=d ,"), (Entries{"a", "b", "c=d"}));
+  EXPECT_EQ(EgressListEntries("a"), (Entries{"a"}));
+  EXPECT_TRUE(EgressListEntries("").empty());
+  EXPECT_TRUE(EgressListEntries(" , \t ,").empty());
+  // A blank inside an entry stays: the entry is its parser's to refuse.
+  EXPECT_EQ(EgressListEntries(" a b "), (Entries{"a b"}));
+}
+
 TEST(EgressPatternTest, PortsBlanksAndBracketedAddresses) {
-  std::vector<EgressPattern> p = Patterns(" api.example.com:8443 , *.cdn.net,,[::1]:9000, 10.0.0.1:80 ,::2");
+  std::vector<EgressPattern> p =
+      Patterns(" api.example.com:8443 , *.cdn.net,,[::1]:9000, 10.0.0.1:80 ,::2");
   ASSERT_EQ(p.size(), 5u);
   EXPECT_EQ(p[0], (EgressPattern{"api.example.com", 8443}));
   EXPECT_EQ(p[1], (EgressPattern{"*.cdn.net", std::nullopt}));
@@ -66,8 +77,8 @@ TEST(EgressPatternTest, PortsBlanksAndBracketedAddresses) {
 }
 
 TEST(EgressPatternTest, EachBadEntryIsNamed) {
-  for (const char* bad : {"a.com:0", "a.com:65536", "a.com:", "a.com:x", "[::1", "[::1]x",
-                          "*", "a..com", "[::1]:"}) {
+  for (const char* bad :
+       {"a.com:0", "a.com:65536", "a.com:", "a.com:x", "[::1", "[::1]x", "*", "a..com", "[::1]:"}) {
     std::string error;
     EXPECT_FALSE(ParseEgressPatterns(std::string("ok.com,") + bad, &error).has_value()) << bad;
     EXPECT_NE(error.find(bad), std::string::npos) << error;
@@ -104,7 +115,8 @@ TEST(EffectiveEgressTest, ADeclaredWildcardNeverWidensAnOperatorsName) {
 }
 
 TEST(EffectiveEgressTest, TwoPatternsForOneNameJoinTheirPorts) {
-  auto rules = EffectiveEgress({"api.example.com"}, Patterns("api.example.com:8443,*.example.com:9443"));
+  auto rules =
+      EffectiveEgress({"api.example.com"}, Patterns("api.example.com:8443,*.example.com:9443"));
   ASSERT_EQ(rules.size(), 1u);
   EXPECT_EQ(rules[0], (EgressRule{"api.example.com", {8443, 9443}}));
 }
