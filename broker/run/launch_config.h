@@ -140,7 +140,9 @@ bool ProbeAgainWithoutFreshProc(const NamespaceProbe& first);
 
 // Settles the namespace layer from the probe results (`second`: the probe without a
 // fresh /proc, when ProbeAgainWithoutFreshProc asked for it, else nullptr): on, off with
-// the reason (auto) or refused (on), then the hidden-roots limit of SetHiddenRoots.
+// the reason (auto) or refused (on), then the hidden-roots limit of SetHiddenRoots. The
+// last probe's failure at the run's own network (the step it tries last) is no failure
+// of the namespaces: it sets network_problem, and the declared mode settles on off.
 // Clears namespaces_pending.
 void DecideNamespaces(LaunchConfig& config, const NamespaceProbe& first,
                       const NamespaceProbe* second);

@@ -24,9 +24,8 @@ void LimitHiddenRoots(LaunchConfig& c) {
   if (c.namespaces && c.hidden_roots.size() > kRunSpecMaxHiddenRoots &&
       c.namespaces_problem.empty()) {
     const std::string why = "the skills and the private places are " +
-                            std::to_string(c.hidden_roots.size()) +
-                            " directories (at most " + std::to_string(kRunSpecMaxHiddenRoots) +
-                            " can be hidden from a run)";
+                            std::to_string(c.hidden_roots.size()) + " directories (at most " +
+                            std::to_string(kRunSpecMaxHiddenRoots) + " can be hidden from a run)";
     if (!c.namespaces_demanded) {
       c.namespaces = false;  // auto: runs go on without the view, and doctor says why
       c.fresh_proc = false;
@@ -38,40 +37,39 @@ void LimitHiddenRoots(LaunchConfig& c) {
   }
 }
 
+// The run's own network is the last step a probe tries, once every namespace has held:
+// its failure settles the declared mode on off (SettleNetwork) and says nothing against
+// the namespaces. Sets network_problem from the last probe and returns that probe as the
+// namespaces read it, the network step's failure taken out.
+NamespaceProbe SettleProbedNetwork(LaunchConfig& c, NamespaceProbe last) {
+  c.network_problem.clear();
+  if (last.err == 0 || !last.step || *last.step != WorkerStep::kOwnNetwork) return last;
+  c.network_problem =
+      std::string("the run-as user cannot give a run a network namespace of its own here (") +
+      std::string(DescribeWorkerStep(*last.step)) + ": " + std::strerror(last.err) +
+      "; under systemd, RestrictNamespaces= needs net and RestrictAddressFamilies= AF_INET "
+      "and AF_INET6)";
+  last.err = 0;
+  last.step.reset();
+  return last;
+}
+
 }  // namespace
 
 bool ProbeAgainWithoutFreshProc(const NamespaceProbe& first) {
   return first.err != 0 && first.step == WorkerStep::kMountProc;
 }
 
-void DecideNamespaces(LaunchConfig& c, const NamespaceProbe& first_probe,
-                      const NamespaceProbe* second_probe) {
+void DecideNamespaces(LaunchConfig& c, const NamespaceProbe& first, const NamespaceProbe* second) {
   c.namespaces_pending = false;
-  NamespaceProbe first = first_probe;
-  std::optional<NamespaceProbe> second_copy;
-  if (second_probe != nullptr) second_copy = *second_probe;
-  const NamespaceProbe* second = second_copy ? &*second_copy : nullptr;
-  // The run's own network, tried last: its failure settles the declared mode on off
-  // (SettleNetwork) and says nothing against the namespaces, which all held.
-  NamespaceProbe& last = second_copy ? *second_copy : first;
-  c.network_problem.clear();
-  if (last.err != 0 && last.step && *last.step == WorkerStep::kOwnNetwork) {
-    c.network_problem =
-        std::string("the run-as user cannot give a run a network namespace of its own here (") +
-        std::string(DescribeWorkerStep(*last.step)) + ": " + std::strerror(last.err) +
-        "; under systemd, RestrictNamespaces= needs net and RestrictAddressFamilies= AF_INET "
-        "and AF_INET6)";
-    last.err = 0;
-    last.step.reset();
-  }
-  NamespaceProbe probe = first;
+  // The network from the last probe first; the namespaces then from what it leaves.
+  const NamespaceProbe probe = SettleProbedNetwork(c, second != nullptr ? *second : first);
   if (second != nullptr) {
     c.fresh_proc_problem = std::string(
                                "the runtime refuses a fresh /proc in the run's pid "
                                "namespace (") +
                            std::strerror(first.err) +
                            "); runs see the host's /proc, but signal only their own processes";
-    probe = *second;
   } else if (probe.err == 0) {
     c.fresh_proc = true;
   }

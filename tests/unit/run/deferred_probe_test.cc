@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include "broker/loop/event_loop.h"
 #include "broker/run/launch_config.h"
@@ -129,8 +130,8 @@ TEST(DeferredProbe, TheHiddenRootsLimitWaitsForTheDecision) {
     EXPECT_TRUE(later.namespaces_problem.empty()) << "decided before the probe answered";
     DecideNamespaces(later, probe, nullptr);
     EXPECT_FALSE(later.namespaces_problem.empty());
-    EXPECT_TRUE(SameDecision(now, later)) << now.namespaces_problem << " | "
-                                          << later.namespaces_problem;
+    EXPECT_TRUE(SameDecision(now, later))
+        << now.namespaces_problem << " | " << later.namespaces_problem;
   }
 }
 
@@ -226,8 +227,8 @@ TEST(DeferredProbe, AStoppedProbeEndsAtItsDeadline) {
 // "no namespaces here" (runs would go on without them); runs are refused instead.
 TEST(DeferredProbe, AKilledProbeRefusesRunsInsteadOfTurningAutoOff) {
   for (int sig : {SIGKILL, SIGSTOP}) {
-    LaunchConfigResult r = ResolveLaunchConfig(WorkingEnv("auto"), PrivilegeState{},
-                                               NamespaceProbeTiming::kDeferred);
+    LaunchConfigResult r =
+        ResolveLaunchConfig(WorkingEnv("auto"), PrivilegeState{}, NamespaceProbeTiming::kDeferred);
     ASSERT_TRUE(r.config.has_value()) << r.error;
     NamespaceProbe p = ProbeSignalled(*r.config, sig, 300);
     ASSERT_TRUE(ProbeUndecided(p)) << sig << " err " << p.err;
@@ -250,6 +251,67 @@ TEST(DeferredProbe, AStepFailureIsStillAnAnswer) {
   DecideNamespaces(*r.config, p, nullptr);
   EXPECT_TRUE(r.config->refusal.empty()) << r.config->refusal;
   EXPECT_NE(r.config->namespaces_off_reason.find("auto runs without them"), std::string::npos);
+}
+
+// A config whose probe is pending, with the namespaces demanded and the declared mode
+// (and the seccomp fence, so off can hold).
+LaunchConfig Pending() {
+  LaunchConfig c;
+  c.namespaces = c.namespaces_demanded = c.namespaces_pending = true;
+  c.seccomp = true;
+  c.network_mode = NetworkMode::kDeclared;
+  return c;
+}
+
+bool Names(const std::string& text, int err) {
+  return text.find(std::strerror(err)) != std::string::npos;
+}
+
+// The run's own network is the step a probe tries last, once every namespace held: its
+// failure settles the declared mode on off, with the reason, and leaves the namespaces on.
+TEST(DecideNamespaces, AFailedOwnNetworkSettlesDeclaredOnOffAndKeepsTheNamespaces) {
+  LaunchConfig c = Pending();
+  DecideNamespaces(c, NamespaceProbe{EPERM, WorkerStep::kOwnNetwork}, nullptr);
+  EXPECT_TRUE(c.namespaces);
+  EXPECT_TRUE(c.fresh_proc);
+  EXPECT_TRUE(c.namespaces_problem.empty()) << c.namespaces_problem;
+  EXPECT_TRUE(c.refusal.empty()) << c.refusal;
+  EXPECT_NE(c.network_problem.find("a network namespace of its own"), std::string::npos)
+      << c.network_problem;
+  EXPECT_TRUE(Names(c.network_problem, EPERM)) << c.network_problem;
+  EXPECT_TRUE(c.network_off);
+  EXPECT_FALSE(c.egress_declared);
+  EXPECT_EQ(c.network_fallback, c.network_problem);
+}
+
+// With a second probe (no fresh /proc), the second is the last: its network step is the
+// one that counts, and the fresh /proc problem still names the first probe's error.
+TEST(DecideNamespaces, WithTwoProbesTheSecondSaysWhatTheNetworkIs) {
+  LaunchConfig c = Pending();
+  const NamespaceProbe second{EPERM, WorkerStep::kOwnNetwork};
+  DecideNamespaces(c, NamespaceProbe{EACCES, WorkerStep::kMountProc}, &second);
+  EXPECT_TRUE(c.namespaces);
+  EXPECT_FALSE(c.fresh_proc);
+  EXPECT_TRUE(c.refusal.empty()) << c.refusal;
+  EXPECT_TRUE(Names(c.fresh_proc_problem, EACCES)) << c.fresh_proc_problem;
+  EXPECT_TRUE(Names(c.network_problem, EPERM)) << c.network_problem;
+  EXPECT_TRUE(c.network_off);
+  // The second probe's network held: declared stays declared.
+  LaunchConfig held = Pending();
+  const NamespaceProbe whole{};
+  DecideNamespaces(held, NamespaceProbe{EACCES, WorkerStep::kMountProc}, &whole);
+  EXPECT_TRUE(held.network_problem.empty()) << held.network_problem;
+  EXPECT_TRUE(held.egress_declared);
+}
+
+// A decision replaces the last one's network problem: a probe whose network held clears it.
+TEST(DecideNamespaces, AProbeWhoseNetworkHeldClearsAnEarlierProblem) {
+  LaunchConfig c = Pending();
+  c.network_problem = "an earlier probe's";
+  DecideNamespaces(c, NamespaceProbe{}, nullptr);
+  EXPECT_TRUE(c.network_problem.empty()) << c.network_problem;
+  EXPECT_TRUE(c.egress_declared);
+  EXPECT_FALSE(c.network_off);
 }
 
 }  // namespace
