@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "worker/net_order.h"
+
 namespace skillmcp::worker {
 namespace {
 
@@ -14,20 +16,6 @@ constexpr uint8_t kRcodeFormErr = 1;
 constexpr uint8_t kRcodeNxDomain = 3;
 constexpr uint8_t kRcodeNotImp = 4;
 
-uint16_t Read16(std::span<const uint8_t> m, size_t at) {
-  return static_cast<uint16_t>(m[at] << 8 | m[at + 1]);
-}
-
-void Put16(std::vector<uint8_t>* out, uint16_t v) {
-  out->push_back(static_cast<uint8_t>(v >> 8));
-  out->push_back(static_cast<uint8_t>(v));
-}
-
-void Put32(std::vector<uint8_t>* out, uint32_t v) {
-  Put16(out, static_cast<uint16_t>(v >> 16));
-  Put16(out, static_cast<uint16_t>(v));
-}
-
 // The header of a reply to `query`: its id, QR set, its opcode and RD, RA set, `rcode`.
 std::vector<uint8_t> ReplyHeader(std::span<const uint8_t> query, uint8_t rcode, uint16_t qdcount,
                                  uint16_t ancount) {
@@ -38,10 +26,10 @@ std::vector<uint8_t> ReplyHeader(std::span<const uint8_t> query, uint8_t rcode, 
   const uint8_t opcode_rd = query[2] & 0x79;  // opcode (bits 3-6) and RD (bit 0)
   out.push_back(static_cast<uint8_t>(0x80 | opcode_rd));
   out.push_back(static_cast<uint8_t>(0x80 | (rcode & 0x0f)));  // RA, rcode
-  Put16(&out, qdcount);
-  Put16(&out, ancount);
-  Put16(&out, 0);
-  Put16(&out, 0);
+  Append16(&out, qdcount);
+  Append16(&out, ancount);
+  Append16(&out, 0);
+  Append16(&out, 0);
   return out;
 }
 
@@ -105,11 +93,11 @@ std::optional<std::vector<uint8_t>> AnswerDnsQuery(std::span<const uint8_t> m,
   std::vector<uint8_t> out = ReplyHeader(m, 0, 1, answer ? 1 : 0);
   out.insert(out.end(), question.begin(), question.end());
   if (answer) {
-    Put16(&out, 0xc000 | kHeaderSize);  // the name: a pointer to the question's
-    Put16(&out, kTypeA);
-    Put16(&out, kClassIn);
-    Put32(&out, kEgressDnsTtl);
-    Put16(&out, 4);
+    Append16(&out, 0xc000 | kHeaderSize);  // the name: a pointer to the question's
+    Append16(&out, kTypeA);
+    Append16(&out, kClassIn);
+    Append32(&out, kEgressDnsTtl);
+    Append16(&out, 4);
     uint8_t bytes[4];
     std::memcpy(bytes, &address->s_addr, 4);  // network order already
     out.insert(out.end(), bytes, bytes + 4);

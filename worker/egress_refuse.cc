@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "worker/net_order.h"
+
 namespace skillmcp::worker {
 namespace {
 
@@ -22,21 +24,6 @@ constexpr uint8_t kTtl = 64;
 // MTU; RFC 1812 4.3.2.3 allows the same for ICMP within 576 bytes.
 constexpr size_t kIcmpV6Max = 1280;
 constexpr size_t kIcmpV4Max = 576;
-
-uint16_t Read16(std::span<const uint8_t> p, size_t at) {
-  return static_cast<uint16_t>(p[at] << 8 | p[at + 1]);
-}
-uint32_t Read32(std::span<const uint8_t> p, size_t at) {
-  return static_cast<uint32_t>(Read16(p, at)) << 16 | Read16(p, at + 2);
-}
-void Write16(std::vector<uint8_t>* p, size_t at, uint16_t v) {
-  (*p)[at] = static_cast<uint8_t>(v >> 8);
-  (*p)[at + 1] = static_cast<uint8_t>(v);
-}
-void Write32(std::vector<uint8_t>* p, size_t at, uint32_t v) {
-  Write16(p, at, static_cast<uint16_t>(v >> 16));
-  Write16(p, at + 2, static_cast<uint16_t>(v));
-}
 
 // The Internet checksum's running sum (RFC 1071) over `bytes`, added to `sum`.
 uint32_t SumBytes(std::span<const uint8_t> bytes, uint32_t sum) {
@@ -70,8 +57,7 @@ uint32_t PseudoSum(bool v6, std::span<const uint8_t> src, std::span<const uint8_
 
 // The IP header of a reply: from the packet's destination to its source.
 std::vector<uint8_t> ReplyIpHeader(bool v6, std::span<const uint8_t> src,
-                                   std::span<const uint8_t> dst, uint8_t proto,
-                                   size_t payload) {
+                                   std::span<const uint8_t> dst, uint8_t proto, size_t payload) {
   std::vector<uint8_t> out(v6 ? kIpv6Header : kIpv4Header, 0);
   if (v6) {
     out[0] = 0x60;
@@ -165,8 +151,8 @@ Refusal RefuseTcp(const Ip& ip) {
   r.reply = ReplyIpHeader(ip.v6, ip.src, ip.dst, kProtoTcp, seg.size());
   r.reply.insert(r.reply.end(), seg.begin(), seg.end());
   if ((flags & kTcpSyn) && !(flags & kTcpAck)) {
-    r.attempt = RefusedAttempt{"tcp", AddressText(ip.v6 ? AF_INET6 : AF_INET, ip.dst),
-                               Read16(tcp, 2)};
+    r.attempt =
+        RefusedAttempt{"tcp", AddressText(ip.v6 ? AF_INET6 : AF_INET, ip.dst), Read16(tcp, 2)};
   }
   return r;
 }
@@ -180,13 +166,12 @@ Refusal RefuseUdp(const Ip& ip) {
   icmp[0] = ip.v6 ? 1 : 3;  // destination unreachable
   icmp[1] = ip.v6 ? 4 : 3;  // port unreachable
   icmp.insert(icmp.end(), quoted.begin(), quoted.end());
-  const uint32_t start =
-      ip.v6 ? PseudoSum(true, ip.dst, ip.src, kProtoIcmpV6, icmp.size()) : 0;
+  const uint32_t start = ip.v6 ? PseudoSum(true, ip.dst, ip.src, kProtoIcmpV6, icmp.size()) : 0;
   Write16(&icmp, 2, Fold(SumBytes(icmp, start)));
   r.reply = ReplyIpHeader(ip.v6, ip.src, ip.dst, ip.v6 ? kProtoIcmpV6 : kProtoIcmp, icmp.size());
   r.reply.insert(r.reply.end(), icmp.begin(), icmp.end());
-  r.attempt = RefusedAttempt{"udp", AddressText(ip.v6 ? AF_INET6 : AF_INET, ip.dst),
-                             Read16(ip.payload, 2)};
+  r.attempt =
+      RefusedAttempt{"udp", AddressText(ip.v6 ? AF_INET6 : AF_INET, ip.dst), Read16(ip.payload, 2)};
   return r;
 }
 
