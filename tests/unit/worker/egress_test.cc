@@ -5,6 +5,7 @@
 // or sequence number would be dropped by the kernel and the connect would hang).
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <linux/if_tun.h>
 #include <net/if.h>
 #include <net/route.h>
@@ -15,10 +16,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -32,8 +33,8 @@ namespace {
 
 std::vector<uint8_t> Query(uint16_t id, const std::vector<std::string>& labels, uint16_t type,
                            uint8_t flags2 = 0x01 /* RD */) {
-  std::vector<uint8_t> q = {static_cast<uint8_t>(id >> 8), static_cast<uint8_t>(id), flags2, 0,
-                            0, 1, 0, 0, 0, 0, 0, 0};
+  std::vector<uint8_t> q = {
+      static_cast<uint8_t>(id >> 8), static_cast<uint8_t>(id), flags2, 0, 0, 1, 0, 0, 0, 0, 0, 0};
   for (const std::string& l : labels) {
     q.push_back(static_cast<uint8_t>(l.size()));
     q.insert(q.end(), l.begin(), l.end());
@@ -177,7 +178,8 @@ Tun EnterNamespaceWithTun() {
   auto* sin = reinterpret_cast<sockaddr_in*>(&addr.ifr_addr);
   sin->sin_family = AF_INET;
   inet_pton(AF_INET, "10.255.255.1", &sin->sin_addr);
-  if (ioctl(s, SIOCSIFADDR, &addr) != 0) t.skip = std::string("SIOCSIFADDR: ") + std::strerror(errno);
+  if (ioctl(s, SIOCSIFADDR, &addr) != 0)
+    t.skip = std::string("SIOCSIFADDR: ") + std::strerror(errno);
   rtentry rt{};
   auto* dst = reinterpret_cast<sockaddr_in*>(&rt.rt_dst);
   dst->sin_family = AF_INET;
@@ -228,123 +230,150 @@ std::vector<RefusedAttempt> Answer(int tun, int ms) {
   return attempts;
 }
 
-// Runs `body` in a forked child inside a namespace with the tun route; the child's exit
-// code is the number of failed checks, 77 for a skip (its reason on stderr).
-int InChild(const std::function<int(int tun)>& body) {
+// What one attempt through the tun device came to, seen from the socket that made it.
+struct Observed {
+  std::string skip;      // why the test cannot run here
+  std::string failure;   // what went wrong before the attempt was under way
+  bool reached = false;  // unanswered: a packet of it reached the device within 1 s
+  bool pending = false;  // the socket had no answer yet (a TCP connect still in progress)
+  int err = 0;           // the socket's error (SO_ERROR) once answered or watched
+  std::vector<RefusedAttempt> attempts;  // answered: what RefusePacket recorded, in order
+};
+
+// The child's report, one line a field, read back by the parent.
+std::string Report(const Observed& o) {
+  std::string r = "skip " + o.skip + "\nfailure " + o.failure + "\nreached " +
+                  std::to_string(o.reached) + "\npending " + std::to_string(o.pending) + "\nerr " +
+                  std::to_string(o.err) + "\n";
+  for (const RefusedAttempt& a : o.attempts)
+    r += "attempt " + a.protocol + " " + a.address + " " + std::to_string(a.port) + "\n";
+  return r;
+}
+
+// The report the child writes to `fd`, read to its end; `fd` is closed.
+Observed ReadReport(int fd) {
+  std::string text;
+  char buf[512];
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
+  close(fd);
+  Observed o;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const size_t space = line.find(' ');
+    const std::string key = line.substr(0, space);
+    const std::string value = space == std::string::npos ? "" : line.substr(space + 1);
+    if (key == "skip") o.skip = value;
+    if (key == "failure") o.failure = value;
+    if (key == "reached") o.reached = value == "1";
+    if (key == "pending") o.pending = value == "1";
+    if (key == "err") o.err = std::stoi(value);
+    if (key == "attempt") {
+      std::istringstream fields(value);
+      RefusedAttempt a;
+      fields >> a.protocol >> a.address >> a.port;
+      o.attempts.push_back(a);
+    }
+  }
+  return o;
+}
+
+// In the child, inside the namespace: a `type` socket connects to `address` port `port`
+// (a datagram socket sends "hello" too); then the device is answered with RefusePacket
+// for 300 ms (`refuse`), or only watched for the first packet, and the socket observed.
+Observed Attempt(int tun, int type, const char* address, uint16_t port, bool refuse) {
+  Observed o;
+  sockaddr_storage to{};
+  socklen_t to_len = 0;
+  if (std::strchr(address, ':') != nullptr) {
+    auto* v6 = reinterpret_cast<sockaddr_in6*>(&to);
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(port);
+    inet_pton(AF_INET6, address, &v6->sin6_addr);
+    to_len = sizeof *v6;
+  } else {
+    auto* v4 = reinterpret_cast<sockaddr_in*>(&to);
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(port);
+    inet_pton(AF_INET, address, &v4->sin_addr);
+    to_len = sizeof *v4;
+  }
+  int s = socket(to.ss_family, type | SOCK_NONBLOCK, 0);
+  const int rc = connect(s, reinterpret_cast<sockaddr*>(&to), to_len);
+  if (type == SOCK_STREAM && (rc == 0 || errno != EINPROGRESS)) {
+    o.failure = std::string("connect: ") + std::strerror(errno);
+    return o;
+  }
+  if (type == SOCK_DGRAM && send(s, "hello", 5, 0) != 5) {
+    o.failure = std::string("send: ") + std::strerror(errno);
+    return o;
+  }
+  if (refuse) {
+    o.attempts = Answer(tun, 300);
+  } else {
+    pollfd t{tun, POLLIN, 0};
+    o.reached = poll(&t, 1, 1000) == 1;
+  }
+  pollfd p{s, POLLOUT, 0};
+  o.pending = poll(&p, 1, refuse ? 0 : 300) == 0;
+  socklen_t len = sizeof o.err;
+  getsockopt(s, SOL_SOCKET, SO_ERROR, &o.err, &len);
+  return o;
+}
+
+// Attempt, in a forked child inside a network namespace with the tun route; the child
+// reports through a pipe.
+Observed AttemptThroughTun(int type, const char* address, uint16_t port, bool refuse) {
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0) return Observed{.failure = "pipe2 failed"};
   pid_t pid = fork();
   if (pid == 0) {
+    close(report[0]);
     Tun t = EnterNamespaceWithTun();
-    if (!t.skip.empty()) {
-      fprintf(stderr, "%s\n", t.skip.c_str());
-      _exit(77);
-    }
-    _exit(body(t.fd));
+    const std::string text = Report(t.skip.empty() ? Attempt(t.fd, type, address, port, refuse)
+                                                   : Observed{.skip = t.skip});
+    _exit(write(report[1], text.data(), text.size()) == static_cast<ssize_t>(text.size()) ? 0 : 1);
   }
+  close(report[1]);
+  Observed o = ReadReport(report[0]);
   int status = 0;
   waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 100;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    o.failure = "the child ended without its report (status " + std::to_string(status) + ")";
+  return o;
+}
+
+// A `type` socket's attempt at `attempt`'s address and port, answered: refused at once
+// (ECONNREFUSED) and recorded as `attempt`.
+void ExpectRefused(int type, const RefusedAttempt& attempt) {
+  Observed o = AttemptThroughTun(type, attempt.address.c_str(), attempt.port, /*refuse=*/true);
+  if (!o.skip.empty()) GTEST_SKIP() << "no namespace with a tun device here: " << o.skip;
+  ASSERT_EQ(o.failure, "");
+  EXPECT_EQ(o.err, ECONNREFUSED) << "the socket's error is " << std::strerror(o.err);
+  EXPECT_NE(std::find(o.attempts.begin(), o.attempts.end(), attempt), o.attempts.end())
+      << "not recorded; the report:\n"
+      << Report(o);
 }
 
 TEST(EgressRefuseTest, ATcpConnectThroughTheTunIsRefusedAtOnceAndRecorded) {
-  int rc = InChild([](int tun) {
-    int s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_port = htons(8443);
-    inet_pton(AF_INET, "203.0.113.9", &to.sin_addr);
-    if (connect(s, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0 || errno != EINPROGRESS) {
-      fprintf(stderr, "connect: %s\n", std::strerror(errno));
-      return 1;
-    }
-    std::vector<RefusedAttempt> attempts = Answer(tun, 300);
-    pollfd p{s, POLLOUT, 0};
-    poll(&p, 1, 0);
-    int err = 0;
-    socklen_t len = sizeof err;
-    getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len);
-    int failed = 0;
-    if (err != ECONNREFUSED) {
-      fprintf(stderr, "connect ended with %s, not ECONNREFUSED\n", std::strerror(err));
-      ++failed;
-    }
-    if (attempts.empty() || !(attempts[0] == RefusedAttempt{"tcp", "203.0.113.9", 8443})) {
-      fprintf(stderr, "attempt not recorded\n");
-      ++failed;
-    }
-    return failed;
-  });
-  if (rc == 77) GTEST_SKIP() << "no namespace with a tun device here (see stderr)";
-  EXPECT_EQ(rc, 0);
+  ExpectRefused(SOCK_STREAM, {"tcp", "203.0.113.9", 8443});
 }
 
 TEST(EgressRefuseTest, AnIpv6ConnectThroughTheTunIsRefusedToo) {
-  int rc = InChild([](int tun) {
-    int s = socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK, 0);
-    sockaddr_in6 to{};
-    to.sin6_family = AF_INET6;
-    to.sin6_port = htons(443);
-    inet_pton(AF_INET6, "2001:db8::9", &to.sin6_addr);
-    if (connect(s, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0 || errno != EINPROGRESS) {
-      fprintf(stderr, "connect: %s\n", std::strerror(errno));
-      return 1;
-    }
-    std::vector<RefusedAttempt> attempts = Answer(tun, 300);
-    int err = 0;
-    socklen_t len = sizeof err;
-    getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len);
-    int failed = 0;
-    if (err != ECONNREFUSED) {
-      fprintf(stderr, "connect ended with %s, not ECONNREFUSED\n", std::strerror(err));
-      ++failed;
-    }
-    bool seen = false;
-    for (const auto& a : attempts) seen |= a == RefusedAttempt{"tcp", "2001:db8::9", 443};
-    if (!seen) ++failed;
-    return failed;
-  });
-  if (rc == 77) GTEST_SKIP() << "no namespace with a tun device here (see stderr)";
-  EXPECT_EQ(rc, 0);
+  ExpectRefused(SOCK_STREAM, {"tcp", "2001:db8::9", 443});
 }
 
 TEST(EgressRefuseTest, AUdpDatagramThroughTheTunGetsPortUnreachable) {
-  int rc = InChild([](int tun) {
-    int s = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_port = htons(53);
-    inet_pton(AF_INET, "198.51.100.7", &to.sin_addr);
-    connect(s, reinterpret_cast<sockaddr*>(&to), sizeof to);
-    if (send(s, "hello", 5, 0) != 5) return 1;
-    std::vector<RefusedAttempt> attempts = Answer(tun, 300);
-    char b[8];
-    int failed = 0;
-    if (recv(s, b, sizeof b, 0) != -1 || errno != ECONNREFUSED) {
-      fprintf(stderr, "recv: %s, not ECONNREFUSED\n", std::strerror(errno));
-      ++failed;
-    }
-    if (attempts.empty() || !(attempts[0] == RefusedAttempt{"udp", "198.51.100.7", 53})) ++failed;
-    return failed;
-  });
-  if (rc == 77) GTEST_SKIP() << "no namespace with a tun device here (see stderr)";
-  EXPECT_EQ(rc, 0);
+  ExpectRefused(SOCK_DGRAM, {"udp", "198.51.100.7", 53});
 }
 
 TEST(EgressRefuseTest, PositiveControlWithoutAnswersTheConnectStaysPending) {
-  int rc = InChild([](int tun) {
-    int s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_port = htons(8443);
-    inet_pton(AF_INET, "203.0.113.9", &to.sin_addr);
-    connect(s, reinterpret_cast<sockaddr*>(&to), sizeof to);
-    // The SYN reaches the device (the channel works), and nothing refuses it.
-    pollfd t{tun, POLLIN, 0};
-    if (poll(&t, 1, 1000) != 1) return 1;
-    pollfd p{s, POLLOUT, 0};
-    return poll(&p, 1, 300) == 0 ? 0 : 2;
-  });
-  if (rc == 77) GTEST_SKIP() << "no namespace with a tun device here (see stderr)";
-  EXPECT_EQ(rc, 0);
+  Observed o = AttemptThroughTun(SOCK_STREAM, "203.0.113.9", 8443, /*refuse=*/false);
+  if (!o.skip.empty()) GTEST_SKIP() << "no namespace with a tun device here: " << o.skip;
+  ASSERT_EQ(o.failure, "");
+  // The SYN reaches the device (the channel works), and nothing refuses it.
+  EXPECT_TRUE(o.reached);
+  EXPECT_TRUE(o.pending);
 }
 
 TEST(EgressRefuseTest, NonTcpUdpAndMalformedPacketsGetNothing) {
