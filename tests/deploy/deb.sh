@@ -109,20 +109,9 @@ session '{"load":"example","file":["example","references/report-fields.md"],"run
   "{\"skills\":[\"example\",\"probe\"],\"load\":\"example\",\"file\":\"no shell ever saw them\",\"run\":{\"uid\":\"${run_uid}\"}}" || rc=1
 [[ ${rc} == 0 ]] || fail "the installed package did not answer as expected"
 # Declared egress through the packaged helper (lib.sh: EGRESS_ENV, in the operator's
-# environment file), to a server on the container's loopback.
+# environment file, and egress_check), to a server on the container's loopback.
 printf '%s\n' "${EGRESS_ENV[@]}" | podman exec -i "${CTR}" sh -c 'cat >>/etc/skill-mcp/skill-mcp.env'
-podman exec -d "${CTR}" node -e "${EGRESS_SERVER_JS}"
-control=""
-for _ in $(seq 1 50); do
-  control=$(in_ctr node -e "${EGRESS_PROBE_JS}" 2>&1) && break
-  sleep 0.1
-done
-[[ ${control} == connected ]] || fail "egress: control: the test server does not answer (${control})"
-if ! egress_session "${stage}/egress.json" podman exec -i "${CTR}" runuser -u alice -- "${bin}" connect; then
-  dump_journal
-  fail "a declared run did not reach its host through the packaged helper (or reached more)"
-fi
-echo "ok - a declared run reaches its host through the packaged helper, and nothing else"
+egress_check || fail "a declared run did not reach its host through the packaged helper (or reached more)"
 
 in_ctr dpkg --purge skill-mcp >"${stage}/purge.log" 2>&1 || { cat "${stage}/purge.log"; fail "dpkg --purge failed"; }
 for path in /lib/systemd/system/skill-mcp.socket /lib/systemd/system/skill-mcp@.service \

@@ -192,7 +192,7 @@ session() {
 # network the helper uses (SKILL_MCP_EGRESS_RESOLVE, with SKILL_MCP_EGRESS_LOCAL=on since
 # loopback is not a global address), allowed on EGRESS_PORT only. The server answers on
 # EGRESS_PORT and on EGRESS_OTHER_PORT, so a run's refusals there are the run's own network
-# and not a dead server (egress_server_live is the control).
+# and not a dead server (egress_check's control).
 EGRESS_PORT=18080 EGRESS_OTHER_PORT=18081
 EGRESS_ENV=(SKILL_MCP_EGRESS_LOCAL=on "SKILL_MCP_EGRESS_ALLOW=api.example.test:${EGRESS_PORT}"
   SKILL_MCP_EGRESS_RESOLVE=api.example.test=127.0.0.1)
@@ -220,4 +220,31 @@ egress_session() {
       run: {name: "probe", script: "scripts/egress.js", args: [process.argv[1]]}}))' "${EGRESS_OPS}" "$@")
   node "${here}/mcp-session.mjs" "${plan}" >"${out}" || true
   node "${here}/check-egress.mjs" "${EGRESS_EXPECT}" <"${out}"
+}
+
+# The declared-egress check of the broker installed in CTR, with EGRESS_ENV in its
+# configuration: starts the test server in the container and waits until root there
+# reaches both its ports (the control: a server that does not answer fails the test), then
+# one declared run as alice through `skill-mcp connect` (egress_session; the report in
+# ${stage}/egress.json). Returns 1, after the broker's and the helper's journals, when the
+# run did not reach its host or reached more.
+# shellcheck disable=SC2154  # bin and stage are the calling test's globals
+egress_check() {
+  podman exec -d "${CTR}" node -e "${EGRESS_SERVER_JS}"
+  local control=""
+  for _ in $(seq 1 50); do
+    control=$(in_ctr node -e "${EGRESS_PROBE_JS}" 2>&1) && break
+    sleep 0.1
+  done
+  [[ ${control} == connected ]] ||
+    fail "egress: control: the test server on the container's loopback does not answer (${control})"
+  echo "ok - egress: control: root in the container reaches 127.0.0.1:${EGRESS_PORT} and :${EGRESS_OTHER_PORT}"
+  if egress_session "${stage}/egress.json" podman exec -i "${CTR}" runuser -u alice -- "${bin}" connect; then
+    echo "ok - egress: a declared run reaches its host through the helper, and nothing else"
+    return 0
+  fi
+  echo "--- broker and helper journal"
+  dump_journal
+  in_ctr journalctl --no-pager -o cat -n 30 -u skill-mcp-egress.service -u skill-mcp-egress.socket 2>/dev/null || true
+  return 1
 }

@@ -119,31 +119,17 @@ in_ctr sed -i '/^SKILL_MCP_INTERPRETERS=/d;/^SKILL_MCP_PYTHON3=/d' "${envfile}"
 
 # 5. Declared egress (the default network mode) with the socket-activated helper, which
 #    the broker's unit pulls in (Wants=skill-mcp-egress.socket; not enabled here). A drop-in
-#    points api.example.test at a server on the container's loopback (EGRESS_ENV, lib.sh):
-#    the run reaches it by name through node's own http client, while an undeclared name, the
-#    declared name on another port and the server's address as a literal are refused, the
-#    receipt says so, and root reaches both ports (the control).
+#    points api.example.test at a server on the container's loopback (EGRESS_ENV and
+#    egress_check, lib.sh): the run reaches it by name through node's own http client,
+#    while an undeclared name, the declared name on another port and the server's address
+#    as a literal are refused, the receipt says so, and root reaches both ports (the
+#    control).
 in_ctr mkdir -p /etc/systemd/system/skill-mcp@.service.d
 printf '[Service]\n' >"${stage}/egress-test.conf"
 printf 'Environment=%s\n' "${EGRESS_ENV[@]}" >>"${stage}/egress-test.conf"
 podman exec -i "${CTR}" sh -c 'cat >/etc/systemd/system/skill-mcp@.service.d/egress-test.conf' <"${stage}/egress-test.conf"
 in_ctr systemctl daemon-reload
-podman exec -d "${CTR}" node -e "${EGRESS_SERVER_JS}"
-control=""
-for _ in $(seq 1 50); do
-  control=$(in_ctr node -e "${EGRESS_PROBE_JS}" 2>&1) && break
-  sleep 0.1
-done
-[[ ${control} == connected ]] || fail "egress: control: the test server on the container's loopback does not answer (${control})"
-echo "ok - egress: control: root in the container reaches 127.0.0.1:${EGRESS_PORT} and :${EGRESS_OTHER_PORT}"
-if egress_session "${stage}/egress.json" podman exec -i "${CTR}" runuser -u alice -- "${bin}" connect; then
-  echo "ok - egress: under the unit a declared run reaches its host through the helper, and nothing else"
-else
-  echo "--- broker and helper journal"
-  dump_journal
-  in_ctr journalctl --no-pager -o cat -n 30 -u skill-mcp-egress.service -u skill-mcp-egress.socket 2>/dev/null || true
-  rc=1
-fi
+egress_check || rc=1
 egress_sock=/run/skill-mcp/egress.sock
 perms=$(in_ctr stat -c '%U:%G %a %F' "${egress_sock}" 2>&1) || perms="missing: ${perms}"
 if [[ ${perms} == "root:skill-mcp 660 socket" ]]; then
