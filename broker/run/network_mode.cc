@@ -2,8 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "broker/run/interpreters.h"
 #include "broker/run/launch_config.h"
+#include "broker/run/public_suffix.h"
 #include "config.h"
 #include "shared/small_file.h"
 
@@ -103,6 +106,9 @@ std::string ResolveNetwork(const EnvStore& env, const std::string& self_dir, Lau
                         ? RealPath(built)
                         : std::string(SKILL_MCP_LIBEXECDIR) + "/skill-mcp-egress";
   }
+  // At boot, so that no run's preview waits for the list's file (a missing list leaves
+  // no wildcard over any suffix: IsPublicSuffix).
+  if (c.network_mode == NetworkMode::kDeclared) LoadPublicSuffixes();
   SettleNetwork(c);
   return "";
 }
@@ -156,6 +162,14 @@ std::optional<std::vector<EgressRule>> RunEgressRules(const EgressPolicy& policy
   // why no address: a run reaches hosts by name (its resolver allots the addresses it
   // can connect to); a literal it cannot reach must not be shown as allowed.
   std::erase_if(rules, [](const EgressRule& r) { return IsAddressLiteral(r.host); });
+  // why: "*.com" or "*.github.io" would let a run reach hosts anyone can register or
+  // publish; such a wildcard holds only where the operator's own pattern names it.
+  std::erase_if(rules, [&policy](const EgressRule& r) {
+    if (!r.host.starts_with("*.") || !IsPublicSuffix(std::string_view(r.host).substr(2)))
+      return false;
+    return !policy.patterns || std::none_of(policy.patterns->begin(), policy.patterns->end(),
+                                            [&r](const EgressPattern& p) { return p.host == r.host; });
+  });
   return rules;
 }
 

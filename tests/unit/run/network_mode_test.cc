@@ -7,6 +7,7 @@
 #include <string>
 
 #include "broker/run/launch_config.h"
+#include "broker/run/public_suffix.h"
 
 namespace skillmcp {
 namespace {
@@ -161,6 +162,42 @@ TEST(RunEgressRules, OnlyInTheDeclaredModeAndNarrowedByThePatterns) {
   auto none = RunEgressRules(EgressPolicy{true, std::vector<EgressPattern>{}}, {"api.example.com"});
   ASSERT_TRUE(none.has_value());
   EXPECT_TRUE(none->empty());
+}
+
+std::vector<std::string> Hosts(const std::optional<std::vector<EgressRule>>& rules) {
+  std::vector<std::string> out;
+  for (const EgressRule& r : rules.value()) out.push_back(r.host);
+  return out;
+}
+
+TEST(RunEgressRules, NoWildcardOverAPublicSuffixUnlessTheOperatorNamesIt) {
+  const std::vector<std::string> declared = {"*.co.uk", "*.github.io", "*.s3.amazonaws.com",
+                                             "*.example.com", "*.lab.internal", "pages.github.io"};
+  // ICANN's suffixes and the private section's go; a wildcard under a registrable name,
+  // one under a top-level domain the list does not know and an exact name under a public
+  // suffix stay. (A wildcard over one label, "*.com", never normalises.)
+  EXPECT_EQ(Hosts(RunEgressRules(EgressPolicy{true, std::nullopt}, declared)),
+            (std::vector<std::string>{"*.example.com", "*.lab.internal", "pages.github.io"}));
+  // The operator's own pattern for that very wildcard keeps it; a pattern covering it
+  // from above does not.
+  std::string error;
+  auto patterns = ParseEgressPatterns("*.github.io, *.example.com", &error);
+  ASSERT_TRUE(patterns) << error;
+  EXPECT_EQ(Hosts(RunEgressRules(EgressPolicy{true, patterns}, {"*.github.io", "*.example.com"})),
+            (std::vector<std::string>{"*.github.io", "*.example.com"}));
+  auto wider = ParseEgressPatterns("*.amazonaws.com", &error);
+  ASSERT_TRUE(wider) << error;
+  EXPECT_TRUE(RunEgressRules(EgressPolicy{true, wider}, {"*.s3.amazonaws.com"})->empty());
+}
+
+TEST(PublicSuffix, ExplicitRulesOnly) {
+  ASSERT_TRUE(LoadPublicSuffixes());
+  EXPECT_TRUE(IsPublicSuffix("com"));
+  EXPECT_TRUE(IsPublicSuffix("co.uk"));
+  EXPECT_TRUE(IsPublicSuffix("github.io"));
+  EXPECT_FALSE(IsPublicSuffix("example.com"));
+  EXPECT_FALSE(IsPublicSuffix("internal"));  // only by the implicit "*" rule
+  EXPECT_FALSE(IsPublicSuffix("egress.test"));
 }
 
 }  // namespace
