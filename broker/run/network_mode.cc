@@ -9,6 +9,7 @@
 #include "broker/run/public_suffix.h"
 #include "config.h"
 #include "shared/small_file.h"
+#include "shared/worker_protocol.h"
 
 namespace skillmcp {
 namespace {
@@ -22,7 +23,8 @@ std::string ParsePins(std::string_view text,
     size_t comma = text.find(',', start);
     if (comma == std::string_view::npos) comma = text.size();
     std::string_view entry = text.substr(start, comma - start);
-    while (!entry.empty() && (entry.front() == ' ' || entry.front() == '\t')) entry.remove_prefix(1);
+    while (!entry.empty() && (entry.front() == ' ' || entry.front() == '\t'))
+      entry.remove_prefix(1);
     while (!entry.empty() && (entry.back() == ' ' || entry.back() == '\t')) entry.remove_suffix(1);
     start = comma + 1;
     if (entry.empty()) continue;
@@ -171,6 +173,25 @@ std::optional<std::vector<EgressRule>> RunEgressRules(const EgressPolicy& policy
                                             [&r](const EgressPattern& p) { return p.host == r.host; });
   });
   return rules;
+}
+
+std::string EgressRulesRefusal(const std::vector<EgressRule>& rules) {
+  // why before any prompt: a run description cannot carry more, so such a run could only
+  // fail after the user approved it; asking would promise what cannot start.
+  const std::string fix =
+      "; narrow them with SKILL_MCP_EGRESS_ALLOW, or set SKILL_MCP_NETWORK=on to let runs "
+      "use the host's network";
+  if (rules.size() > kRunSpecMaxEgressRules)
+    return "the run would be allowed " + std::to_string(rules.size()) +
+           " hosts (those its skill declares, narrowed by SKILL_MCP_EGRESS_ALLOW), more than "
+           "the " +
+           std::to_string(kRunSpecMaxEgressRules) + " a run can be held to" + fix;
+  for (const EgressRule& rule : rules)
+    if (rule.ports.size() > kRunSpecMaxEgressPorts)
+      return "SKILL_MCP_EGRESS_ALLOW gives the run " + std::to_string(rule.ports.size()) +
+             " ports of \"" + rule.host + "\", more than the " +
+             std::to_string(kRunSpecMaxEgressPorts) + " a run can be held to for one host" + fix;
+  return "";
 }
 
 }  // namespace skillmcp

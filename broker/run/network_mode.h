@@ -73,4 +73,9 @@ EgressPolicy EgressPolicyOf(const LaunchConfig& c);
 std::optional<std::vector<EgressRule>> RunEgressRules(const EgressPolicy& policy,
                                                       const std::vector<std::string>& declared);
 
+// Why a run cannot be held to `rules`, or "": more hosts, or more ports for one host, than
+// a run's description carries (kRunSpecMaxEgressRules, kRunSpecMaxEgressPorts), with what
+// the operator can do about it.
+std::string EgressRulesRefusal(const std::vector<EgressRule>& rules);
+
 }  // namespace skillmcp

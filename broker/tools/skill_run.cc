@@ -334,6 +334,10 @@ std::optional<ToolResult> SkillRunTool::Prepare(const Json& args, Prepared* out)
   // why from the declaration as it is now: a declaration changed after the preview gives
   // another willRun, so its token is DRAFT_CHANGED.
   run.egress = RunEgressRules(deps_.egress, skill->declared_egress);
+  // 6. an allowlist no run can be held to, before the gate shows it (docs/wire.md order).
+  if (run.egress)
+    if (std::string why = EgressRulesRefusal(*run.egress); !why.empty())
+      return Refusal("RUNS_BLOCKED", why);
 
   ScriptEnv env = ComputeScriptEnv(granted.env, deps_.is_set, deps_.view.grants->from);
   run.env_names = env.names;
@@ -373,7 +377,7 @@ void SkillRunTool::Call(const Json& args, const Json& request_id, bool client_el
   ToolDone done = Audited(std::move(answer), args, p->audit);
   if (auto refusal = Prepare(args, p.get())) return done(*refusal);
 
-  // 6. the gate: one decision function says what happens (broker/confirm/gate_config.h).
+  // 7. the gate: one decision function says what happens (broker/confirm/gate_config.h).
   if (deps_.tokens == nullptr) return done(NoTokens());
   GateStep step = NextGateStep(deps_.gate, client_elicits, p->token.has_value());
   if (step == GateStep::kElicit) return Elicit(p, request_id, done);
@@ -528,7 +532,7 @@ std::optional<ToolResult> SkillRunTool::CheckApproval(const Prepared& p, const s
 
 void SkillRunTool::Dispatch(Prepared& p, const Json& request_id, ToolDone done,
                             std::optional<std::string> token, std::string_view domain) {
-  // 7. argument checks, after the gate (docs/wire.md order).
+  // 8. argument checks, after the gate (docs/wire.md order).
   if (auto err = CheckArgContent(p.run.args)) return done(*err);
   ReceiptContext context = ReceiptContextOf(p.run);
   context.network_note = NetworkNote(deps_.is_set);

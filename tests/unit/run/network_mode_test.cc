@@ -8,6 +8,7 @@
 
 #include "broker/run/launch_config.h"
 #include "broker/run/public_suffix.h"
+#include "shared/worker_protocol.h"
 
 namespace skillmcp {
 namespace {
@@ -26,9 +27,9 @@ TEST(ResolveNetwork, DeclaredIsTheDefaultAndEachModeIsNamed) {
   EXPECT_FALSE(c.egress.patterns.has_value());
   EXPECT_FALSE(c.egress.allow_local);
   EXPECT_EQ(c.egress.socket_path, "");
-  for (const auto& [text, mode] : {std::pair{"declared", NetworkMode::kDeclared},
-                                   std::pair{"on", NetworkMode::kOn},
-                                   std::pair{"off", NetworkMode::kOff}}) {
+  for (const auto& [text, mode] :
+       {std::pair{"declared", NetworkMode::kDeclared}, std::pair{"on", NetworkMode::kOn},
+        std::pair{"off", NetworkMode::kOff}}) {
     EnvStore env;
     env.Set("SKILL_MCP_NETWORK", text);
     EXPECT_EQ(Resolved(env, &error).network_mode, mode) << text;
@@ -198,6 +199,51 @@ TEST(PublicSuffix, ExplicitRulesOnly) {
   EXPECT_FALSE(IsPublicSuffix("example.com"));
   EXPECT_FALSE(IsPublicSuffix("internal"));  // only by the implicit "*" rule
   EXPECT_FALSE(IsPublicSuffix("egress.test"));
+}
+
+// The most a run description carries, and one more: counted after the operator's
+// narrowing, hosts and ports for one host each on their own.
+TEST(EgressRulesRefusal, RefusesMoreHostsOrPortsThanARunCanBeHeldTo) {
+  std::vector<std::string> declared;
+  for (size_t i = 0; i < kRunSpecMaxEgressRules; ++i)
+    declared.push_back("h" + std::to_string(i) + ".example.com");
+  const EgressPolicy unset{true, std::nullopt};
+  EXPECT_EQ(EgressRulesRefusal(*RunEgressRules(unset, declared)), "");
+  declared.push_back("one-more.example.com");
+  const std::string hosts = EgressRulesRefusal(*RunEgressRules(unset, declared));
+  EXPECT_NE(hosts.find("65 hosts"), std::string::npos) << hosts;
+  EXPECT_NE(hosts.find("more than the 64"), std::string::npos) << hosts;
+  EXPECT_NE(hosts.find("narrow them with SKILL_MCP_EGRESS_ALLOW"), std::string::npos) << hosts;
+  EXPECT_NE(hosts.find("SKILL_MCP_NETWORK=on"), std::string::npos) << hosts;
+  // The operator's patterns narrow the count back; address literals never count.
+  std::string error;
+  auto narrowed = ParseEgressPatterns("*.example.com", &error);
+  ASSERT_TRUE(narrowed) << error;
+  declared.back() = "one-more.example.org";
+  EXPECT_EQ(EgressRulesRefusal(*RunEgressRules(EgressPolicy{true, narrowed}, declared)), "");
+  declared.back() = "192.0.2.1";
+  EXPECT_EQ(EgressRulesRefusal(*RunEgressRules(unset, declared)), "");
+
+  // Ports: one pattern per port, all for one host.
+  std::string allow;
+  for (size_t p = 1; p <= kRunSpecMaxEgressPorts; ++p)
+    allow += (p > 1 ? "," : "") + std::string("api.example.com:") + std::to_string(8000 + p);
+  auto sixteen = ParseEgressPatterns(allow, &error);
+  ASSERT_TRUE(sixteen) << error;
+  const std::vector<std::string> api{"api.example.com"};
+  auto rules = RunEgressRules(EgressPolicy{true, sixteen}, api);
+  ASSERT_EQ(rules->size(), 1u);
+  EXPECT_EQ((*rules)[0].ports.size(), kRunSpecMaxEgressPorts);
+  EXPECT_EQ(EgressRulesRefusal(*rules), "");
+  auto seventeen = ParseEgressPatterns(allow + ",api.example.com:9000", &error);
+  ASSERT_TRUE(seventeen) << error;
+  const std::string ports = EgressRulesRefusal(*RunEgressRules(EgressPolicy{true, seventeen}, api));
+  EXPECT_NE(ports.find("17 ports of \"api.example.com\""), std::string::npos) << ports;
+  EXPECT_NE(ports.find("more than the 16"), std::string::npos) << ports;
+  EXPECT_NE(ports.find("SKILL_MCP_NETWORK=on"), std::string::npos) << ports;
+  // The same patterns for a skill that declares another host: nothing of them applies.
+  EXPECT_EQ(EgressRulesRefusal(*RunEgressRules(EgressPolicy{true, seventeen}, {"b.example.net"})),
+            "");
 }
 
 }  // namespace
