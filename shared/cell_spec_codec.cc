@@ -29,6 +29,7 @@ CellSpec CellOf(const RunSpec& spec) {
   }
   cell.view_ahead = spec.namespaces && !spec.probe;
   if (cell.view_ahead) cell.hidden_roots = spec.hidden_roots;
+  cell.network_ahead = cell.view_ahead && spec.egress_declared;
   return cell;
 }
 
@@ -39,6 +40,11 @@ bool CellMatches(const CellSpec& cell, const RunSpec& spec) {
   // why: the view built ahead hides exactly the cell's roots; a run that asked for none,
   // or for other roots, would run in a view it did not ask for.
   if (cell.view_ahead && (!spec.namespaces || cell.hidden_roots != spec.hidden_roots)) return false;
+  // why both ways: a network made ahead is a declared run's own (a run of another mode
+  // would start in a network it did not ask for), and a cell with the view ahead has it
+  // exactly where its broker is in the declared mode, so a declared run after a cell
+  // without it was described for another cell.
+  if (cell.view_ahead && cell.network_ahead != spec.egress_declared) return false;
   // why: the rules ahead were made for exactly these values; a namespaced run's rules
   // must have been looked up in its own view (the covers are what they reach).
   return !cell.landlock_ahead ||
@@ -54,6 +60,9 @@ bool IsValidCellSpec(const CellSpec& cell) {
   // which is the run's only with ids_ahead or without any switch.
   if (cell.view_ahead && cell.switch_ids && !cell.ids_ahead) return false;
   if (!cell.view_ahead && !cell.hidden_roots.empty()) return false;
+  // why: the network namespace is made with the capabilities over the view's user
+  // namespace, which owns it; without the view ahead the worker holds none yet.
+  if (cell.network_ahead && !cell.view_ahead) return false;
   if (cell.hidden_roots.size() > kRunSpecMaxHiddenRoots) return false;
   // why normalised: the worker matches paths to the roots by their text ("/srv/./x" or
   // "//srv" would be another path than the one meant).
@@ -79,6 +88,7 @@ std::optional<std::string> EncodeCellSpec(const CellSpec& cell) {
   PutU32(payload, cell.gid);
   PutU8(payload, cell.view_ahead ? 1 : 0);
   PutStrings(payload, cell.hidden_roots);
+  PutU8(payload, cell.network_ahead ? 1 : 0);
   PutU8(payload, cell.landlock_ahead ? 1 : 0);
   PutU32(payload, cell.landlock_abi);
   PutU8(payload, cell.network_off ? 1 : 0);
@@ -99,7 +109,9 @@ std::optional<CellSpec> DecodeCellSpec(std::string_view payload) {
   if (!r.Bool(cell.switch_ids) || !r.Bool(cell.ids_ahead) || !r.U32(cell.uid) || !r.U32(cell.gid))
     return std::nullopt;
   size_t root_budget = kRunSpecMaxHiddenRoots;
-  if (!r.Bool(cell.view_ahead) || !r.Strings(cell.hidden_roots, root_budget)) return std::nullopt;
+  if (!r.Bool(cell.view_ahead) || !r.Strings(cell.hidden_roots, root_budget) ||
+      !r.Bool(cell.network_ahead))
+    return std::nullopt;
   if (!r.Bool(cell.landlock_ahead) || !r.U32(cell.landlock_abi) || !r.Bool(cell.network_off) ||
       !r.String(cell.node_dir_path))
     return std::nullopt;

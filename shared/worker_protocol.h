@@ -45,7 +45,7 @@ inline constexpr int kWorkerFdCount = 8;  // 0..7
 // One version for every message of the protocol (the cell, the run description, the
 // report and the run's end): a broker and a worker from different builds refuse each
 // other instead of misreading.
-inline constexpr uint32_t kWorkerProtocolVersion = 13;
+inline constexpr uint32_t kWorkerProtocolVersion = 14;
 
 // Why: the worker reads its spec before any limit is applied; a bounded read cannot be
 // made to exhaust its memory, whatever arrives on fd 3.
@@ -190,8 +190,9 @@ std::optional<RunSpec> DecodeRunSpec(std::string_view bytes);
 // already its own, that identity, and whether it builds the run's view ahead. It takes the
 // cell's steps while it waits (worker/main.cc, TakeCellSteps): own session, descriptors,
 // the sealed bootstrap, securebits, bounding set, with ids_ahead the identity switch, with
-// view_ahead the view's first half and the pid and IPC namespace, with landlock_ahead the
-// ruleset's first half. The run description that follows must ask for the same
+// view_ahead the view's first half and the pid and IPC namespace, with network_ahead the
+// run's network namespace but what its rules decide, with landlock_ahead the ruleset's
+// first half. The run description that follows must ask for the same
 // (CellMatches), or the worker refuses it (kReadSpec, EINVAL): what was set up ahead is
 // what the run asked for.
 struct CellSpec {
@@ -213,6 +214,14 @@ struct CellSpec {
   // run's.
   bool view_ahead = false;
   std::vector<std::string> hidden_roots;  // with view_ahead: RunSpec::hidden_roots
+  // The declared network mode's namespace ahead (worker/egress_cell.h, EnterOwnNetwork):
+  // the network namespace with loopback up, the tun route where it can be had, and the
+  // resolver's socket; the listeners for the rules' ports and the resolver files come
+  // with the description (FinishOwnNetwork). Only with view_ahead: the namespace is made
+  // with the capabilities over the view's user namespace, which owns it. With view_ahead
+  // it is set exactly for a run in the declared mode (RunSpec::egress_declared,
+  // CellMatches).
+  bool network_ahead = false;
   // The Landlock ruleset ahead (worker/landlock.h, PrepareLandlockAhead): created with
   // the rules that no run changes (the system's directories and devices, node's
   // directory), opened while the worker waits; the run adds its own and restricts. Only
@@ -228,26 +237,28 @@ struct CellSpec {
 };
 
 // The cell a whole description implies (fd 3 a pipe: everything arrives at once and
-// nothing waits, so ids_ahead is set for any switch, the shared run-as uid's too, and
-// view_ahead for any run with namespaces).
+// nothing waits, so ids_ahead is set for any switch, the shared run-as uid's too,
+// view_ahead for any run with namespaces, and network_ahead with it for a declared run).
 CellSpec CellOf(const RunSpec& spec);
 
 // Whether `spec` asks for exactly what `cell` set up: the same switch_ids; with ids_ahead,
-// the same uid and gid; with view_ahead, namespaces and the same hidden_roots; with
-// landlock_ahead, the same landlock_abi, network_off and node_dir_path, and view_ahead
-// if it has namespaces; a probe never follows a cell.
+// the same uid and gid; with view_ahead, namespaces, the same hidden_roots, and
+// egress_declared exactly when the cell has network_ahead; with landlock_ahead, the same
+// landlock_abi, network_off and node_dir_path, and view_ahead if it has namespaces; a
+// probe never follows a cell.
 bool CellMatches(const CellSpec& cell, const RunSpec& spec);
 
 // On the stream socket the cell comes first, framed: u32 length N (little-endian), then N
 // bytes "SMCS" u32 version | u8 switch_ids u8 ids_ahead | u32 uid u32 gid | u8 view_ahead
-// | u32 rootc, rootc x str | u8 landlock_ahead u32 landlock_abi u8 network_off
-// | str node_dir_path (str = u32 length + bytes); the run description (EncodeRunSpec)
-// follows to EOF. Valid (IsValidCellSpec): ids_ahead only with switch_ids, without it uid
-// and gid 0; view_ahead only with ids_ahead or without switch_ids; hidden_roots only with
-// view_ahead, at most kRunSpecMaxHiddenRoots, each normalised, absolute and not "/";
-// landlock_ahead only with ids_ahead or without switch_ids, with an ABI of 1 to
-// kRunSpecMaxLandlockAbi, network_off only with ABI 4+, node_dir_path normalised and
-// absolute or empty; without landlock_ahead those three are 0, false and empty.
+// | u32 rootc, rootc x str | u8 network_ahead | u8 landlock_ahead u32 landlock_abi
+// u8 network_off | str node_dir_path (str = u32 length + bytes); the run description
+// (EncodeRunSpec) follows to EOF. Valid (IsValidCellSpec): ids_ahead only with
+// switch_ids, without it uid and gid 0; view_ahead only with ids_ahead or without
+// switch_ids; hidden_roots only with view_ahead, at most kRunSpecMaxHiddenRoots, each
+// normalised, absolute and not "/"; network_ahead only with view_ahead; landlock_ahead
+// only with ids_ahead or without switch_ids, with an ABI of 1 to kRunSpecMaxLandlockAbi,
+// network_off only with ABI 4+, node_dir_path normalised and absolute or empty; without
+// landlock_ahead those three are 0, false and empty.
 inline constexpr size_t kCellSpecPrefixBytes = 4;
 inline constexpr size_t kCellSpecMaxBytes = 4096;  // the framed payload's bound
 
@@ -309,7 +320,8 @@ enum class WorkerStep : int32_t {
   kReadOnlyView = 227,   // with namespaces, last of the view: every mount read-only but the
                          // run's /tmp, /dev/shm, scratch directory and MCP_DATA_DIR
   kOwnNetwork = 228,     // declared network mode: the run's network namespace, its resolver
-                         // and listeners (worker/egress_cell.h)
+                         // and listeners (worker/egress_cell.h); with network_ahead its
+                         // first half while the worker waits
 };
 
 inline constexpr int32_t kWorkerStepFirst = 200;

@@ -117,12 +117,18 @@ void MirrorRun(pid_t child, int status_fd, pid_t broker, EgressRelay* relay) {
   }
   std::vector<pollfd> fds;
   int status = 0;
+  // With a relay most wakes are its traffic: the child and the parent are looked at only
+  // after a signal came (SIGCHLD, SIGHUP, both blocked and queued for the descriptor), and
+  // once before the first wait.
+  bool signalled = true;
   for (;;) {
-    const pid_t got = waitpid(child, &status, WNOHANG);
-    if (got == child) break;
-    if (got < 0 && errno != EINTR) _exit(static_cast<int>(WorkerStep::kFork));
-    // Checked on every wake, not trusted from the signal: the run may send SIGHUP too.
-    if (getppid() != broker) KillRunGroup();
+    if (signalled) {
+      const pid_t got = waitpid(child, &status, WNOHANG);
+      if (got == child) break;
+      if (got < 0 && errno != EINTR) _exit(static_cast<int>(WorkerStep::kFork));
+      // Checked on every signal, not trusted from it: the run may send SIGHUP too.
+      if (getppid() != broker) KillRunGroup();
+    }
     if (relay == nullptr) {
       siginfo_t info;
       sigwaitinfo(&set, &info);  // SIGTERM is consumed: node got its own from the group kill
@@ -133,9 +139,11 @@ void MirrorRun(pid_t child, int status_fd, pid_t broker, EgressRelay* relay) {
     relay->Collect(fds);
     if (poll(fds.data(), fds.size(), -1) < 0) {
       if (errno != EINTR) KillRunGroup();
+      signalled = true;
       continue;
     }
-    if (fds[0].revents & POLLIN) {
+    signalled = fds[0].revents != 0;
+    if (signalled) {
       signalfd_siginfo info[8];
       while (read(signals.get(), info, sizeof info) > 0) {
       }

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "worker/exec.h"
+
 namespace skillmcp::worker {
 namespace {
 
@@ -39,6 +41,18 @@ constexpr char kNsswitch[] =
 
 StepResult Failed(int err) { return StepFailed(WorkerStep::kOwnNetwork, err); }
 
+// `fd` moved above the bootstrap's fd, close-on-exec; invalid with errno set on failure.
+// why: a worker that makes its network ahead receives 6 and 7 with its description later,
+// and refuses them if those numbers are taken (EEXIST).
+UniqueFd AboveLayout(UniqueFd fd) {
+  if (!fd.valid()) return {};
+  UniqueFd lifted(fcntl(fd.get(), F_DUPFD_CLOEXEC, kWorkerBootstrapFd + 1));
+  const int err = errno;
+  fd.reset();
+  errno = err;
+  return lifted;
+}
+
 int SetUp(int sock, const char* name) {
   ifreq ifr{};
   std::strncpy(ifr.ifr_name, name, IFNAMSIZ - 1);
@@ -52,7 +66,7 @@ int SetUp(int sock, const char* name) {
 // kernel to send from. Nothing (an invalid descriptor) where the device cannot be opened
 // or set up: the route is then simply absent.
 UniqueFd TunRoute(int sock4) {
-  UniqueFd tun(open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC));
+  UniqueFd tun = AboveLayout(UniqueFd(open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC)));
   if (!tun.valid()) return {};
   ifreq ifr{};
   std::strncpy(ifr.ifr_name, kTunName, IFNAMSIZ - 1);
@@ -95,7 +109,7 @@ UniqueFd TunRoute(int sock4) {
 }
 
 UniqueFd BoundSocket(int type, uint32_t address, uint16_t port, int& err) {
-  UniqueFd fd(socket(AF_INET, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  UniqueFd fd = AboveLayout(UniqueFd(socket(AF_INET, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)));
   if (!fd.valid()) {
     err = errno;
     return {};
@@ -162,7 +176,8 @@ int BindResolverFiles(const std::string& parent) {
     // file for a child it starts (it could only repoint its own namespace's lookups, but
     // what the receipt reports must be what the resolver was asked).
     if (regular && err == 0 &&
-        mount(nullptr, real, nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, nullptr) != 0)
+        mount(nullptr, real, nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
+              nullptr) != 0)
       err = errno;
     free(real);
     if (err != 0) break;
@@ -192,8 +207,14 @@ StepResult EnterOwnNetwork(EgressCell& cell) {
   int err = 0;
   cell.resolver = BoundSocket(SOCK_DGRAM, INADDR_LOOPBACK, 53, err);
   if (!cell.resolver.valid()) return Failed(err);
+  return StepOk();
+}
+
+StepResult FinishOwnNetwork(EgressCell& cell) {
+  int err = 0;
   std::vector<uint16_t> ports;
-  for (const EgressRule& rule : cell.rules) ports.insert(ports.end(), rule.ports.begin(), rule.ports.end());
+  for (const EgressRule& rule : cell.rules)
+    ports.insert(ports.end(), rule.ports.begin(), rule.ports.end());
   std::sort(ports.begin(), ports.end());
   ports.erase(std::unique(ports.begin(), ports.end()), ports.end());
   for (uint16_t port : ports) {

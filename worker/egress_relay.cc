@@ -117,6 +117,8 @@ void EgressRelay::Collect(std::vector<pollfd>& fds) {
 }
 
 void EgressRelay::Handle(const std::vector<pollfd>& fds, size_t first) {
+  // A connection's two entries are adjacent (Collect): one pump serves both.
+  const Connection* pumped = nullptr;
   for (size_t i = 0; i < entries_.size(); ++i) {
     const pollfd& p = fds[first + i];
     if (p.fd < 0 || p.revents == 0) continue;
@@ -127,7 +129,10 @@ void EgressRelay::Handle(const std::vector<pollfd>& fds, size_t first) {
       case Source::kChannel: OnChannel(); break;
       case Source::kTun: OnTun(); break;
       case Source::kClient:
-      case Source::kUpstream: Pump(*e.connection); break;
+      case Source::kUpstream:
+        if (e.connection != pumped) Pump(*e.connection);
+        pumped = e.connection;
+        break;
     }
   }
   for (auto it = connections_.begin(); it != connections_.end();) {
@@ -260,23 +265,32 @@ void EgressRelay::OnTun() {
   }
 }
 
-void EgressRelay::Pump(Direction& d, int src, int dst, bool& failed) {
-  if (d.queued >= kPipeBytes) d.pipe_full = true;
+bool EgressRelay::Pump(Direction& d, int src, int dst, bool& failed) {
+  // A short splice means the source had no more, or the destination took no more, for
+  // now: poll is level-triggered and says when either changes, so no call is spent to
+  // hear EAGAIN. Returns whether the pipe filled and then drained some, when the source
+  // may hold more at once.
+  bool filled = d.queued >= kPipeBytes;
+  if (filled) d.pipe_full = true;
   while (!d.src_eof && d.queued < kPipeBytes) {
     const ssize_t n = splice(src, nullptr, d.pipe_w.get(), nullptr, kChunk,
                              SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
     if (n > 0) {
       d.queued += static_cast<size_t>(n);
+      filled = d.queued >= kPipeBytes;
+      if (static_cast<size_t>(n) < kChunk) break;
     } else if (n == 0) {
       d.src_eof = true;
     } else if (errno == EAGAIN) {
       d.pipe_full = d.queued > 0;
+      filled = d.pipe_full;
       break;
     } else if (errno != EINTR) {
       failed = true;
-      return;
+      return false;
     }
   }
+  bool drained = false;
   while (d.queued > 0) {
     const ssize_t n = splice(d.pipe_r.get(), nullptr, dst, nullptr, d.queued,
                              SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
@@ -284,26 +298,31 @@ void EgressRelay::Pump(Direction& d, int src, int dst, bool& failed) {
       d.queued -= static_cast<size_t>(n);
       d.bytes += static_cast<uint64_t>(n);
       d.pipe_full = false;
+      drained = true;
+      if (d.queued > 0) break;  // the destination is full
     } else if (n < 0 && errno == EAGAIN) {
       break;
     } else if (n < 0 && errno == EINTR) {
       continue;
     } else {
       failed = true;
-      return;
+      return false;
     }
   }
   if (d.src_eof && d.queued == 0 && !d.shut) {
     shutdown(dst, SHUT_WR);
     d.shut = true;
   }
+  return filled && drained && !d.src_eof;
 }
 
 void EgressRelay::Pump(Connection& c) {
-  // Each direction until it would block; the pipe holds what the receiver is not taking.
-  for (int round = 0; round < 2 && !c.failed; ++round) {
-    Pump(c.up, c.client.get(), c.upstream.get(), c.failed);
-    if (!c.failed) Pump(c.down, c.upstream.get(), c.client.get(), c.failed);
+  // Each direction until it would block, and once more while a full pipe drained: the
+  // pipe holds what the receiver is not taking.
+  bool again_up = true, again_down = true;
+  for (int round = 0; round < 2 && !c.failed && (again_up || again_down); ++round) {
+    if (again_up) again_up = Pump(c.up, c.client.get(), c.upstream.get(), c.failed);
+    if (again_down && !c.failed) again_down = Pump(c.down, c.upstream.get(), c.client.get(), c.failed);
   }
 }
 

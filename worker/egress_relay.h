@@ -65,7 +65,7 @@ class EgressRelay {
   void OnChannel();
   void OnTun();
   void Pump(Connection& c);
-  void Pump(Direction& d, int src, int dst, bool& failed);
+  bool Pump(Direction& d, int src, int dst, bool& failed);
   void Close(Connection& c);
   void Report(const std::string& kind, const std::string& target, uint16_t port);
   bool Send(const std::string& frame);

@@ -73,7 +73,8 @@ void Check(const StepResult& result) {
   // run's own network namespace, its loopback, resolver socket and files.
   if (spec.egress_declared) {
     EgressCell cell;
-    Check(EnterOwnNetwork(cell));  // kOwnNetwork
+    Check(EnterOwnNetwork(cell));   // kOwnNetwork
+    Check(FinishOwnNetwork(cell));  // kOwnNetwork
   }
   _exit(0);
 }
@@ -245,8 +246,8 @@ struct Cell {
 }
 
 // The cell: the steps a worker started ahead (fd 3 a socket) takes while it waits for its
-// run, in this order. On a pipe the whole description came with the cell (CellOf: its ids
-// and view ahead, never the Landlock rules) and the same steps run.
+// run, in this order. On a pipe the whole description came with the cell (CellOf: its ids,
+// view and network ahead, never the Landlock rules) and the same steps run.
 void TakeCellSteps(Cell& cell) {
   // kReadSpec. Not dumpable while it waits: no process of another run (or of the same
   // uid) can open its /proc/<pid>/mem or environ. Exec gives node the usual state back.
@@ -278,6 +279,11 @@ void TakeCellSteps(Cell& cell) {
   if (cell.spec.view_ahead)
     EnterNamespaces(cell.spec.hidden_roots,
                     cell.whole ? cell.whole->node_dir_path : cell.spec.node_dir_path, cell.view);
+  // kOwnNetwork, where the cell asks for the network ahead (only with the view ahead, a
+  // declared run's): its first half, the network namespace, loopback, the tun route and
+  // the resolver's socket, made with the capabilities over the view's user namespace; the
+  // rules' listeners and the resolver files wait for the description (FinishOwnNetwork).
+  if (cell.spec.network_ahead) Check(EnterOwnNetwork(cell.egress));
   // kLandlock, where the cell asks for the rules ahead: the ruleset with the rules no run
   // changes, each path opened now as the run's user and in the run's view (the cell asks
   // only once both are settled); the run adds its own to it (worker/landlock.h).
@@ -312,13 +318,17 @@ void TakeCellSteps(Cell& cell) {
   // kMountView, then kReadOnlyView, with namespaces: the view's second half, what the
   // description names, then every mount read-only but the run's own places.
   if (spec.namespaces) Check(FinishRunView(spec, cell.view));
-  // kOwnNetwork, in the declared network mode: the run's network namespace, resolver and
-  // listeners, bound while the capabilities over the user namespace are still held.
+  // kOwnNetwork, in the declared network mode, while the capabilities over the user
+  // namespace are still held: the run's network namespace, loopback, tun route and
+  // resolver's socket where the cell did not make them ahead, then the listeners for its
+  // rules' ports and the resolver files, staged in its scratch directory and bound over
+  // the finished view's.
   if (spec.egress_declared) {
+    if (!cell.spec.network_ahead) Check(EnterOwnNetwork(cell.egress));
     cell.egress.channel = std::move(cell.egress_channel);
     cell.egress.rules = spec.egress_rules;
     cell.egress.stage_parent = spec.scratch_dir_path;
-    Check(EnterOwnNetwork(cell.egress));
+    Check(FinishOwnNetwork(cell.egress));
   }
   // kFork onwards: the mirror, init and node, each with its own steps (StartRun).
   StartRun(spec, broker, cell);

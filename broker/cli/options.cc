@@ -47,14 +47,16 @@ Running scripts (skill_run):
   SKILL_MCP_WORKER           the worker binary (default: beside the build or in libexecdir)
   SKILL_MCP_SECCOMP          on (default) | off: the worker's syscall filter
   SKILL_MCP_NAMESPACES       auto (default) | on | off: each run in its own user, mount,
-                             pid and IPC namespace (private /tmp, the other skills
-                             hidden, its own processes); auto where the host allows
+                             pid and IPC namespace, and network in the declared mode
+                             (private /tmp, the other skills hidden, its own
+                             processes); auto where the host allows
   SKILL_MCP_LANDLOCK         auto (default) | on | off: the per-run filesystem allowlist
   SKILL_MCP_NETWORK          declared (default) | on | off: declared: each run reaches only
                              the hosts its skill declares (off where runs get no
                              namespaces); off: no IPv4 or IPv6 socket at all
   SKILL_MCP_EGRESS_ALLOW     host[:port],...: narrows the declared hosts (default ports
-                             443, 80; none: no host)
+                             443, 80; none: no host); a wildcard over a public suffix
+                             (*.github.io) is kept only where a pattern names it
   SKILL_MCP_EGRESS_LOCAL     on | off (default): let declared hosts resolve to loopback,
                              link-local, metadata, multicast or this host's addresses
   SKILL_MCP_EGRESS_RESOLVE   host=address,...: connect there for that name

@@ -2,10 +2,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "broker/run/interpreters.h"
 #include "broker/run/launch_config.h"
+#include "broker/run/public_suffix.h"
 #include "config.h"
 #include "shared/small_file.h"
+#include "shared/worker_protocol.h"
 
 namespace skillmcp {
 namespace {
@@ -95,6 +99,9 @@ std::string ResolveNetwork(const EnvStore& env, const std::string& self_dir, Lau
                         ? RealPath(built)
                         : std::string(SKILL_MCP_LIBEXECDIR) + "/skill-mcp-egress";
   }
+  // At boot, so that no run's preview waits for the list's file (a missing list leaves
+  // no wildcard over any suffix: IsPublicSuffix).
+  if (c.network_mode == NetworkMode::kDeclared) LoadPublicSuffixes();
   SettleNetwork(c);
   return "";
 }
@@ -148,7 +155,35 @@ std::optional<std::vector<EgressRule>> RunEgressRules(const EgressPolicy& policy
   // why no address: a run reaches hosts by name (its resolver allots the addresses it
   // can connect to); a literal it cannot reach must not be shown as allowed.
   std::erase_if(rules, [](const EgressRule& r) { return IsAddressLiteral(r.host); });
+  // why: "*.com" or "*.github.io" would let a run reach hosts anyone can register or
+  // publish; such a wildcard holds only where the operator's own pattern names it.
+  std::erase_if(rules, [&policy](const EgressRule& r) {
+    if (!r.host.starts_with("*.") || !IsPublicSuffix(std::string_view(r.host).substr(2)))
+      return false;
+    return !policy.patterns ||
+           std::none_of(policy.patterns->begin(), policy.patterns->end(),
+                        [&r](const EgressPattern& p) { return p.host == r.host; });
+  });
   return rules;
+}
+
+std::string EgressRulesRefusal(const std::vector<EgressRule>& rules) {
+  // why before any prompt: a run description cannot carry more, so such a run could only
+  // fail after the user approved it; asking would promise what cannot start.
+  const std::string fix =
+      "; narrow them with SKILL_MCP_EGRESS_ALLOW, or set SKILL_MCP_NETWORK=on to let runs "
+      "use the host's network";
+  if (rules.size() > kRunSpecMaxEgressRules)
+    return "the run would be allowed " + std::to_string(rules.size()) +
+           " hosts (those its skill declares, narrowed by SKILL_MCP_EGRESS_ALLOW), more than "
+           "the " +
+           std::to_string(kRunSpecMaxEgressRules) + " a run can be held to" + fix;
+  for (const EgressRule& rule : rules)
+    if (rule.ports.size() > kRunSpecMaxEgressPorts)
+      return "SKILL_MCP_EGRESS_ALLOW gives the run " + std::to_string(rule.ports.size()) +
+             " ports of \"" + rule.host + "\", more than the " +
+             std::to_string(kRunSpecMaxEgressPorts) + " a run can be held to for one host" + fix;
+  return "";
 }
 
 }  // namespace skillmcp

@@ -67,8 +67,15 @@ struct EgressPolicy {
 EgressPolicy EgressPolicyOf(const LaunchConfig& c);
 
 // The run's allowlist: its skill's declared hosts narrowed by the operator's patterns,
-// without IP literals (a run reaches names only); nothing unless the mode is declared.
+// without IP literals (a run reaches names only) and without a wildcard over a public
+// suffix ("*.github.io") that no pattern of the operator's names; nothing unless the mode
+// is declared.
 std::optional<std::vector<EgressRule>> RunEgressRules(const EgressPolicy& policy,
                                                       const std::vector<std::string>& declared);
+
+// Why a run cannot be held to `rules`, or "": more hosts, or more ports for one host, than
+// a run's description carries (kRunSpecMaxEgressRules, kRunSpecMaxEgressPorts), with what
+// the operator can do about it.
+std::string EgressRulesRefusal(const std::vector<EgressRule>& rules);
 
 }  // namespace skillmcp

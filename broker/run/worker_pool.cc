@@ -60,6 +60,10 @@ TakeOutcome WorkerPool::Start(const PinnedInterpreter& interpreter) const {
   if (config_.namespaces && (cell.ids_ahead || !config_.switch_ids)) {
     cell.view_ahead = true;
     cell.hidden_roots = config_.hidden_roots;
+    // In the declared network mode the run's network namespace too, made with the
+    // capabilities over the view's user namespace (CellSpec::network_ahead); its rules'
+    // listeners and resolver files come with the description.
+    cell.network_ahead = config_.egress_declared;
   }
   // why only with the run's identity settled, and for a namespaced run only with its view
   // ahead: each rule's path is opened as the run's user and in the run's view, as it would
@@ -73,8 +77,8 @@ TakeOutcome WorkerPool::Start(const PinnedInterpreter& interpreter) const {
   }
   std::optional<std::string> frame = EncodeCellSpec(cell);
   // A cell too long for the worker's bound (a long interpreter directory, many long roots): the
-  // rules, then the view, follow the description instead, as for the shared run-as uid
-  // (a namespaced run's rules need the view ahead, so they go first).
+  // rules, then the view with the network, follow the description instead, as for the
+  // shared run-as uid (a namespaced run's rules need the view ahead, so they go first).
   if (!frame && cell.landlock_ahead) {
     cell.landlock_ahead = false;
     cell.landlock_abi = 0;
@@ -85,6 +89,7 @@ TakeOutcome WorkerPool::Start(const PinnedInterpreter& interpreter) const {
   if (!frame && cell.view_ahead) {
     cell.view_ahead = false;
     cell.hidden_roots.clear();
+    cell.network_ahead = false;  // it needs the view's user namespace
     frame = EncodeCellSpec(cell);
   }
   SpawnRequest req;

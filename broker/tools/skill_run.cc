@@ -114,7 +114,7 @@ void SkillRunTool::Call(const Json& args, const Json& request_id, bool client_el
   ToolDone done = Audited(std::move(answer), args, p->audit);
   if (auto refusal = Prepare(args, p.get())) return done(*refusal);
 
-  // 6. the gate: one decision function says what happens (broker/confirm/gate_config.h).
+  // 7. the gate: one decision function says what happens (broker/confirm/gate_config.h).
   if (deps_.tokens == nullptr) return done(NoTokens());
   GateStep step = NextGateStep(deps_.gate, client_elicits, p->token.has_value());
   if (step == GateStep::kElicit) return Elicit(p, request_id, done);
@@ -141,7 +141,7 @@ void SkillRunTool::CallRound(const Json& args, const Json& request_id, const Rou
 
 void SkillRunTool::Dispatch(Prepared& p, const Json& request_id, ToolDone done,
                             std::optional<std::string> token, std::string_view domain) {
-  // 7. argument checks, after the gate (docs/wire.md order).
+  // 8. argument checks, after the gate (docs/wire.md order).
   if (auto err = CheckArgContent(p.run.args)) return done(*err);
   ReceiptContext context = ReceiptContextOf(p.run);
   context.network_note = NetworkNote(deps_.is_set);

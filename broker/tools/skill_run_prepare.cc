@@ -106,6 +106,10 @@ std::optional<ToolResult> SkillRunTool::Prepare(const Json& args, Prepared* out)
   // why from the declaration as it is now: a declaration changed after the preview gives
   // another willRun, so its token is DRAFT_CHANGED.
   run.egress = RunEgressRules(deps_.egress, skill->declared_egress);
+  // 6. an allowlist no run can be held to, before the gate shows it (docs/wire.md order).
+  if (run.egress)
+    if (std::string why = EgressRulesRefusal(*run.egress); !why.empty())
+      return Refusal("RUNS_BLOCKED", why);
 
   ScriptEnv env = ComputeScriptEnv(granted.env, deps_.is_set, deps_.view.grants->from);
   run.env_names = env.names;

@@ -14,7 +14,7 @@ started=$(date +%s)
 
 BASE_IMAGE=localhost/bookworm-minbase
 # Runtime libraries of the two binaries, node from Debian, and systemd as PID 1.
-SYSTEMD_IMAGE_PACKAGES="systemd systemd-sysv dbus nodejs python3 libyaml-cpp0.7 libsodium23 libicu72 libseccomp2 libcap2 util-linux procps"
+SYSTEMD_IMAGE_PACKAGES="systemd systemd-sysv dbus nodejs python3 libyaml-cpp0.7 libsodium23 libicu72 libseccomp2 libcap2 libpsl5 util-linux procps"
 
 log() { printf '%s %s\n' "$(date +%T)" "$*"; }
 skip() { echo "SKIP: $*"; exit 77; }

@@ -586,6 +586,27 @@ for (const [label, asNobody] of modes) {
       });
     });
 
+    test('a wildcard over a public suffix is not in the run\'s list unless the operator names it', async () => {
+      // Quoted: a plain `*` starts a YAML alias.
+      const wild = skillsRoot({ wild: ['"*.github.io"', '"*.s3.amazonaws.com"', '"*.example.com"', 'pages.github.io'] });
+      const previewOf = (env) => withBroker(env, asNobody, async (client) =>
+        (await callJson(client, 'skill_run', { name: 'wild', script: 'scripts/probe.js', args: ['[]'] })).json);
+      const unset = await previewOf(declaredEnv(wild, { SKILL_MCP_EGRESS_ALLOW: undefined }));
+      assert.deepEqual(unset.preview.willRun.egress,
+        [{ host: '*.example.com', ports: [80, 443] }, { host: 'pages.github.io', ports: [80, 443] }], show(unset));
+      // The listing still shows what the skill declares (the reference's field).
+      await withBroker(declaredEnv(wild, { SKILL_MCP_EGRESS_ALLOW: undefined }), asNobody, async (client) => {
+        const list = await callJson(client, 'skill_list', {});
+        assert.deepEqual(list.json.skills[0].declaredEgress,
+          ['*.github.io', '*.s3.amazonaws.com', '*.example.com', 'pages.github.io'], show(list.json));
+      });
+      // Control: the operator's own pattern for the wildcard keeps it.
+      const named = await previewOf(declaredEnv(wild, { SKILL_MCP_EGRESS_ALLOW: '*.github.io, *.example.com' }));
+      assert.deepEqual(named.preview.willRun.egress,
+        [{ host: '*.github.io', ports: [80, 443] }, { host: '*.example.com', ports: [80, 443] },
+         { host: 'pages.github.io', ports: [80, 443] }], show(named));
+    });
+
     test('the preview: default ports, an empty list, the prompt, and no egress key in the other modes', async () => {
       const previewOf = async (env, name = 'reach', extra = {}) => withBroker(env, asNobody, async (client) => {
         const r = await callJson(client, 'skill_run', { name, script: 'scripts/probe.js', args: ['[]'] });

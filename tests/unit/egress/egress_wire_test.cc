@@ -7,6 +7,9 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <set>
+
+#include "tests/unit/fuzz_corpus.h"
 
 namespace skillmcp {
 namespace {
@@ -249,6 +252,38 @@ TEST(EgressWireTest, OnlyAConnectedTcpStreamIsTakenAsAConnection) {
     EXPECT_FALSE(fd->valid());
   }
   EXPECT_TRUE(TakeEgressAnswer(ok, tcp.connected).has_value());  // the control
+}
+
+// The egress_wire fuzz target's seeds, replayed with its invariants: exactly the seeds
+// named for a request or an answer decode and re-encode to themselves, and the requests
+// malformed only past their header still give the helper an id to answer EINVAL with.
+TEST(EgressWireTest, TheFuzzCorpusDecodesAsItsNamesSay) {
+  const std::map<std::string, std::string> seeds = ReadFuzzCorpus("egress_wire");
+  std::set<std::string> requests, peeked, answers;
+  for (const auto& [name, bytes] : seeds) {
+    if (std::optional<EgressRequest> r = DecodeEgressRequest(bytes)) {
+      requests.insert(name);
+      EXPECT_EQ(EncodeEgressRequest(*r).value_or(""), bytes) << name;
+    }
+    if (PeekEgressRequestId(bytes)) peeked.insert(name);
+    if (std::optional<EgressAnswer> a = DecodeEgressAnswer(bytes)) {
+      answers.insert(name);
+      char out[kEgressAnswerBytes];
+      ASSERT_TRUE(EncodeEgressAnswer(*a, out)) << name;
+      EXPECT_EQ(std::string(out, sizeof out), bytes) << name;
+    }
+  }
+  const std::set<std::string> valid_requests{"request", "request-local-v4", "request-longest-host",
+                                             "request-v6"};
+  EXPECT_EQ(requests, valid_requests);
+  std::set<std::string> malformed_past_header{
+      "request-header-only",  "request-host-past-end", "request-over-longest",
+      "request-port-zero",    "request-trailing",      "request-trailing-dot",
+      "request-unknown-flag", "request-upper-case",    "request-wildcard"};
+  malformed_past_header.insert(valid_requests.begin(), valid_requests.end());
+  EXPECT_EQ(peeked, malformed_past_header);
+  EXPECT_EQ(answers, (std::set<std::string>{"answer-connected-v4", "answer-connected-v6",
+                                            "answer-no-address", "answer-refused-local"}));
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 #include <string>
 
 #include "broker/run/launch_config.h"
+#include "broker/run/public_suffix.h"
+#include "shared/worker_protocol.h"
 
 namespace skillmcp {
 namespace {
@@ -162,6 +164,87 @@ TEST(RunEgressRules, OnlyInTheDeclaredModeAndNarrowedByThePatterns) {
   auto none = RunEgressRules(EgressPolicy{true, std::vector<EgressPattern>{}}, {"api.example.com"});
   ASSERT_TRUE(none.has_value());
   EXPECT_TRUE(none->empty());
+}
+
+std::vector<std::string> Hosts(const std::optional<std::vector<EgressRule>>& rules) {
+  std::vector<std::string> out;
+  for (const EgressRule& r : rules.value()) out.push_back(r.host);
+  return out;
+}
+
+TEST(RunEgressRules, NoWildcardOverAPublicSuffixUnlessTheOperatorNamesIt) {
+  const std::vector<std::string> declared = {"*.co.uk", "*.github.io", "*.s3.amazonaws.com",
+                                             "*.example.com", "*.lab.internal", "pages.github.io"};
+  // ICANN's suffixes and the private section's go; a wildcard under a registrable name,
+  // one under a top-level domain the list does not know and an exact name under a public
+  // suffix stay. (A wildcard over one label, "*.com", never normalises.)
+  EXPECT_EQ(Hosts(RunEgressRules(EgressPolicy{true, std::nullopt}, declared)),
+            (std::vector<std::string>{"*.example.com", "*.lab.internal", "pages.github.io"}));
+  // The operator's own pattern for that very wildcard keeps it; a pattern covering it
+  // from above does not.
+  std::string error;
+  auto patterns = ParseEgressPatterns("*.github.io, *.example.com", &error);
+  ASSERT_TRUE(patterns) << error;
+  EXPECT_EQ(Hosts(RunEgressRules(EgressPolicy{true, patterns}, {"*.github.io", "*.example.com"})),
+            (std::vector<std::string>{"*.github.io", "*.example.com"}));
+  auto wider = ParseEgressPatterns("*.amazonaws.com", &error);
+  ASSERT_TRUE(wider) << error;
+  EXPECT_TRUE(RunEgressRules(EgressPolicy{true, wider}, {"*.s3.amazonaws.com"})->empty());
+}
+
+TEST(PublicSuffix, ExplicitRulesOnly) {
+  ASSERT_TRUE(LoadPublicSuffixes());
+  EXPECT_TRUE(IsPublicSuffix("com"));
+  EXPECT_TRUE(IsPublicSuffix("co.uk"));
+  EXPECT_TRUE(IsPublicSuffix("github.io"));
+  EXPECT_FALSE(IsPublicSuffix("example.com"));
+  EXPECT_FALSE(IsPublicSuffix("internal"));  // only by the implicit "*" rule
+  EXPECT_FALSE(IsPublicSuffix("egress.test"));
+}
+
+// The most a run description carries, and one more: counted after the operator's
+// narrowing, hosts and ports for one host each on their own.
+TEST(EgressRulesRefusal, RefusesMoreHostsOrPortsThanARunCanBeHeldTo) {
+  std::vector<std::string> declared;
+  for (size_t i = 0; i < kRunSpecMaxEgressRules; ++i)
+    declared.push_back("h" + std::to_string(i) + ".example.com");
+  const EgressPolicy unset{true, std::nullopt};
+  EXPECT_EQ(EgressRulesRefusal(*RunEgressRules(unset, declared)), "");
+  declared.push_back("one-more.example.com");
+  const std::string hosts = EgressRulesRefusal(*RunEgressRules(unset, declared));
+  EXPECT_NE(hosts.find("65 hosts"), std::string::npos) << hosts;
+  EXPECT_NE(hosts.find("more than the 64"), std::string::npos) << hosts;
+  EXPECT_NE(hosts.find("narrow them with SKILL_MCP_EGRESS_ALLOW"), std::string::npos) << hosts;
+  EXPECT_NE(hosts.find("SKILL_MCP_NETWORK=on"), std::string::npos) << hosts;
+  // The operator's patterns narrow the count back; address literals never count.
+  std::string error;
+  auto narrowed = ParseEgressPatterns("*.example.com", &error);
+  ASSERT_TRUE(narrowed) << error;
+  declared.back() = "one-more.example.org";
+  EXPECT_EQ(EgressRulesRefusal(*RunEgressRules(EgressPolicy{true, narrowed}, declared)), "");
+  declared.back() = "192.0.2.1";
+  EXPECT_EQ(EgressRulesRefusal(*RunEgressRules(unset, declared)), "");
+
+  // Ports: one pattern per port, all for one host.
+  std::string allow;
+  for (size_t p = 1; p <= kRunSpecMaxEgressPorts; ++p)
+    allow += (p > 1 ? "," : "") + std::string("api.example.com:") + std::to_string(8000 + p);
+  auto sixteen = ParseEgressPatterns(allow, &error);
+  ASSERT_TRUE(sixteen) << error;
+  const std::vector<std::string> api{"api.example.com"};
+  auto rules = RunEgressRules(EgressPolicy{true, sixteen}, api);
+  ASSERT_EQ(rules->size(), 1u);
+  EXPECT_EQ((*rules)[0].ports.size(), kRunSpecMaxEgressPorts);
+  EXPECT_EQ(EgressRulesRefusal(*rules), "");
+  auto seventeen = ParseEgressPatterns(allow + ",api.example.com:9000", &error);
+  ASSERT_TRUE(seventeen) << error;
+  const std::string ports = EgressRulesRefusal(*RunEgressRules(EgressPolicy{true, seventeen}, api));
+  EXPECT_NE(ports.find("17 ports of \"api.example.com\""), std::string::npos) << ports;
+  EXPECT_NE(ports.find("more than the 16"), std::string::npos) << ports;
+  EXPECT_NE(ports.find("SKILL_MCP_NETWORK=on"), std::string::npos) << ports;
+  // The same patterns for a skill that declares another host: nothing of them applies.
+  EXPECT_EQ(EgressRulesRefusal(*RunEgressRules(EgressPolicy{true, seventeen}, {"b.example.net"})),
+            "");
 }
 
 }  // namespace

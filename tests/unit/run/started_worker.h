@@ -5,11 +5,14 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -85,6 +88,25 @@ inline std::optional<Spawned> StartWorker(int inherited = -1) {
   SpawnOutcome s = SpawnWorker(req);
   EXPECT_TRUE(s.spawned.has_value());
   return std::move(s.spawned);
+}
+
+// The namespace of `kind` ("net", "user", ...) `pid` is in, as its link reads
+// ("net:[4026531840]"); "" where it cannot be read (a worker not dumpable, for anyone but
+// root).
+inline std::string NamespaceOf(pid_t pid, const char* kind) {
+  char link[64] = {};
+  const std::string path = "/proc/" + std::to_string(pid) + "/ns/" + kind;
+  if (readlink(path.c_str(), link, sizeof link - 1) <= 0) return "";
+  return link;
+}
+
+// Whether `pid` is blocked in recvmsg, as a worker started ahead is once its cell's steps
+// are done and it waits for its description (worker/spec_input.h); false where its
+// /proc/<pid>/syscall cannot be read (root can).
+inline bool WaitsInRecvmsg(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/syscall");
+  long nr = -1;
+  return static_cast<bool>(in >> nr) && nr == SYS_recvmsg;
 }
 
 }  // namespace skillmcp::started_worker

@@ -21,6 +21,7 @@
 #include "shared/open_beneath.h"
 #include "shared/worker_protocol.h"
 #include "tests/unit/run/start_run.h"
+#include "tests/unit/run/started_worker.h"
 
 namespace skillmcp {
 namespace {
@@ -117,6 +118,49 @@ class SupervisorTest : public ::testing::Test {
     ASSERT_TRUE(dfd.valid());
     config_.run_uids = std::make_shared<RunUidPool>(
         std::move(dfd), dir, RunUidRange{first, first + size - 1}, std::move(busy));
+  }
+
+  // A new supervisor whose worker for the next run waits with the run's identity settled
+  // (as root a uid of its own from a range of 4096 from `first_uid`, else no switch), and
+  // so, with namespaces, its view made ahead; that worker's pid once started, or -1.
+  pid_t PrestartWithItsIdentitySettled(uint32_t first_uid) {
+    if (getuid() == 0) {
+      sup_.reset();
+      UseOwnScratchBase();
+      UseOwnUidRange(first_uid, 4096, [](uint32_t) { return false; });
+      sup_ = std::make_unique<RunSupervisor>(loop_, config_, env_);
+    }
+    sup_->Prestart();
+    for (int i = 0; i < 40 && sup_->waiting_pid() < 0; ++i) loop_.RunOnce(50);
+    return sup_->waiting_pid();
+  }
+
+  // In the network mode `mode`, a supervisor whose worker waits with its run's identity
+  // settled (as root a uid of its own from a range, else no switch), so that its view is
+  // made ahead; the waiting worker's pid once its cell's steps are done, or -1 (and the
+  // reason in `skip`) where this host gives runs no namespaces or no network of their own.
+  pid_t WaitingWithTheViewAhead(const char* mode, std::string& skip) {
+    sup_.reset();
+    env_.Set("SKILL_MCP_NETWORK", mode);
+    Configure();
+    if (!config_.namespaces) {
+      skip = "no namespaces here: " + config_.namespaces_off_reason;
+      return -1;
+    }
+    if (std::string(mode) == "declared" && !config_.egress_declared) {
+      skip = "no network of a run's own here: " + config_.network_fallback;
+      return -1;
+    }
+    const pid_t waiting = PrestartWithItsIdentitySettled(1879080000u);
+    EXPECT_GT(waiting, 0);
+    // Its cell's steps are done once, its user namespace made, it reads its description.
+    // Only root sees either: the worker is not dumpable (once it runs, not before).
+    const std::string ours = started_worker::NamespaceOf(getpid(), "user");
+    for (int i = 0; i < 500 && getuid() == 0; ++i, usleep(10000))
+      if (started_worker::NamespaceOf(waiting, "user") != ours &&
+          started_worker::WaitsInRecvmsg(waiting))
+        break;
+    return waiting;
   }
 
   // A new supervisor whose worker installs no seccomp filter.
@@ -1260,15 +1304,7 @@ TEST_F(SupervisorTest, AWaitingWorkerHoldsTheLandlockRulesNoRunChanges) {
          "code('/etc/os-release')), 600);");
   if (access("/var/lib/dpkg/status", R_OK) != 0 || access("/etc/os-release", R_OK) != 0)
     GTEST_SKIP() << "no /var/lib/dpkg/status or /etc/os-release to read here";
-  if (getuid() == 0) {
-    sup_.reset();
-    UseOwnScratchBase();
-    UseOwnUidRange(1879070000u, 4096, [](uint32_t) { return false; });
-    sup_ = std::make_unique<RunSupervisor>(loop_, config_, env_);
-  }
-  sup_->Prestart();
-  for (int i = 0; i < 40 && sup_->waiting_pid() < 0; ++i) loop_.RunOnce(50);
-  const pid_t waiting = sup_->waiting_pid();
+  const pid_t waiting = PrestartWithItsIdentitySettled(1879070000u);
   ASSERT_GT(waiting, 0);
   std::optional<int> ahead = RulesetsHeldBy(waiting);
   for (int i = 0; i < 200 && ahead && *ahead == 0; ++i, usleep(10000))
@@ -1291,6 +1327,45 @@ TEST_F(SupervisorTest, AWaitingWorkerHoldsTheLandlockRulesNoRunChanges) {
   for (int i = 0; i < 600 && !got; ++i) loop_.RunOnce(50);
   ASSERT_TRUE(got && got->ran) << (got ? got->error : "no outcome");
   EXPECT_EQ(got->receipt["stdout"], "0 EACCES read\n");
+}
+
+// The declared network mode (CellSpec::network_ahead): the worker waiting for the next
+// run is already in a network namespace of its own, and the run that takes it gets its
+// resolver there (its own /etc/resolv.conf) and runs to the end.
+TEST_F(SupervisorTest, AWaitingWorkerOfTheDeclaredModeIsInItsRunsNetworkAlready) {
+  Script("scripts/net.js",
+         "console.log(require('fs').readFileSync('/etc/resolv.conf', 'utf8').split('\\n')[0]);");
+  std::string skip;
+  const pid_t waiting = WaitingWithTheViewAhead("declared", skip);
+  if (waiting < 0) GTEST_SKIP() << skip;
+  if (getuid() == 0) {
+    EXPECT_NE(started_worker::NamespaceOf(waiting, "net"),
+              started_worker::NamespaceOf(getpid(), "net"));
+  } else {
+    std::cout << "NOTE: not root: the waiting worker, not dumpable, is not looked at\n";
+  }
+  std::optional<RunOutcome> got;
+  ASSERT_EQ(Refused(StartRun(*sup_, Request("scripts/net.js"),
+                             [&got](RunResult o) { got = Render(std::move(o)); })),
+            "");
+  EXPECT_EQ(sup_->pid(), waiting) << "the run did not take the waiting worker";
+  for (int i = 0; i < 600 && !got; ++i) loop_.RunOnce(50);
+  ASSERT_TRUE(got && got->ran) << (got ? got->error : "no outcome");
+  EXPECT_EQ(got->receipt["stdout"], "nameserver 127.0.0.1\n") << got->receipt.dump();
+}
+
+// The positive control: with SKILL_MCP_NETWORK=on the waiting worker, its view made, stays
+// in the broker's network.
+TEST_F(SupervisorTest, AWaitingWorkerOfTheOnModeStaysInTheBrokersNetwork) {
+  std::string skip;
+  const pid_t waiting = WaitingWithTheViewAhead("on", skip);
+  if (waiting < 0) GTEST_SKIP() << skip;
+  if (getuid() != 0) GTEST_SKIP() << "not root: the waiting worker, not dumpable, is not looked at";
+  EXPECT_NE(started_worker::NamespaceOf(waiting, "user"),
+            started_worker::NamespaceOf(getpid(), "user"))
+      << "its view was not made ahead";
+  EXPECT_EQ(started_worker::NamespaceOf(waiting, "net"),
+            started_worker::NamespaceOf(getpid(), "net"));
 }
 
 }  // namespace

@@ -2,16 +2,19 @@
 // while it waits (CellSpec::view_ahead, worker/namespaces.h): its user and mount
 // namespace, the private /tmp and the covers. The description then binds the skill
 // directory beneath its root's descriptor, checked against fd 7. As root, switching to
-// 65534, with a skills root outside /tmp (covered by a tmpfs of its own).
+// 65534, with a skills root outside /tmp (covered by a tmpfs of its own). In the declared
+// network mode it makes the run's network namespace with the view (CellSpec::network_ahead).
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +24,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "shared/unique_fd.h"
 #include "shared/worker_protocol.h"
@@ -74,16 +78,26 @@ class ViewAhead : public ::testing::Test {
     spec.hidden_roots = {root_};
     return spec;
   }
-  void Start() {
+  void Start(const CellSpec& cell) {
     spawned_ = StartWorker();
     ASSERT_TRUE(spawned_.has_value());
-    SendWith(spawned_->spec.get(), EncodeCellSpec(Cell()).value(), {});
+    SendWith(spawned_->spec.get(), EncodeCellSpec(cell).value(), {});
   }
-  // Sends `spec` with a regular file as 6 and `skill_dir` (opened O_PATH) as 7; collects.
+  void Start() { Start(Cell()); }
+  // Sends `spec` with a regular file as 6 and `skill_dir` (opened O_PATH) as 7, and in the
+  // declared network mode an egress channel; collects.
   Outcome Feed(const RunSpec& spec, const std::string& skill_dir) {
     UniqueFd file(open("/etc/hostname", O_RDONLY | O_CLOEXEC));
     UniqueFd dir(open(skill_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-    SendWith(spawned_->spec.get(), EncodeRunSpec(spec).value(), {file.get(), dir.get()});
+    std::vector<int> fds = {file.get(), dir.get()};
+    int channel[2] = {-1, -1};
+    if (spec.egress_declared) {
+      EXPECT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, channel), 0);
+      fds.push_back(channel[1]);
+    }
+    UniqueFd broker_end(channel[0]), run_end(channel[1]);
+    SendWith(spawned_->spec.get(), EncodeRunSpec(spec).value(), fds);
+    run_end.reset();
     Outcome o = Collect(*spawned_);
     spawned_.reset();
     return o;
@@ -192,6 +206,59 @@ TEST_F(ViewAhead, TheHostsUnmountReachesItWhileItWaits) {
   ASSERT_TRUE(Mounted(mnt)) << Proc("mountinfo");
   ASSERT_EQ(umount2(mnt.c_str(), 0), 0) << strerror(errno);
   EXPECT_TRUE(Eventually([&] { return !Mounted(mnt); })) << Proc("mountinfo");
+}
+
+// The declared network mode (CellSpec::network_ahead): the waiting worker has made its
+// run's network namespace with the view, its resolver bound there and no listener yet
+// (the rules' ports come with the run), 6 and 7 still free; its run then binds the rest
+// and passes every step to the exec of its "node".
+TEST_F(ViewAhead, MakesTheNetworkWhileItWaitsAndItsListenersOnceTheRunNamesThem) {
+  CellSpec cell = Cell();
+  cell.network_ahead = true;
+  Start(cell);
+  ASSERT_TRUE(Eventually([&] { return Mounted(root_, "tmpfs") && WaitsInRecvmsg(spawned_->pid); }))
+      << Proc("syscall");
+  const std::string its = NamespaceOf(spawned_->pid, "net");
+  ASSERT_NE(its, "");
+  EXPECT_NE(its, NamespaceOf(getpid(), "net")) << "no network of its own while it waits";
+  const std::string udp = Proc("net/udp");  // the sockets of the worker's namespace
+  EXPECT_NE(udp.find(":0035 "), std::string::npos) << "no resolver socket on port 53:\n" << udp;
+  const std::string tcp = Proc("net/tcp");
+  EXPECT_EQ(std::count(tcp.begin(), tcp.end(), '\n'), 1) << "a listener before its run:\n" << tcp;
+  const std::set<int> fds = Fds();
+  EXPECT_EQ(fds.count(6) + fds.count(7), 0u) << "6 or 7 taken while it waits";
+  RunSpec spec = Spec();
+  spec.egress_declared = true;
+  spec.egress_rules = {{"api.example.com", {443, 8443}}};
+  Outcome o = Feed(spec, root_ + "/skill");
+  ASSERT_TRUE(o.report.has_value());
+  EXPECT_EQ(o.report->step, WorkerStep::kExec) << "errno " << o.report->err;
+}
+
+// The positive control: a cell without it waits in the network it was started in.
+TEST_F(ViewAhead, WithoutTheNetworkAheadItWaitsInItsParentsNetwork) {
+  Start();
+  ASSERT_TRUE(Eventually([&] { return Mounted(root_, "tmpfs") && WaitsInRecvmsg(spawned_->pid); }))
+      << Proc("syscall");
+  EXPECT_NE(NamespaceOf(spawned_->pid, "user"), NamespaceOf(getpid(), "user"));
+  EXPECT_EQ(NamespaceOf(spawned_->pid, "net"), NamespaceOf(getpid(), "net"));
+}
+
+// What was made ahead is what the run asked for: a declared run after a view made
+// without the network, and a run of another mode after one made with it, are refused.
+TEST_F(ViewAhead, ARunOfAnotherNetworkModeThanTheCellsIsRefused) {
+  for (const bool ahead : {false, true}) {
+    SCOPED_TRACE(ahead ? "network ahead, run not declared" : "no network ahead, run declared");
+    CellSpec cell = Cell();
+    cell.network_ahead = ahead;
+    Start(cell);
+    RunSpec spec = Spec();
+    spec.egress_declared = !ahead;
+    Outcome o = Feed(spec, root_ + "/skill");
+    ASSERT_TRUE(o.report.has_value());
+    EXPECT_EQ(o.report->step, WorkerStep::kReadSpec);
+    EXPECT_EQ(o.report->err, EINVAL);
+  }
 }
 
 }  // namespace

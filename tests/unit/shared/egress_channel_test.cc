@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
+#include "tests/unit/fuzz_corpus.h"
+
 namespace skillmcp {
 namespace {
 
@@ -60,6 +64,29 @@ TEST(EgressChannelTest, OutOfRangeValuesAreNeitherEncodedNorDecoded) {
   p[p.size() - 2] = 1;  // port 443 + 65536
   EXPECT_FALSE(DecodeEgressFromMirror(p).has_value());
   EXPECT_FALSE(DecodeEgressFromMirror(std::string(600, 'S')).has_value());
+}
+
+// The egress_channel fuzz target's seeds, replayed with its invariants: exactly the
+// seeds named for a frame decode, each in its one direction, and re-encode to themselves.
+TEST(EgressChannelTest, TheFuzzCorpusDecodesAsItsNamesSay) {
+  const std::map<std::string, std::string> seeds = ReadFuzzCorpus("egress_channel");
+  std::set<std::string> from_mirror, to_mirror;
+  for (const auto& [name, bytes] : seeds) {
+    const std::optional<EgressFromMirror> from = DecodeEgressFromMirror(bytes);
+    const std::optional<EgressToMirror> to = DecodeEgressToMirror(bytes);
+    if (from) {
+      from_mirror.insert(name);
+      EXPECT_EQ(EncodeEgressFromMirror(*from).value_or(""), bytes) << name;
+    }
+    if (to) {
+      to_mirror.insert(name);
+      EXPECT_EQ(EncodeEgressToMirror(*to).value_or(""), bytes) << name;
+    }
+  }
+  EXPECT_GE(seeds.size(), 20u);
+  EXPECT_EQ(from_mirror, (std::set<std::string>{"closed", "connect", "connect-v6-literal",
+                                                "refused-dns", "refused-tcp", "refused-udp"}));
+  EXPECT_EQ(to_mirror, (std::set<std::string>{"denied", "opened"}));
 }
 
 }  // namespace

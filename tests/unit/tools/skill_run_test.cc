@@ -13,6 +13,8 @@
 #include <functional>
 #include <string>
 
+#include "shared/worker_protocol.h"
+
 namespace skillmcp {
 namespace {
 
@@ -77,6 +79,7 @@ class SkillRunTest : public ::testing::Test {
     d.tokens = tokens_.get();
     d.runner = &runner_;
     d.runs_blocked = std::move(blocked);
+    d.egress = egress_;
     d.now = [] { return int64_t{1000}; };
     d.audit.emit = [this](AuditFacts f) { records_.push_back(std::move(f)); };
     d.audit.layers = {"seccomp"};
@@ -136,6 +139,7 @@ class SkillRunTest : public ::testing::Test {
   std::optional<ToolResult> got_;
   std::optional<Json> asked_;
   std::vector<AuditFacts> records_;  // the audit records written, in order
+  EgressPolicy egress_;              // the network mode's part of the tool's deps
 };
 
 TEST_F(SkillRunTest, RefusalsBeforeTheGateComeInTheirOrder) {
@@ -149,6 +153,46 @@ TEST_F(SkillRunTest, RefusalsBeforeTheGateComeInTheirOrder) {
   EXPECT_EQ(Call(tool, Args("demo", "../escape.js"))["error"], "SCRIPT_NOT_DECLARED");
   // ... and the path (a declared file that is not there) before the gate.
   EXPECT_EQ(Call(tool, Args("demo", "scripts/missing.js"))["error"], "PATH_REFUSED");
+  EXPECT_TRUE(runner_.started.empty());
+}
+
+// An allowlist no run description can carry is refused before the gate (no preview,
+// token or prompt), after the refusals the reference has; one host fewer is previewed.
+TEST_F(SkillRunTest, AnAllowlistNoRunCanBeHeldToIsRefusedBeforeTheGate) {
+  std::vector<std::string>& declared = catalogue_.skills[0].declared_egress;
+  for (size_t i = 0; i <= kRunSpecMaxEgressRules; ++i)
+    declared.push_back("h" + std::to_string(i) + ".example.com");
+  egress_ = EgressPolicy{true, std::nullopt};
+  SkillRunTool tool = Tool();
+  const Json args = Args("demo", "scripts/run.js");
+  const Json refused = Call(tool, args);
+  EXPECT_EQ(refused.value("error", ""), "RUNS_BLOCKED") << refused.dump();
+  const std::string message = refused.value("message", "");
+  EXPECT_NE(message.find("65 hosts"), std::string::npos) << message;
+  EXPECT_NE(message.find("SKILL_MCP_EGRESS_ALLOW"), std::string::npos) << message;
+  EXPECT_NE(message.find("SKILL_MCP_NETWORK=on"), std::string::npos) << message;
+  EXPECT_FALSE(refused.contains("confirmToken"));
+  ASSERT_FALSE(records_.empty());
+  EXPECT_EQ(records_.back().refusal, "RUNS_BLOCKED");
+  // A client that elicits is not asked either.
+  RoundCall round;
+  round.client_elicits = true;
+  EXPECT_EQ(Round(tool, args, round).value("error", ""), "RUNS_BLOCKED");
+  EXPECT_FALSE(asked_.has_value());
+  // The reference's own refusals come first.
+  EXPECT_EQ(Call(tool, Args("demo", "scripts/undeclared.js"))["error"], "SCRIPT_NOT_DECLARED");
+  EXPECT_EQ(Call(tool, Args("demo", "scripts/missing.js"))["error"], "PATH_REFUSED");
+  // Under the other modes the declaration holds no run to anything: previewed.
+  egress_ = EgressPolicy{false, std::nullopt};
+  SkillRunTool undeclared_mode = Tool();
+  EXPECT_EQ(Call(undeclared_mode, args).value("status", ""), "confirmation-required");
+  // The control: the most a run can be held to.
+  declared.pop_back();
+  egress_ = EgressPolicy{true, std::nullopt};
+  SkillRunTool fits = Tool();
+  const Json preview = Call(fits, args);
+  EXPECT_EQ(preview.value("status", ""), "confirmation-required") << preview.dump();
+  EXPECT_EQ(preview["preview"]["willRun"]["egress"].size(), kRunSpecMaxEgressRules);
   EXPECT_TRUE(runner_.started.empty());
 }
 

@@ -2,7 +2,10 @@
 // broker on the run's egress channel and opens each connection the mirror asks for to an
 // echo server of its own on the host's loopback. A declared name resolves to its allotted
 // address and carries bytes both ways (the positive control: the channel, the resolver
-// and the relay work); everything else is refused at once and the refusals reported.
+// and the relay work); everything else is refused at once and the refusals reported. Both
+// ways a worker is started ahead: under the shared run-as uid, where the run makes all of
+// its network, and with the run's own uid, where the cell makes the namespace and the
+// resolver's socket ahead (CellSpec::network_ahead) and the run the rest.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -12,9 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
-
 #include <cctype>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -118,7 +120,9 @@ function attempt(host, port) {
 })();
 )JS";
 
-class EgressWorkerTest : public ::testing::Test {
+// GetParam(): whether the cell is the one a whole description implies (CellOf: ids, view
+// and network ahead), else the shared run-as uid's (nothing ahead but the switch's flag).
+class EgressWorkerTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "the worker tests switch uids and need root";
@@ -129,7 +133,7 @@ class EgressWorkerTest : public ::testing::Test {
   TempDir skill_;
 };
 
-TEST_F(EgressWorkerTest, DeclaredHostsAreReachedThroughTheBrokerAndNothingElseIs) {
+TEST_P(EgressWorkerTest, DeclaredHostsAreReachedThroughTheBrokerAndNothingElseIs) {
   EchoServer echo;
   int ch[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ch), 0);
@@ -161,6 +165,10 @@ TEST_F(EgressWorkerTest, DeclaredHostsAreReachedThroughTheBrokerAndNothingElseIs
   Spawned& w = *s.spawned;
   CellSpec cell;
   cell.switch_ids = true;
+  if (GetParam()) {
+    cell = CellOf(spec);
+    ASSERT_TRUE(cell.network_ahead);
+  }
   started_worker::SendWith(w.spec.get(), EncodeCellSpec(cell).value(), {});
   started_worker::SendWith(w.spec.get(), EncodeRunSpec(spec).value(),
                            {script.get(), dir.get(), worker_end.get()});
@@ -174,7 +182,8 @@ TEST_F(EgressWorkerTest, DeclaredHostsAreReachedThroughTheBrokerAndNothingElseIs
   std::string out, err;
   bool out_open = true, err_open = true;
   while (out_open || err_open) {
-    pollfd p[3] = {{broker_end.get(), POLLIN, 0}, {w.out.get(), POLLIN, 0}, {w.err.get(), POLLIN, 0}};
+    pollfd p[3] = {
+        {broker_end.get(), POLLIN, 0}, {w.out.get(), POLLIN, 0}, {w.err.get(), POLLIN, 0}};
     if (!out_open) p[1].fd = -1;
     if (!err_open) p[2].fd = -1;
     ASSERT_GT(poll(p, 3, 30000), 0) << "the run hung; stdout so far: " << out;
@@ -199,8 +208,10 @@ TEST_F(EgressWorkerTest, DeclaredHostsAreReachedThroughTheBrokerAndNothingElseIs
     for (int i = 1; i <= 2; ++i) {
       if (p[i].revents == 0) continue;
       ssize_t n = read(p[i].fd, buf, sizeof buf);
-      if (n <= 0) (i == 1 ? out_open : err_open) = false;
-      else (i == 1 ? out : err).append(buf, static_cast<size_t>(n));
+      if (n <= 0)
+        (i == 1 ? out_open : err_open) = false;
+      else
+        (i == 1 ? out : err).append(buf, static_cast<size_t>(n));
     }
   }
   int status = 0;
@@ -239,6 +250,11 @@ TEST_F(EgressWorkerTest, DeclaredHostsAreReachedThroughTheBrokerAndNothingElseIs
   EXPECT_EQ(closed[0].bytes_out, std::string("ping api.example.com").size());
   EXPECT_EQ(closed[0].bytes_in, std::string("PING API.EXAMPLE.COM").size());
 }
+
+INSTANTIATE_TEST_SUITE_P(Cells, EgressWorkerTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "NetworkAhead" : "NothingAhead";
+                         });
 
 }  // namespace
 }  // namespace skillmcp::testing

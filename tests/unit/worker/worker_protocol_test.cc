@@ -631,7 +631,8 @@ TEST(RunSpec, EgressOnlyWithNamespacesAndWellFormedRules) {
   EXPECT_FALSE(IsValidRunSpec(many));
   RunSpec ports = EgressSample();
   ports.egress_rules = {{"a.com", {}}};
-  for (uint16_t p = 1; p <= kRunSpecMaxEgressPorts + 1; ++p) ports.egress_rules[0].ports.push_back(p);
+  for (uint16_t p = 1; p <= kRunSpecMaxEgressPorts + 1; ++p)
+    ports.egress_rules[0].ports.push_back(p);
   EXPECT_FALSE(IsValidRunSpec(ports));
 }
 
@@ -932,6 +933,85 @@ TEST(CellSpecCodec, ARunMatchesAViewAheadOnlyWithNamespacesAndTheSameRoots) {
   EXPECT_FALSE(CellOf(probe).view_ahead);  // a probe builds its own parts
 }
 
+// The declared network mode's namespace ahead travels with the cell, only with the view
+// ahead, whose user namespace owns it.
+TEST(CellSpecCodec, TheNetworkAheadOnlyWithTheViewAhead) {
+  CellSpec cell = OwnUidCell();
+  cell.view_ahead = true;
+  cell.hidden_roots = {"/srv/skills"};
+  cell.network_ahead = true;
+  const auto back = CellRoundtrip(cell);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(*back, cell);
+  EXPECT_TRUE(back->network_ahead);
+  CellSpec unswitched;
+  unswitched.view_ahead = true;
+  unswitched.network_ahead = true;
+  EXPECT_TRUE(IsValidCellSpec(unswitched));
+  CellSpec without_view = cell;
+  without_view.view_ahead = false;
+  without_view.hidden_roots.clear();
+  EXPECT_TRUE(RefusedCell(without_view));
+  // The decoder refuses it too: the view's flag cleared by hand in a valid frame.
+  CellSpec plain;
+  plain.view_ahead = true;
+  plain.network_ahead = true;
+  std::string payload = EncodeCellSpec(plain).value().substr(kCellSpecPrefixBytes);
+  const size_t view_at = 4 + 4 + 2 + 8;       // magic, version, two flags, uid and gid
+  const size_t network_at = view_at + 1 + 4;  // after the view's flag and its 0 roots
+  ASSERT_EQ(payload[view_at], 1);
+  ASSERT_EQ(payload[network_at], 1);
+  ASSERT_TRUE(DecodeCellSpec(payload).has_value());
+  payload[view_at] = 0;
+  EXPECT_FALSE(DecodeCellSpec(payload).has_value());
+  payload[view_at] = 1;
+  payload[network_at] = 2;  // a flag is 0 or 1
+  EXPECT_FALSE(DecodeCellSpec(payload).has_value());
+}
+
+// A cell with the view ahead takes a run in the declared network mode exactly when it
+// made the network ahead; without the view ahead, the run makes all of it.
+TEST(CellSpecCodec, ARunMatchesTheNetworkAheadExactlyInTheDeclaredMode) {
+  RunSpec spec = OwnUidRun();
+  spec.namespaces = true;
+  spec.skill_dir_path = "/srv/skills/a";
+  spec.hidden_roots = {"/srv/skills"};
+  spec.egress_declared = true;
+  spec.egress_rules = {{"api.example.com", {443}}};
+  const CellSpec cell = CellOf(spec);
+  EXPECT_TRUE(cell.view_ahead);
+  EXPECT_TRUE(cell.network_ahead);
+  EXPECT_TRUE(CellMatches(cell, spec));
+  RunSpec other = spec;
+  other.egress_rules = {{"other.example.org", {80, 8080}}};  // the rules come with the run
+  EXPECT_TRUE(CellMatches(cell, other));
+  // why: a run of another mode would start in a network it did not ask for.
+  other = spec;
+  other.egress_declared = false;
+  other.egress_rules.clear();
+  EXPECT_FALSE(CellMatches(cell, other));
+  CellSpec no_network = cell;
+  no_network.network_ahead = false;
+  EXPECT_TRUE(CellMatches(no_network, other));
+  // why: a declared run after a view made ahead without the network was described for
+  // another cell.
+  EXPECT_FALSE(CellMatches(no_network, spec));
+  // Without the view ahead nothing of the network was made: a run of either mode.
+  CellSpec later = UnderTheSharedUid(cell);
+  later.view_ahead = false;
+  later.hidden_roots.clear();
+  later.network_ahead = false;
+  EXPECT_TRUE(CellMatches(later, spec));
+  EXPECT_TRUE(CellMatches(later, other));
+  RunSpec without_namespaces = OwnUidRun();
+  EXPECT_FALSE(CellOf(without_namespaces).network_ahead);
+  RunSpec probe;
+  probe.probe = true;
+  probe.namespaces = true;
+  probe.egress_declared = true;
+  EXPECT_FALSE(CellOf(probe).network_ahead);  // a probe takes its own steps
+}
+
 }  // namespace
 }  // namespace skillmcp
 
@@ -941,6 +1021,7 @@ TEST(CellSpecCodec, ARunMatchesAViewAheadOnlyWithNamespacesAndTheSameRoots) {
 
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <set>
 
 #include "config.h"
@@ -948,47 +1029,62 @@ TEST(CellSpecCodec, ARunMatchesAViewAheadOnlyWithNamespacesAndTheSameRoots) {
 namespace skillmcp {
 namespace {
 
-TEST(RunSpecCorpus, ReplaysWithTheFuzzInvariants) {
-  const std::string dir = std::string(SKILL_MCP_SOURCE_ROOT) + "/tests/fuzz/corpus/run_spec";
+// Each file of tests/fuzz/corpus/<target>, by name.
+std::map<std::string, std::string> Corpus(const std::string& target) {
+  const std::string dir = std::string(SKILL_MCP_SOURCE_ROOT) + "/tests/fuzz/corpus/" + target;
+  std::map<std::string, std::string> files;
   DIR* d = opendir(dir.c_str());
-  ASSERT_NE(d, nullptr) << dir;
-  std::set<std::string> accepted;
-  int files = 0;
+  EXPECT_NE(d, nullptr) << dir;
+  if (d == nullptr) return files;
   while (dirent* e = readdir(d)) {
     if (e->d_name[0] == '.') continue;
-    ++files;
     std::ifstream in(dir + "/" + e->d_name, std::ios::binary);
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const auto spec = DecodeRunSpec(bytes);
-    if (!spec) continue;
-    accepted.insert(e->d_name);
-    EXPECT_TRUE(IsValidRunSpec(*spec)) << e->d_name;
-    EXPECT_EQ(EncodeRunSpec(*spec).value_or(""), bytes) << e->d_name;
+    files[e->d_name] =
+        std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   }
   closedir(d);
-  EXPECT_GE(files, 10);
+  return files;
+}
+
+TEST(RunSpecCorpus, ReplaysWithTheFuzzInvariants) {
+  const std::map<std::string, std::string> files = Corpus("run_spec");
+  std::set<std::string> accepted;
+  for (const auto& [name, bytes] : files) {
+    const auto spec = DecodeRunSpec(bytes);
+    if (!spec) continue;
+    accepted.insert(name);
+    EXPECT_TRUE(IsValidRunSpec(*spec)) << name;
+    EXPECT_EQ(EncodeRunSpec(*spec).value_or(""), bytes) << name;
+  }
+  EXPECT_GE(files.size(), 10u);
   EXPECT_EQ(accepted, (std::set<std::string>{"landlock", "minimal", "node-script", "probe",
                                              "python-script"}));
 }
 
-// The same corpus through the cell decoder: only the two cell files are cells, and each
+// The same corpus through the cell decoder: only the valid cell files are cells, and each
 // re-encodes to its frame's payload.
 TEST(RunSpecCorpus, OnlyTheCellFilesDecodeAsCells) {
-  const std::string dir = std::string(SKILL_MCP_SOURCE_ROOT) + "/tests/fuzz/corpus/run_spec";
-  DIR* d = opendir(dir.c_str());
-  ASSERT_NE(d, nullptr) << dir;
   std::set<std::string> accepted;
-  while (dirent* e = readdir(d)) {
-    if (e->d_name[0] == '.') continue;
-    std::ifstream in(dir + "/" + e->d_name, std::ios::binary);
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const auto& [name, bytes] : Corpus("run_spec")) {
     const auto cell = DecodeCellSpec(bytes);
     if (!cell) continue;
-    accepted.insert(e->d_name);
-    EXPECT_EQ(EncodeCellSpec(*cell).value_or("").substr(kCellSpecPrefixBytes), bytes) << e->d_name;
+    accepted.insert(name);
+    EXPECT_EQ(EncodeCellSpec(*cell).value_or("").substr(kCellSpecPrefixBytes), bytes) << name;
   }
-  closedir(d);
-  EXPECT_EQ(accepted, (std::set<std::string>{"cell", "cell-landlock", "cell-view"}));
+  EXPECT_EQ(accepted,
+            (std::set<std::string>{"cell", "cell-landlock", "cell-network", "cell-view"}));
+}
+
+// The worker_report corpus (tests/fuzz/corpus/worker_report) carries the protocol's
+// version: the seeds named for a real frame must decode as one, or the replay exercises
+// nothing but refusals.
+TEST(WorkerReportCorpus, TheSeedsOfRealFramesDecode) {
+  std::set<std::string> accepted;
+  for (const auto& [name, bytes] : Corpus("worker_report"))
+    if (DecodeWorkerFrames(bytes)) accepted.insert(name);
+  EXPECT_EQ(accepted,
+            (std::set<std::string>{"empty", "end-exit-0", "end-killed-sigterm", "exec-eacces",
+                                   "report-then-end", "setuid-eperm", "spawn-enoexec"}));
 }
 
 }  // namespace
