@@ -152,6 +152,20 @@ void IfUp(int sock, const char* name) {
 
 // In the calling process (a child the test forked): a network namespace of its own whose
 // default route, v4 and v6, is a tun device, returned open.
+// Whether /proc/net/if_inet6 (this network namespace's) lists `hex` (32 hex digits) without
+// the tentative flag (IFA_F_TENTATIVE, 0x40).
+bool Ipv6AddressReady(const char* hex) {
+  FILE* f = std::fopen("/proc/net/if_inet6", "r");
+  if (f == nullptr) return true;  // nothing to wait on
+  char addr[33];
+  unsigned index = 0, prefix = 0, scope = 0, flags = 0;
+  bool ready = false;
+  while (std::fscanf(f, "%32s %x %x %x %x %*s", addr, &index, &prefix, &scope, &flags) == 5)
+    if (std::strcmp(addr, hex) == 0) ready = (flags & 0x40) == 0;
+  std::fclose(f);
+  return ready;
+}
+
 Tun EnterNamespaceWithTun() {
   Tun t;
   if (unshare(CLONE_NEWNET) != 0 && (unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0)) {
@@ -210,6 +224,10 @@ Tun EnterNamespaceWithTun() {
     r6.rtmsg_ifindex = a6.ifr6_ifindex;
     (void)ioctl(s6, SIOCADDRT, &r6);
     close(s6);
+    // why: the kernel takes the address up asynchronously; a reply to it that arrives while
+    // it is still tentative is dropped, so the attempt waits until it is usable (IPv6 ready).
+    for (int i = 0; i < 200 && !Ipv6AddressReady("fd005eed000000000000000000000001"); ++i)
+      usleep(10000);
   }
   return t;
 }
