@@ -1,7 +1,7 @@
 // The declared network mode's cost (`meson test -C build --benchmark egress`, or
-// `node tests/bench/egress.mjs BROKER`): a confirmed run's connections through the run's
-// init, the broker and the egress helper, against the same script's direct connections
-// under SKILL_MCP_NETWORK=on (the floor: the same node, the same server, no hop), and
+// `node tests/bench/egress.mjs BROKER BENCH_RELAY`): a confirmed run's connections through
+// the run's mirror, the broker and the egress helper, against the same script's direct
+// connections under SKILL_MCP_NETWORK=on (the floor: the same node, the same server, no hop), and
 // through bench_relay, the least a relay can do (SKILL_MCP_NETWORK=on, the script connects
 // to a splice relay outside the sandbox: one more loopback hop and one more process, no
 // checks), which is the floor for any design that stands a process between the script and
