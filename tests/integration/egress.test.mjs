@@ -688,8 +688,10 @@ for (const [label, asNobody] of modes) {
       await withBroker(declaredEnv(root, { SKILL_MCP_NAMESPACES: 'off' }), asNobody, async (client, conn) => {
         // A preview waits for the probe, after which the line is written.
         await callJson(client, 'skill_run', { name: 'quiet', script: 'scripts/probe.js', args: ['[]'] });
-        assert.match(conn.stderr(), /network: SKILL_MCP_NETWORK=declared falls back to off: runs get no namespaces/,
-                     conn.stderr());
+        // stderr is its own pipe: the line written before the answer may be read after it.
+        const line = /network: SKILL_MCP_NETWORK=declared falls back to off: runs get no namespaces/;
+        for (let i = 0; i < 100 && !line.test(conn.stderr()); i++) await sleep(20);
+        assert.match(conn.stderr(), line, conn.stderr());
       });
     });
 
