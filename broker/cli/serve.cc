@@ -22,6 +22,7 @@
 #include "broker/run/egress_client.h"
 #include "broker/run/egress_helper.h"
 #include "broker/run/namespace_probe.h"
+#include "broker/run/public_suffix.h"
 #include "broker/run/supervisor.h"
 #include "broker/tools/deferred_run.h"
 #include "broker/tools/skill_run.h"
@@ -203,6 +204,10 @@ int RunServe() {
     if (b->launch->egress_declared && !b->runs_blocked)
       StartEgress(loop, *b->launch, &egress_helper, &egress_client);
     supervisor.UseEgressClient(egress_client.get());
+    // Here, after the first answer and before skill_run opens: no preview waits for the
+    // list's file, and the first initialize does not either (a missing list leaves no
+    // wildcard over any suffix: IsPublicSuffix).
+    if (b->launch->egress_declared) LoadPublicSuffixes();
     deps.egress = EgressPolicyOf(*b->launch);
     const std::vector<Layer> layers = ComputeLayers(b->facts);
     LOG_INFO("%s", LayersOneLine(layers).c_str());

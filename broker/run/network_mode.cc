@@ -99,9 +99,6 @@ std::string ResolveNetwork(const EnvStore& env, const std::string& self_dir, Lau
                         ? RealPath(built)
                         : std::string(SKILL_MCP_LIBEXECDIR) + "/skill-mcp-egress";
   }
-  // At boot, so that no run's preview waits for the list's file (a missing list leaves
-  // no wildcard over any suffix: IsPublicSuffix).
-  if (c.network_mode == NetworkMode::kDeclared) LoadPublicSuffixes();
   SettleNetwork(c);
   return "";
 }

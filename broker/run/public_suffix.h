@@ -8,8 +8,9 @@
 
 namespace skillmcp {
 
-// Loads the list once (at boot, so that no skill_run waits for the file). Returns false
-// when no list could be had: every name then counts as a public suffix.
+// Loads the list once; the broker calls it when skill_run opens, so that no preview waits
+// for the file. Returns false when no list could be had: every name then counts as a
+// public suffix.
 bool LoadPublicSuffixes();
 
 // Whether `name` (a normalised host name, lower-case, no trailing dot) is a public
