@@ -56,7 +56,8 @@ Running scripts (skill_run):
                              namespaces); off: no IPv4 or IPv6 socket at all
   SKILL_MCP_EGRESS_ALLOW     host[:port],...: narrows the declared hosts (default ports
                              443, 80; none: no host); a wildcard over a public suffix
-                             (*.github.io) is kept only where a pattern names it
+                             (*.github.io), or reaching under one (*.amazonaws.com to
+                             x.s3.amazonaws.com), only where a pattern names it
   SKILL_MCP_EGRESS_LOCAL     on | off (default): let declared hosts resolve to loopback,
                              link-local, metadata, multicast or this host's addresses
   SKILL_MCP_EGRESS_RESOLVE   host=address,...: connect there for that name

@@ -145,6 +145,17 @@ EgressPolicy EgressPolicyOf(const LaunchConfig& c) {
   return EgressPolicy{c.egress_declared, c.egress.patterns};
 }
 
+namespace {
+
+// Whether the operator's SKILL_MCP_EGRESS_ALLOW names `wildcard` itself.
+bool OperatorNames(const std::optional<std::vector<EgressPattern>>& patterns,
+                   std::string_view wildcard) {
+  return patterns && std::any_of(patterns->begin(), patterns->end(),
+                                 [wildcard](const EgressPattern& p) { return p.host == wildcard; });
+}
+
+}  // namespace
+
 std::optional<std::vector<EgressRule>> RunEgressRules(const EgressPolicy& policy,
                                                       const std::vector<std::string>& declared) {
   if (!policy.declared) return std::nullopt;
@@ -155,13 +166,31 @@ std::optional<std::vector<EgressRule>> RunEgressRules(const EgressPolicy& policy
   // why: "*.com" or "*.github.io" would let a run reach hosts anyone can register or
   // publish; such a wildcard holds only where the operator's own pattern names it.
   std::erase_if(rules, [&policy](const EgressRule& r) {
-    if (!r.host.starts_with("*.") || !IsPublicSuffix(std::string_view(r.host).substr(2)))
-      return false;
-    return !policy.patterns ||
-           std::none_of(policy.patterns->begin(), policy.patterns->end(),
-                        [&r](const EgressPattern& p) { return p.host == r.host; });
+    return r.host.starts_with("*.") && IsPublicSuffix(std::string_view(r.host).substr(2)) &&
+           !OperatorNames(policy.patterns, r.host);
   });
   return rules;
+}
+
+std::string RunConnectRefusal(const std::vector<EgressRule>& rules,
+                              const std::optional<std::vector<EgressPattern>>& patterns,
+                              std::string_view name, uint16_t port) {
+  std::string_view crossed;
+  for (const EgressRule& rule : rules) {
+    if (!EgressHostMatches(rule.host, name) ||
+        !std::binary_search(rule.ports.begin(), rule.ports.end(), port))
+      continue;
+    if (!rule.host.starts_with("*.") || OperatorNames(patterns, rule.host)) return "";
+    // why: names under a public suffix are registered by others; "*.amazonaws.com" would
+    // otherwise reach anyone's bucket under s3.amazonaws.com.
+    std::string_view under = PublicSuffixUnder(name, std::string_view(rule.host).substr(2));
+    if (under.empty()) return "";
+    crossed = under;
+  }
+  if (!crossed.empty())
+    return "under " + std::string(crossed) +
+           ", a public suffix its wildcard does not reach unless SKILL_MCP_EGRESS_ALLOW names it";
+  return "not among the hosts the run may reach";
 }
 
 std::string EgressRulesRefusal(const std::vector<EgressRule>& rules) {

@@ -73,6 +73,15 @@ EgressPolicy EgressPolicyOf(const LaunchConfig& c);
 std::optional<std::vector<EgressRule>> RunEgressRules(const EgressPolicy& policy,
                                                       const std::vector<std::string>& declared);
 
+// Why a run held to `rules` (RunEgressRules) may not connect to `name` (normalised) on
+// `port`, or "" when it may: a rule must allow it, and a wildcard reaches no name that is,
+// or lies under, a public suffix below the wildcard's base ("*.amazonaws.com" does not
+// reach "bucket.s3.amazonaws.com", someone else's) unless a pattern of the operator's
+// names that very wildcard.
+std::string RunConnectRefusal(const std::vector<EgressRule>& rules,
+                              const std::optional<std::vector<EgressPattern>>& patterns,
+                              std::string_view name, uint16_t port);
+
 // Why a run cannot be held to `rules`, or "": more hosts, or more ports for one host, than
 // a run's description carries (kRunSpecMaxEgressRules, kRunSpecMaxEgressPorts), with what
 // the operator can do about it.

@@ -29,4 +29,16 @@ bool IsPublicSuffix(std::string_view name) {
   return psl_is_public_suffix2(g_list, text.c_str(), PSL_TYPE_ANY | PSL_TYPE_NO_STAR_RULE) != 0;
 }
 
+std::string_view PublicSuffixUnder(std::string_view name, std::string_view base) {
+  if (name.size() <= base.size() || !name.ends_with(base) ||
+      name[name.size() - base.size() - 1] != '.')
+    return {};
+  std::string_view shortest;
+  for (std::string_view d = name; d.size() > base.size();) {
+    if (IsPublicSuffix(d)) shortest = d;
+    d.remove_prefix(d.find('.') + 1);
+  }
+  return shortest;
+}
+
 }  // namespace skillmcp

@@ -19,4 +19,9 @@ bool LoadPublicSuffixes();
 // know ("corp", "internal", "test") is an operator's own, not a public suffix.
 bool IsPublicSuffix(std::string_view name);
 
+// The shortest public suffix that is `name` or one of its parent domains and lies strictly
+// under `base` (a parent domain of `name`), or "": "s3.amazonaws.com" for
+// "bucket.s3.amazonaws.com" under "amazonaws.com".
+std::string_view PublicSuffixUnder(std::string_view name, std::string_view base);
+
 }  // namespace skillmcp

@@ -16,6 +16,7 @@ RunEgress::RunEgress(EventLoop& loop, EgressClient* client, std::vector<EgressRu
     : loop_(loop),
       client_(client),
       rules_(std::move(rules)),
+      patterns_(settings.patterns),
       allow_local_(settings.allow_local),
       pins_(settings.pins),
       channel_(std::move(channel)) {
@@ -55,9 +56,11 @@ void RunEgress::Deny(uint32_t id, int err) {
 void RunEgress::OnConnect(const EgressConnect& m) {
   // why the broker's own rules: the mirror runs as the run's user; what it asks for is
   // checked here, by name and port, whatever its resolver answered.
-  if (NormaliseEgressHost(m.host, /*wildcard=*/false) != m.host ||
-      !EgressAllows(rules_, m.host, m.port)) {
-    Refuse({"policy", m.host, m.port, "not among the hosts the run may reach"});
+  std::string refusal = NormaliseEgressHost(m.host, /*wildcard=*/false) != m.host
+                            ? "not among the hosts the run may reach"
+                            : RunConnectRefusal(rules_, patterns_, m.host, m.port);
+  if (!refusal.empty()) {
+    Refuse({"policy", m.host, m.port, std::move(refusal)});
     Deny(m.id, EACCES);
     return;
   }

@@ -49,6 +49,7 @@ class RunEgress {
   EventLoop& loop_;
   EgressClient* client_;
   std::vector<EgressRule> rules_;
+  std::optional<std::vector<EgressPattern>> patterns_;  // which wildcards the operator named
   bool allow_local_;
   std::vector<std::pair<std::string, std::string>> pins_;
   UniqueFd channel_;

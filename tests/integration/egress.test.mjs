@@ -607,6 +607,39 @@ for (const [label, asNobody] of modes) {
          { host: 'pages.github.io', ports: [80, 443] }], show(named));
     });
 
+    test('a wildcard reaches no name under a public suffix below it: *.amazonaws.com is not anyone\'s bucket', async () => {
+      const wild = skillsRoot({ buckets: ['"*.amazonaws.com"'] });
+      const OWN = 'api.amazonaws.com', BUCKET = 'bucket.s3.amazonaws.com';
+      const env = (allow) => declaredEnv(wild, {
+        SKILL_MCP_EGRESS_ALLOW: allow,
+        SKILL_MCP_EGRESS_RESOLVE: `${OWN}=127.0.0.1,${BUCKET}=127.0.0.1`,
+        NODE_EXTRA_CA_CERTS: join(wild, 'buckets', 'ca.pem'),
+      });
+      // Unnarrowed, the wildcard keeps ports 443 and 80, where nothing listens on
+      // 127.0.0.1: amazonaws.com's own name gets as far as the helper's connect, the bucket
+      // is refused by the broker before the helper is asked.
+      await withBroker(env(undefined), asNobody, async (client) => {
+        const before = snapshot();
+        const { preview, receipt, results } = await probeRun(client, 'buckets',
+          [exchange('net', OWN, 443, { servername: API }), exchange('net', BUCKET, 443, { servername: API })]);
+        await settled();
+        assert.deepEqual(preview.willRun.egress, [{ host: '*.amazonaws.com', ports: [80, 443] }], show(preview));
+        for (const [r, name] of [[results[0], OWN], [results[1], BUCKET]])
+          assertRefusedFast(r, ['ECONNREFUSED', 'ECONNRESET', 'EOF'], name);
+        assert.equal(snapshot().api.connections, before.api.connections, show(receipt.egress));
+        assert.ok(refusedOf(receipt.egress, 'connect', OWN, 443), `the control passed the rules: ${show(receipt.egress)}`);
+        assert.ok(!refusedOf(receipt.egress, 'policy', OWN), show(receipt.egress));
+        const refusal = refusedOf(receipt.egress, 'policy', BUCKET, 443);
+        assert.match(refusal?.reason ?? '', /under s3\.amazonaws\.com/, show(receipt.egress));
+        assert.ok(!refusedOf(receipt.egress, 'connect', BUCKET), show(receipt.egress));
+      });
+      // Control: the operator's pattern for that very wildcard reaches the bucket too.
+      await withBroker(env(`*.amazonaws.com:${api.port}`), asNobody, async (client) => {
+        const { results } = await probeRun(client, 'buckets', [exchange('net', BUCKET, api.port, { servername: API })]);
+        assertReached(results[0], `${BUCKET} under the operator's own *.amazonaws.com`);
+      });
+    });
+
     test('the preview: default ports, an empty list, the prompt, and no egress key in the other modes', async () => {
       const previewOf = async (env, name = 'reach', extra = {}) => withBroker(env, asNobody, async (client) => {
         const r = await callJson(client, 'skill_run', { name, script: 'scripts/probe.js', args: ['[]'] });

@@ -202,6 +202,41 @@ TEST(PublicSuffix, ExplicitRulesOnly) {
   EXPECT_FALSE(IsPublicSuffix("egress.test"));
 }
 
+TEST(PublicSuffix, TheShortestUnderABase) {
+  ASSERT_TRUE(LoadPublicSuffixes());
+  EXPECT_EQ(PublicSuffixUnder("bucket.s3.amazonaws.com", "amazonaws.com"), "s3.amazonaws.com");
+  EXPECT_EQ(PublicSuffixUnder("a.b.s3.amazonaws.com", "amazonaws.com"), "s3.amazonaws.com");
+  EXPECT_EQ(PublicSuffixUnder("s3.amazonaws.com", "amazonaws.com"), "s3.amazonaws.com");
+  EXPECT_EQ(PublicSuffixUnder("api.amazonaws.com", "amazonaws.com"), "");
+  EXPECT_EQ(PublicSuffixUnder("a.b.example.com", "example.com"), "");
+  // Not under the base at all, or the base itself: nothing.
+  EXPECT_EQ(PublicSuffixUnder("s3.amazonaws.com", "s3.amazonaws.com"), "");
+  EXPECT_EQ(PublicSuffixUnder("xamazonaws.com", "amazonaws.com"), "");
+}
+
+TEST(RunConnectRefusal, AWildcardStopsAtAPublicSuffixBelowItsBase) {
+  const std::vector<EgressRule> rules = {{"*.amazonaws.com", {443}}, {"cdn.s3.amazonaws.com", {443}}};
+  const std::optional<std::vector<EgressPattern>> unset;
+  EXPECT_EQ(RunConnectRefusal(rules, unset, "api.amazonaws.com", 443), "");
+  EXPECT_NE(RunConnectRefusal(rules, unset, "bucket.s3.amazonaws.com", 443).find("under s3.amazonaws.com"),
+            std::string::npos);
+  EXPECT_NE(RunConnectRefusal(rules, unset, "s3.amazonaws.com", 443), "");
+  // A name declared exactly is the skill's own claim, shown as such in the preview.
+  EXPECT_EQ(RunConnectRefusal(rules, unset, "cdn.s3.amazonaws.com", 443), "");
+  EXPECT_EQ(RunConnectRefusal(rules, unset, "api.amazonaws.com", 22),
+            "not among the hosts the run may reach");
+  EXPECT_EQ(RunConnectRefusal(rules, unset, "api.example.com", 443),
+            "not among the hosts the run may reach");
+  // The operator's pattern for that very wildcard keeps all of it; a narrower one does not.
+  std::string error;
+  auto named = ParseEgressPatterns("*.amazonaws.com", &error);
+  ASSERT_TRUE(named) << error;
+  EXPECT_EQ(RunConnectRefusal(rules, named, "bucket.s3.amazonaws.com", 443), "");
+  auto other = ParseEgressPatterns("*.example.com, api.amazonaws.com", &error);
+  ASSERT_TRUE(other) << error;
+  EXPECT_NE(RunConnectRefusal(rules, other, "bucket.s3.amazonaws.com", 443), "");
+}
+
 // The most a run description carries, and one more: counted after the operator's
 // narrowing, hosts and ports for one host each on their own.
 TEST(EgressRulesRefusal, RefusesMoreHostsOrPortsThanARunCanBeHeldTo) {

@@ -144,6 +144,52 @@ TEST_F(RunEgressTest, APinnedNameIsDialledAtItsAddressAndCountedUnderItsName) {
   EXPECT_EQ(egress.summary().hosts[0].host, "api.example.test");
 }
 
+TEST_F(RunEgressTest, AWildcardReachesNoNameUnderAPublicSuffixBelowIt) {
+  StartedHelper helper;
+  EchoHost host;
+  EgressClient client(loop_, std::move(helper.ours));
+  EgressSettings settings = Local(true);
+  // Both pinned to the echo host: only the rule can tell them apart.
+  settings.pins = {{"api.amazonaws.com", "127.0.0.1"}, {"bucket.s3.amazonaws.com", "127.0.0.1"}};
+  RunEgress egress(loop_, &client, {{"*.amazonaws.com", {host.port}}}, settings,
+                   std::move(broker_end_));
+  // Control: a name of amazonaws.com's own is opened.
+  Ask(1, "api.amazonaws.com", host.port);
+  UniqueFd socket;
+  std::optional<EgressToMirror> a = Answer(socket);
+  ASSERT_TRUE(a.has_value());
+  ASSERT_TRUE(std::holds_alternative<EgressOpened>(*a)) << std::get<EgressDenied>(*a).err;
+  // s3.amazonaws.com is a public suffix: a bucket under it is anyone's.
+  Ask(2, "bucket.s3.amazonaws.com", host.port);
+  UniqueFd refused;
+  a = Answer(refused);
+  ASSERT_TRUE(a.has_value());
+  ASSERT_TRUE(std::holds_alternative<EgressDenied>(*a));
+  EXPECT_EQ(std::get<EgressDenied>(*a).err, EACCES);
+  EXPECT_FALSE(refused.valid());
+  ASSERT_EQ(egress.summary().refused.size(), 1u);
+  EXPECT_EQ(egress.summary().refused[0].kind, "policy");
+  EXPECT_NE(egress.summary().refused[0].reason.find("under s3.amazonaws.com"), std::string::npos)
+      << egress.summary().refused[0].reason;
+}
+
+TEST_F(RunEgressTest, AWildcardTheOperatorNamesReachesUnderAPublicSuffixToo) {
+  StartedHelper helper;
+  EchoHost host;
+  EgressClient client(loop_, std::move(helper.ours));
+  EgressSettings settings = Local(true);
+  settings.pins = {{"bucket.s3.amazonaws.com", "127.0.0.1"}};
+  settings.patterns = std::vector<EgressPattern>{{"*.amazonaws.com", host.port}};
+  RunEgress egress(loop_, &client, {{"*.amazonaws.com", {host.port}}}, settings,
+                   std::move(broker_end_));
+  Ask(1, "bucket.s3.amazonaws.com", host.port);
+  UniqueFd socket;
+  std::optional<EgressToMirror> a = Answer(socket);
+  ASSERT_TRUE(a.has_value());
+  ASSERT_TRUE(std::holds_alternative<EgressOpened>(*a)) << std::get<EgressDenied>(*a).err;
+  EXPECT_TRUE(egress.summary().refused.empty());
+}
+
 TEST_F(RunEgressTest, AnUnpinnedNameWithoutAnAddressIsRefused) {
   StartedHelper helper;
   EchoHost host;
