@@ -87,6 +87,11 @@ AddressClass ClassifyAddress(uint8_t family, const std::array<uint8_t, 16>& addr
   return AddressClass::kUnspecified;
 }
 
+bool IsMetadataService(AddressClass c) {
+  return c == AddressClass::kLinkLocal || c == AddressClass::kCloudMetadata ||
+         c == AddressClass::kIetfProtocol;
+}
+
 const char* AddressClassName(AddressClass c) {
   switch (c) {
     case AddressClass::kGlobal:

@@ -41,6 +41,10 @@ using HostAddresses = std::set<IpAddress>;
 AddressClass ClassifyAddress(uint8_t family, const std::array<uint8_t, 16>& address,
                              const HostAddresses& host);
 
+// Whether `c` may be a cloud's metadata service: link-local (169.254.169.254, fe80::),
+// the metadata addresses outside it, and 192.0.0.0/24.
+bool IsMetadataService(AddressClass c);
+
 // A short name of the class, for the log.
 const char* AddressClassName(AddressClass c);
 

@@ -10,7 +10,10 @@
 namespace skillmcp::egress {
 
 bool Dial::Refused(const Peer& p) const {
-  if (allow_local_) return false;
+  // why: allowing local addresses is for the operator's own services; a declared name's
+  // DNS owner could otherwise point it at 169.254.169.254 and read the instance's
+  // credentials, so only an address the operator pinned reaches a metadata service.
+  if (allow_local_) return !pinned_ && IsMetadataService(ClassifyAddress(p.family, p.address, {}));
   // why: a non-global address is the host's own services, its link or a cloud metadata
   // service (address_class.cc says which); only a broker that allows local addresses
   // (a test rig, a local service the operator declared) reaches one. Without the host's

@@ -21,12 +21,15 @@ namespace skillmcp::egress {
 class Dial {
  public:
   // `host`: the host's own addresses, refused like loopback; null when they could not be
-  // read, and then every address is refused unless `allow_local`. `request_deadline_ms`:
-  // no attempt goes on past it (ETIMEDOUT).
-  Dial(std::vector<Peer> peers, bool allow_local, std::shared_ptr<const HostAddresses> host,
-       int timeout_ms, int64_t request_deadline_ms)
+  // read, and then every address is refused unless `allow_local`. `pinned`: the request
+  // named an address, not a name (the operator's SKILL_MCP_EGRESS_RESOLVE): with
+  // `allow_local` only such a request reaches a metadata service (IsMetadataService).
+  // `request_deadline_ms`: no attempt goes on past it (ETIMEDOUT).
+  Dial(std::vector<Peer> peers, bool allow_local, bool pinned,
+       std::shared_ptr<const HostAddresses> host, int timeout_ms, int64_t request_deadline_ms)
       : peers_(std::move(peers)),
         allow_local_(allow_local),
+        pinned_(pinned),
         host_(std::move(host)),
         timeout_ms_(timeout_ms),
         request_deadline_ms_(request_deadline_ms) {}
@@ -56,6 +59,7 @@ class Dial {
 
   std::vector<Peer> peers_;
   bool allow_local_;
+  bool pinned_;
   std::shared_ptr<const HostAddresses> host_;
   int timeout_ms_;
   int64_t request_deadline_ms_;

@@ -192,6 +192,7 @@ void Server::Handle(uint64_t broker, const EgressRequest& request, int64_t now) 
   r.broker = broker;
   r.id = request.id;
   r.allow_local = request.allow_local;
+  r.pinned = IsAddressLiteral(request.host);
   r.deadline_ms = now + request_timeout_ms_;
   if (IsAddressLiteral(request.host)) {
     StartDial(key, ResolveLiteral(request.host, request.port), now);
@@ -261,7 +262,7 @@ void Server::StartDial(uint64_t key, Resolution resolution, int64_t now) {
     Flush(broker, now);
     return;
   }
-  r.dial.emplace(std::move(resolution.peers), r.allow_local,
+  r.dial.emplace(std::move(resolution.peers), r.allow_local, r.pinned,
                  r.allow_local ? nullptr : host_addresses_.Get(now), connect_timeout_ms_,
                  r.deadline_ms);
   if (!r.dial->Advance(now)) {

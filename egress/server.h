@@ -54,6 +54,7 @@ class Server {
     uint64_t broker = 0;  // 0 once the broker is gone (its name still resolving)
     uint32_t id = 0;
     bool allow_local = false;
+    bool pinned = false;  // an address literal: the operator's pin (dial.h)
     // Resolution and every connect attempt end by then (ETIMEDOUT).
     int64_t deadline_ms = 0;
     // Answered ETIMEDOUT while its name was still resolving: the thread still runs, so the

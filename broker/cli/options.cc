@@ -59,7 +59,8 @@ Running scripts (skill_run):
                              (*.github.io), or reaching under one (*.amazonaws.com to
                              x.s3.amazonaws.com), only where a pattern names it
   SKILL_MCP_EGRESS_LOCAL     on | off (default): let declared hosts resolve to loopback,
-                             link-local, metadata, multicast or this host's addresses
+                             link-local, multicast or this host's addresses (a
+                             metadata service only at a pinned address)
   SKILL_MCP_EGRESS_RESOLVE   host=address,...: connect there for that name
   SKILL_MCP_EGRESS_SOCKET    the socket-activated egress helper's socket (unset: the
                              broker starts skill-mcp-egress itself)

@@ -171,5 +171,14 @@ TEST(AddressClassTest, AnUnknownFamilyIsNeverGlobal) {
   EXPECT_EQ(ClassifyAddress(0, bytes, {}), AddressClass::kUnspecified);
 }
 
+// The classes no declared name may lead to even where local addresses are allowed.
+TEST(AddressClassTest, MetadataServicesAreLinkLocalTheKnownAddressesAndTheIetfBlock) {
+  for (const char* a : {"169.254.169.254", "169.254.170.2", "fe80::a9fe:a9fe", "fd00:ec2::254",
+                        "100.100.100.200", "168.63.129.16", "192.0.0.192"})
+    EXPECT_TRUE(IsMetadataService(Classify(a))) << a;
+  for (const char* a : {"127.0.0.1", "::1", "10.0.0.1", "100.64.0.1", "93.184.216.34", "224.0.0.1"})
+    EXPECT_FALSE(IsMetadataService(Classify(a))) << a;
+}
+
 }  // namespace
 }  // namespace skillmcp::egress

@@ -23,6 +23,7 @@ namespace {
 constexpr size_t kInFlight = 64;   // egress/server.h, kMaxInFlight
 constexpr size_t kPerBroker = 16;  // egress/server.h, kMaxInFlightPerBroker
 constexpr const char* kHostLan = "198.51.100.7";
+constexpr const char* kMetadata = "169.254.169.254";
 
 // What the test's name server answers (A records; AAAA is answered with no record).
 const std::map<std::string, std::string> kNames = {
@@ -33,6 +34,7 @@ const std::map<std::string, std::string> kNames = {
     {"api.example.test.svc.cluster.local", "127.0.0.3"},
     {"loopback.example.test", "127.0.0.1"},
     {"lan.example.test", kHostLan},
+    {"metadata.example.test", kMetadata},
 };
 
 std::string g_setup_error = "not set up";
@@ -91,6 +93,8 @@ std::string EnterNamespaces() {
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return Errno("mount /");
   if (std::string e = SetInterface("lo", nullptr); !e.empty()) return e;
   if (std::string e = SetInterface("lo:1", kHostLan); !e.empty()) return e;
+  // A metadata service of the test's own, inside its namespace.
+  if (std::string e = SetInterface("lo:2", kMetadata); !e.empty()) return e;
   char dir[] = "/tmp/skill-mcp-egress-ns-XXXXXX";
   if (mkdtemp(dir) == nullptr) return Errno("mkdtemp");
   std::string error = BindOver(dir, "/etc/resolv.conf",
@@ -235,6 +239,26 @@ TEST(EgressResolverTest, TheHostsOwnAddressIsRefusedByNameAndAsALiteral) {
   Got got = AskOne(helper->broker(), id++, "lan.example.test", host.port, true);
   ASSERT_TRUE(got.answer.has_value());
   EXPECT_EQ(got.answer->error, 0) << "allowed local addresses reach it";
+}
+
+// SKILL_MCP_EGRESS_LOCAL=on is for the operator's services: a declared name pointed at
+// the metadata service is still refused; the operator's own pin (a literal) reaches it.
+TEST(EgressResolverTest, ANameLeadsToNoMetadataServiceEvenWithLocalAddressesAllowed) {
+  REQUIRE_NAMESPACES();
+  LocalPort service = LocalPort::Open(true, 16, kMetadata);
+  auto helper = Helper::Connected();
+  Got refused = AskOne(helper->broker(), 1, "metadata.example.test", service.port, true);
+  ASSERT_TRUE(refused.answer.has_value());
+  EXPECT_EQ(refused.answer->error, EACCES) << strerror(refused.answer->error);
+  EXPECT_EQ(AddressText(*refused.answer), kMetadata) << "the refused address is named";
+  EXPECT_FALSE(service.Accept(200).valid()) << "a name reached the metadata service";
+  Got pinned = AskOne(helper->broker(), 2, kMetadata, service.port, true);
+  ASSERT_TRUE(pinned.answer.has_value());
+  EXPECT_EQ(pinned.answer->error, 0) << strerror(pinned.answer->error);
+  EXPECT_TRUE(service.Accept().valid()) << "the pinned address did not connect";
+  Got local = AskOne(helper->broker(), 3, "loopback.example.test", service.port, true);
+  ASSERT_TRUE(local.answer.has_value());
+  EXPECT_NE(local.answer->error, EACCES) << "a loopback name is still allowed";
 }
 
 TEST(EgressResolverTest, AStalledNameServerIsAnsweredAtTheRequestDeadline) {

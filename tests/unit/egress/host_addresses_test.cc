@@ -67,7 +67,7 @@ TEST(HostAddressesTest, AFailedReadingIsNothingNotTheLastOne) {
 // them, so none is connected unless local ones are allowed.
 TEST(HostAddressesTest, WithoutThemEveryAddressIsRefused) {
   Peer global{AF_INET, V4("198.51.100.7").bytes, 443};
-  Dial unknown({global}, /*allow_local=*/false, nullptr, 5000, 1000000);
+  Dial unknown({global}, /*allow_local=*/false, /*pinned=*/false, nullptr, 5000, 1000000);
   EXPECT_FALSE(unknown.Advance(0));
   EXPECT_EQ(unknown.error(), EACCES);
   EXPECT_EQ(unknown.socket(), -1) << "a connect was attempted";
