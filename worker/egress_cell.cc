@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "worker/exec.h"
+#include "worker/ipv6_address.h"
 
 namespace skillmcp::worker {
 namespace {
@@ -90,20 +91,17 @@ UniqueFd TunRoute(int sock4) {
   // IPv6 where the kernel has it; a namespace without IPv6 has no v6 route to refuse.
   UniqueFd sock6(socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   if (sock6.valid()) {
-    struct {  // linux/ipv6.h's in6_ifreq, which cannot meet glibc's net/route.h
-      in6_addr addr;
-      uint32_t prefixlen;
-      int ifindex;
-    } a6{};
-    inet_pton(AF_INET6, kTunAddress6, &a6.addr);
-    a6.prefixlen = 128;
-    a6.ifindex = static_cast<int>(if_nametoindex(kTunName));
+    in6_addr address{};
+    inet_pton(AF_INET6, kTunAddress6, &address);
+    const int index = static_cast<int>(if_nametoindex(kTunName));
+    // why over rtnetlink: an address the kernel holds tentative drops the mirror's
+    // refusals, and only rtnetlink can add one that is not (worker/ipv6_address.h).
+    if (index == 0 || AddIpv6AddressNow(index, address, 128) != 0) return {};
     in6_rtmsg r6{};
     r6.rtmsg_flags = RTF_UP;
     r6.rtmsg_metric = 1;
-    r6.rtmsg_ifindex = a6.ifindex;
-    if (ioctl(sock6.get(), SIOCSIFADDR, &a6) != 0 || ioctl(sock6.get(), SIOCADDRT, &r6) != 0)
-      return {};
+    r6.rtmsg_ifindex = index;
+    if (ioctl(sock6.get(), SIOCADDRT, &r6) != 0) return {};
   }
   return tun;
 }

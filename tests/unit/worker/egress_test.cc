@@ -1,30 +1,35 @@
 // The declared network mode's pure parts: the resolver's answers, and the refusals the
-// tun device's packets get, the latter checked by a real kernel: a socket in a network
-// namespace of the test's own connects through a tun device the test answers with
-// RefusePacket, and must see ECONNREFUSED at once (a reply with a wrong checksum, address
-// or sequence number would be dropped by the kernel and the connect would hang).
+// tun device's packets get, the latter checked by a real kernel: a socket in the run's
+// own network as the worker makes it (EnterOwnNetwork, in a process the test forks)
+// connects through its tun device, which the test answers with RefusePacket, and must see
+// ECONNREFUSED at once (a reply with a wrong checksum, address or sequence number, or to
+// an address the kernel does not yet accept, would be dropped and the connect would hang).
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <linux/if_tun.h>
+#include <linux/if_addr.h>
 #include <net/if.h>
-#include <net/route.h>
 #include <poll.h>
 #include <sched.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "shared/unique_fd.h"
+#include "worker/egress_cell.h"
 #include "worker/egress_dns.h"
 #include "worker/egress_refuse.h"
+#include "worker/ipv6_address.h"
 
 namespace skillmcp::worker {
 namespace {
@@ -137,132 +142,99 @@ TEST(EgressDnsTest, MalformedQueriesGetFormErrOrNothing) {
 
 // ---- the refusals, against a real kernel ----
 
+constexpr char kTunAddress6Hex[] = "fd005eed000000000000000000000001";  // fd00:5eed::1
+
+int64_t NowMs() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<int64_t>(now.tv_sec) * 1000 + now.tv_nsec / 1000000;
+}
+
 struct Tun {
-  int fd = -1;
-  std::string skip;  // why the test cannot run here
+  UniqueFd fd;
+  std::string skip;     // why the test cannot run here
+  std::string failure;  // what the worker's network came to where it should have worked
 };
 
-void IfUp(int sock, const char* name) {
-  ifreq ifr{};
-  std::strncpy(ifr.ifr_name, name, IFNAMSIZ - 1);
-  ASSERT_EQ(ioctl(sock, SIOCGIFFLAGS, &ifr), 0) << std::strerror(errno);
-  ifr.ifr_flags |= IFF_UP;
-  ASSERT_EQ(ioctl(sock, SIOCSIFFLAGS, &ifr), 0) << std::strerror(errno);
-}
-
-// In the calling process (a child the test forked): a network namespace of its own whose
-// default route, v4 and v6, is a tun device, returned open.
-// Whether /proc/net/if_inet6 (this network namespace's) lists `hex` (32 hex digits) without
-// the tentative flag (IFA_F_TENTATIVE, 0x40).
-bool Ipv6AddressReady(const char* hex) {
-  FILE* f = std::fopen("/proc/net/if_inet6", "r");
-  if (f == nullptr) return true;  // nothing to wait on
-  char addr[33];
-  unsigned index = 0, prefix = 0, scope = 0, flags = 0;
-  bool ready = false;
-  while (std::fscanf(f, "%32s %x %x %x %x %*s", addr, &index, &prefix, &scope, &flags) == 5)
-    if (std::strcmp(addr, hex) == 0) ready = (flags & 0x40) == 0;
-  std::fclose(f);
-  return ready;
-}
-
-Tun EnterNamespaceWithTun() {
+// In the calling process (a child the test forked): the run's own network as the worker
+// makes it (EnterOwnNetwork), whose default route, v4 and v6, is the tun device, returned
+// open. Where the test is not root, in a user namespace of its own first.
+Tun EnterRunNetwork() {
   Tun t;
-  if (unshare(CLONE_NEWNET) != 0 && (unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0)) {
-    t.skip = std::string("no network namespace: ") + std::strerror(errno);
-    return t;
-  }
-  t.fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
-  if (t.fd < 0) {
+  UniqueFd probe(open("/dev/net/tun", O_RDWR | O_CLOEXEC));
+  if (!probe.valid()) {
     t.skip = std::string("/dev/net/tun: ") + std::strerror(errno);
     return t;
   }
-  ifreq ifr{};
-  std::strcpy(ifr.ifr_name, "refuse0");
-  ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
-  if (ioctl(t.fd, TUNSETIFF, &ifr) != 0) {
-    t.skip = std::string("TUNSETIFF: ") + std::strerror(errno);
+  probe.reset();
+  if (geteuid() != 0 && unshare(CLONE_NEWUSER) != 0) {
+    t.skip = std::string("no user namespace: ") + std::strerror(errno);
     return t;
   }
-  int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  IfUp(s, "lo");
-  IfUp(s, "refuse0");
-  ifreq addr{};
-  std::strcpy(addr.ifr_name, "refuse0");
-  auto* sin = reinterpret_cast<sockaddr_in*>(&addr.ifr_addr);
-  sin->sin_family = AF_INET;
-  inet_pton(AF_INET, "10.255.255.1", &sin->sin_addr);
-  if (ioctl(s, SIOCSIFADDR, &addr) != 0)
-    t.skip = std::string("SIOCSIFADDR: ") + std::strerror(errno);
-  rtentry rt{};
-  auto* dst = reinterpret_cast<sockaddr_in*>(&rt.rt_dst);
-  dst->sin_family = AF_INET;
-  auto* mask = reinterpret_cast<sockaddr_in*>(&rt.rt_genmask);
-  mask->sin_family = AF_INET;
-  rt.rt_flags = RTF_UP;
-  char dev[] = "refuse0";
-  rt.rt_dev = dev;
-  if (ioctl(s, SIOCADDRT, &rt) != 0) t.skip = std::string("SIOCADDRT: ") + std::strerror(errno);
-  close(s);
-  // IPv6: an address of its own (without duplicate address detection, which would hold it
-  // tentative) and the default route.
-  int s6 = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (s6 >= 0) {
-    // linux/ipv6.h's in6_ifreq (that header and glibc's net/route.h cannot meet).
-    struct {
-      in6_addr ifr6_addr;
-      uint32_t ifr6_prefixlen;
-      int ifr6_ifindex;
-    } a6{};
-    inet_pton(AF_INET6, "fd00:5eed::1", &a6.ifr6_addr);
-    a6.ifr6_prefixlen = 128;
-    a6.ifr6_ifindex = static_cast<int>(if_nametoindex("refuse0"));
-    (void)ioctl(s6, SIOCSIFADDR, &a6);
-    in6_rtmsg r6{};
-    r6.rtmsg_flags = RTF_UP;
-    r6.rtmsg_metric = 1;
-    r6.rtmsg_ifindex = a6.ifr6_ifindex;
-    (void)ioctl(s6, SIOCADDRT, &r6);
-    close(s6);
-    // why: the kernel takes the address up asynchronously; a reply to it that arrives while
-    // it is still tentative is dropped, so the attempt waits until it is usable (IPv6 ready).
-    for (int i = 0; i < 200 && !Ipv6AddressReady("fd005eed000000000000000000000001"); ++i)
-      usleep(10000);
+  EgressCell cell;
+  if (StepResult r = EnterOwnNetwork(cell)) {
+    t.skip = std::string("no network of its own: ") + std::strerror(r->err);
+    return t;
   }
+  // The device opens here, so a cell without it is the worker's failure, not the host's.
+  if (!cell.tun.valid()) t.failure = "the worker's network has no tun route";
+  t.fd = std::move(cell.tun);
   return t;
 }
 
-// Answers every packet on the tun device with RefusePacket for `ms` milliseconds,
-// counting the attempts; in a thread of the child.
-std::vector<RefusedAttempt> Answer(int tun, int ms) {
-  std::vector<RefusedAttempt> attempts;
-  pollfd p{tun, POLLIN, 0};
-  while (poll(&p, 1, ms) > 0) {
-    uint8_t buf[2048];
-    ssize_t n = read(tun, buf, sizeof buf);
-    if (n <= 0) break;
-    Refusal r = RefusePacket(std::span<const uint8_t>(buf, static_cast<size_t>(n)));
-    if (!r.reply.empty()) (void)!write(tun, r.reply.data(), r.reply.size());
-    if (r.attempt) attempts.push_back(*r.attempt);
-  }
-  return attempts;
+// The flags /proc/net/if_inet6 (this network namespace's) lists for `hex` (32 hex
+// digits), or -1 where it is not listed.
+int Ipv6AddressFlags(const char* hex) {
+  FILE* f = std::fopen("/proc/net/if_inet6", "r");
+  if (f == nullptr) return -1;
+  char addr[33];
+  unsigned index = 0, prefix = 0, scope = 0, flags = 0;
+  int found = -1;
+  while (std::fscanf(f, "%32s %x %x %x %x %*s", addr, &index, &prefix, &scope, &flags) == 5)
+    if (std::strcmp(addr, hex) == 0) found = static_cast<int>(flags);
+  std::fclose(f);
+  return found;
 }
 
 // What one attempt through the tun device came to, seen from the socket that made it.
 struct Observed {
-  std::string skip;      // why the test cannot run here
-  std::string failure;   // what went wrong before the attempt was under way
-  bool reached = false;  // unanswered: a packet of it reached the device within 1 s
-  bool pending = false;  // the socket had no answer yet (a TCP connect still in progress)
-  int err = 0;           // the socket's error (SO_ERROR) once answered or watched
+  std::string skip;        // why the test cannot run here
+  std::string failure;     // what went wrong before the attempt was under way
+  int address_flags = -1;  // the tun's IPv6 address's flags as the network was made (-1: none)
+  bool reached = false;    // unanswered: a packet of it reached the device within 1 s
+  bool pending = false;    // the socket had no answer yet (a TCP connect still in progress)
+  int err = 0;             // the socket's error (SO_ERROR) once answered or watched, or a body's
+  int refused_ms = -1;     // answered: when the socket's error came, from the connect (-1: never)
   std::vector<RefusedAttempt> attempts;  // answered: what RefusePacket recorded, in order
 };
 
+// Answers every packet on the tun device with RefusePacket, recording the attempts in
+// `o`, until `socket` reports its error (noted in `o`, from `start`) or `deadline`.
+void Answer(int tun, int socket, int64_t start, int64_t deadline, Observed& o) {
+  pollfd p[2] = {{tun, POLLIN, 0}, {socket, 0, 0}};  // POLLERR is always reported
+  for (int64_t left; (left = deadline - NowMs()) > 0;) {
+    if (poll(p, 2, static_cast<int>(left)) <= 0) break;
+    if ((p[1].revents & (POLLERR | POLLHUP)) != 0) {
+      o.refused_ms = static_cast<int>(NowMs() - start);
+      return;
+    }
+    if ((p[0].revents & POLLIN) == 0) continue;
+    uint8_t buf[2048];
+    ssize_t n = read(tun, buf, sizeof buf);
+    if (n < 0 && errno == EAGAIN) continue;
+    if (n <= 0) break;
+    Refusal r = RefusePacket(std::span<const uint8_t>(buf, static_cast<size_t>(n)));
+    if (!r.reply.empty()) (void)!write(tun, r.reply.data(), r.reply.size());
+    if (r.attempt) o.attempts.push_back(*r.attempt);
+  }
+}
+
 // The child's report, one line a field, read back by the parent.
 std::string Report(const Observed& o) {
-  std::string r = "skip " + o.skip + "\nfailure " + o.failure + "\nreached " +
-                  std::to_string(o.reached) + "\npending " + std::to_string(o.pending) + "\nerr " +
-                  std::to_string(o.err) + "\n";
+  std::string r = "skip " + o.skip + "\nfailure " + o.failure + "\nflags " +
+                  std::to_string(o.address_flags) + "\nreached " + std::to_string(o.reached) +
+                  "\npending " + std::to_string(o.pending) + "\nerr " + std::to_string(o.err) +
+                  "\nrefused_ms " + std::to_string(o.refused_ms) + "\n";
   for (const RefusedAttempt& a : o.attempts)
     r += "attempt " + a.protocol + " " + a.address + " " + std::to_string(a.port) + "\n";
   return r;
@@ -283,9 +255,11 @@ Observed ReadReport(int fd) {
     const std::string value = space == std::string::npos ? "" : line.substr(space + 1);
     if (key == "skip") o.skip = value;
     if (key == "failure") o.failure = value;
+    if (key == "flags") o.address_flags = std::stoi(value);
     if (key == "reached") o.reached = value == "1";
     if (key == "pending") o.pending = value == "1";
     if (key == "err") o.err = std::stoi(value);
+    if (key == "refused_ms") o.refused_ms = std::stoi(value);
     if (key == "attempt") {
       std::istringstream fields(value);
       RefusedAttempt a;
@@ -296,11 +270,13 @@ Observed ReadReport(int fd) {
   return o;
 }
 
-// In the child, inside the namespace: a `type` socket connects to `address` port `port`
-// (a datagram socket sends "hello" too); then the device is answered with RefusePacket
-// for 300 ms (`refuse`), or only watched for the first packet, and the socket observed.
-Observed Attempt(int tun, int type, const char* address, uint16_t port, bool refuse) {
+// In the child, inside the run's network the moment it is made: a `type` socket connects
+// to `address` port `port` (a datagram socket sends "hello" too); then the device is
+// answered with RefusePacket until the socket's error or for `answer_ms`, or, with 0,
+// only watched for the first packet, and the socket observed.
+Observed Attempt(int tun, int type, const char* address, uint16_t port, int answer_ms) {
   Observed o;
+  o.address_flags = Ipv6AddressFlags(kTunAddress6Hex);
   sockaddr_storage to{};
   socklen_t to_len = 0;
   if (std::strchr(address, ':') != nullptr) {
@@ -316,40 +292,42 @@ Observed Attempt(int tun, int type, const char* address, uint16_t port, bool ref
     inet_pton(AF_INET, address, &v4->sin_addr);
     to_len = sizeof *v4;
   }
-  int s = socket(to.ss_family, type | SOCK_NONBLOCK, 0);
-  const int rc = connect(s, reinterpret_cast<sockaddr*>(&to), to_len);
+  UniqueFd s(socket(to.ss_family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  const int64_t start = NowMs();
+  const int rc = connect(s.get(), reinterpret_cast<sockaddr*>(&to), to_len);
   if (type == SOCK_STREAM && (rc == 0 || errno != EINPROGRESS)) {
     o.failure = std::string("connect: ") + std::strerror(errno);
     return o;
   }
-  if (type == SOCK_DGRAM && send(s, "hello", 5, 0) != 5) {
+  if (type == SOCK_DGRAM && send(s.get(), "hello", 5, 0) != 5) {
     o.failure = std::string("send: ") + std::strerror(errno);
     return o;
   }
-  if (refuse) {
-    o.attempts = Answer(tun, 300);
+  if (answer_ms > 0) {
+    Answer(tun, s.get(), start, start + answer_ms, o);
   } else {
     pollfd t{tun, POLLIN, 0};
     o.reached = poll(&t, 1, 1000) == 1;
   }
-  pollfd p{s, POLLOUT, 0};
-  o.pending = poll(&p, 1, refuse ? 0 : 300) == 0;
+  pollfd p{s.get(), POLLOUT, 0};
+  o.pending = poll(&p, 1, answer_ms > 0 ? 0 : 300) == 0;
   socklen_t len = sizeof o.err;
-  getsockopt(s, SOL_SOCKET, SO_ERROR, &o.err, &len);
+  getsockopt(s.get(), SOL_SOCKET, SO_ERROR, &o.err, &len);
   return o;
 }
 
-// Attempt, in a forked child inside a network namespace with the tun route; the child
-// reports through a pipe.
-Observed AttemptThroughTun(int type, const char* address, uint16_t port, bool refuse) {
+// What `body` observes in a forked child inside the run's network, given its tun device;
+// the child reports through a pipe.
+Observed InRunNetwork(const std::function<Observed(int tun)>& body) {
   int report[2];
   if (pipe2(report, O_CLOEXEC) != 0) return Observed{.failure = "pipe2 failed"};
   pid_t pid = fork();
   if (pid == 0) {
     close(report[0]);
-    Tun t = EnterNamespaceWithTun();
-    const std::string text = Report(t.skip.empty() ? Attempt(t.fd, type, address, port, refuse)
-                                                   : Observed{.skip = t.skip});
+    Tun t = EnterRunNetwork();
+    const std::string text = Report(!t.skip.empty() || !t.failure.empty()
+                                        ? Observed{.skip = t.skip, .failure = t.failure}
+                                        : body(t.fd.get()));
     _exit(write(report[1], text.data(), text.size()) == static_cast<ssize_t>(text.size()) ? 0 : 1);
   }
   close(report[1]);
@@ -361,10 +339,14 @@ Observed AttemptThroughTun(int type, const char* address, uint16_t port, bool re
   return o;
 }
 
-// A `type` socket's attempt at `attempt`'s address and port, answered: refused at once
-// (ECONNREFUSED) and recorded as `attempt`.
+Observed AttemptThroughTun(int type, const char* address, uint16_t port, int answer_ms) {
+  return InRunNetwork([&](int tun) { return Attempt(tun, type, address, port, answer_ms); });
+}
+
+// A `type` socket's attempt at `attempt`'s address and port, answered for up to 300 ms:
+// refused at once (ECONNREFUSED within the answer) and recorded as `attempt`.
 void ExpectRefused(int type, const RefusedAttempt& attempt) {
-  Observed o = AttemptThroughTun(type, attempt.address.c_str(), attempt.port, /*refuse=*/true);
+  Observed o = AttemptThroughTun(type, attempt.address.c_str(), attempt.port, 300);
   if (!o.skip.empty()) GTEST_SKIP() << "no namespace with a tun device here: " << o.skip;
   ASSERT_EQ(o.failure, "");
   EXPECT_EQ(o.err, ECONNREFUSED) << "the socket's error is " << std::strerror(o.err);
@@ -381,12 +363,46 @@ TEST(EgressRefuseTest, AnIpv6ConnectThroughTheTunIsRefusedToo) {
   ExpectRefused(SOCK_STREAM, {"tcp", "2001:db8::9", 443});
 }
 
+// The tun's IPv6 address is usable the moment the worker's network is made: not held
+// tentative (a reply to a tentative address is dropped), so an IPv6 connect made at once
+// is refused at once, not at the SYN's retransmit a second later or never. Several
+// networks in a row: how long the kernel would hold a new address tentative depends on
+// when it reports the new link ready, which varies from one network to the next.
+TEST(EgressRefuseTest, TheTunsIpv6AddressIsUsableTheMomentTheNetworkIsMade) {
+  for (int round = 0; round < 10; ++round) {
+    SCOPED_TRACE("network " + std::to_string(round + 1));
+    Observed o = AttemptThroughTun(SOCK_STREAM, "2001:db8::9", 443, /*answer_ms=*/1500);
+    if (!o.skip.empty()) GTEST_SKIP() << "no namespace with a tun device here: " << o.skip;
+    ASSERT_EQ(o.failure, "");
+    ASSERT_NE(o.address_flags, -1) << "fd00:5eed::1 is not on the device";
+    EXPECT_EQ(o.address_flags & IFA_F_TENTATIVE, 0) << "tentative; the report:\n" << Report(o);
+    EXPECT_EQ(o.err, ECONNREFUSED) << "the socket's error is " << std::strerror(o.err);
+    EXPECT_GE(o.refused_ms, 0);
+    EXPECT_LT(o.refused_ms, 500) << "refused late; the report:\n" << Report(o);
+  }
+}
+
+// The kernel's answer is read, not assumed: adding the device's address again is refused,
+// and the refusal's error comes back (a caller that did not wait for the acknowledgement
+// would report success).
+TEST(EgressRefuseTest, AnAddressTheKernelRefusesComesBackWithItsError) {
+  Observed o = InRunNetwork([](int) {
+    in6_addr address{};
+    inet_pton(AF_INET6, "fd00:5eed::1", &address);
+    return Observed{
+        .err = AddIpv6AddressNow(static_cast<int>(if_nametoindex("refuse0")), address, 128)};
+  });
+  if (!o.skip.empty()) GTEST_SKIP() << "no namespace with a tun device here: " << o.skip;
+  ASSERT_EQ(o.failure, "");
+  EXPECT_EQ(o.err, EEXIST) << std::strerror(o.err);
+}
+
 TEST(EgressRefuseTest, AUdpDatagramThroughTheTunGetsPortUnreachable) {
   ExpectRefused(SOCK_DGRAM, {"udp", "198.51.100.7", 53});
 }
 
 TEST(EgressRefuseTest, PositiveControlWithoutAnswersTheConnectStaysPending) {
-  Observed o = AttemptThroughTun(SOCK_STREAM, "203.0.113.9", 8443, /*refuse=*/false);
+  Observed o = AttemptThroughTun(SOCK_STREAM, "203.0.113.9", 8443, /*answer_ms=*/0);
   if (!o.skip.empty()) GTEST_SKIP() << "no namespace with a tun device here: " << o.skip;
   ASSERT_EQ(o.failure, "");
   // The SYN reaches the device (the channel works), and nothing refuses it.
