@@ -2,12 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
 #include "broker/catalogue/reasons.h"
-#include "config.h"
+#include "tests/unit/fuzz_corpus.h"
 
 namespace skillmcp {
 namespace {
@@ -195,15 +191,10 @@ TEST(Frontmatter, ScalarFrontmatterIsMalformed) {
 
 // The fuzz corpus replayed as an ordinary test: nothing in it may crash or hang.
 TEST(Frontmatter, FuzzCorpusReplays) {
-  std::filesystem::path dir =
-      std::filesystem::path(SKILL_MCP_SOURCE_ROOT) / "tests/fuzz/corpus/frontmatter";
   size_t n = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    std::ifstream in(entry.path(), std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    ParsedSkillMd p = ParseSkillMd(ss.str(), false);
-    EXPECT_TRUE(p.servable || !p.issues.empty()) << entry.path();
+  for (const auto& [name, bytes] : ReadFuzzCorpus("frontmatter")) {
+    ParsedSkillMd p = ParseSkillMd(bytes, false);
+    EXPECT_TRUE(p.servable || !p.issues.empty()) << name;
     ++n;
   }
   EXPECT_GE(n, 12u);

@@ -2,12 +2,9 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 
-#include "config.h"
+#include "tests/unit/fuzz_corpus.h"
 
 namespace skillmcp {
 namespace {
@@ -120,15 +117,9 @@ TEST(GrantParse, InvalidUtf8IsAnError) {
 // The fuzz seed corpus replayed as an ordinary test: every seed returns, refusals grant
 // nothing, and the seeds named for a valid shape parse.
 TEST(GrantParse, FuzzCorpusReplays) {
-  const std::filesystem::path dir =
-      std::filesystem::path(SKILL_MCP_SOURCE_ROOT) / "tests/fuzz/corpus/grant";
   size_t seen = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    std::ifstream in(entry.path(), std::ios::binary);
-    std::stringstream bytes;
-    bytes << in.rdbuf();
-    GrantParseResult result = ParseSkillRunGrant(bytes.str());
-    const std::string name = entry.path().filename().string();
+  for (const auto& [name, bytes] : ReadFuzzCorpus("grant")) {
+    GrantParseResult result = ParseSkillRunGrant(bytes);
     const bool valid = name == "empty-list.json" || name == "one-row.json" ||
                        name == "two-rows.json" || name == "escaped-nul.json";
     EXPECT_EQ(result.ok, valid) << name << ": " << result.error;

@@ -1017,37 +1017,16 @@ TEST(CellSpecCodec, ARunMatchesTheNetworkAheadExactlyInTheDeclaredMode) {
 
 // The fuzz corpus (tests/fuzz/corpus/run_spec) replayed as an ordinary test, with the
 // fuzz target's invariants: accepted means valid and canonical.
-#include <dirent.h>
-
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <set>
 
-#include "config.h"
+#include "tests/unit/fuzz_corpus.h"
 
 namespace skillmcp {
 namespace {
 
-// Each file of tests/fuzz/corpus/<target>, by name.
-std::map<std::string, std::string> Corpus(const std::string& target) {
-  const std::string dir = std::string(SKILL_MCP_SOURCE_ROOT) + "/tests/fuzz/corpus/" + target;
-  std::map<std::string, std::string> files;
-  DIR* d = opendir(dir.c_str());
-  EXPECT_NE(d, nullptr) << dir;
-  if (d == nullptr) return files;
-  while (dirent* e = readdir(d)) {
-    if (e->d_name[0] == '.') continue;
-    std::ifstream in(dir + "/" + e->d_name, std::ios::binary);
-    files[e->d_name] =
-        std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  }
-  closedir(d);
-  return files;
-}
-
 TEST(RunSpecCorpus, ReplaysWithTheFuzzInvariants) {
-  const std::map<std::string, std::string> files = Corpus("run_spec");
+  const std::map<std::string, std::string> files = ReadFuzzCorpus("run_spec");
   std::set<std::string> accepted;
   for (const auto& [name, bytes] : files) {
     const auto spec = DecodeRunSpec(bytes);
@@ -1065,7 +1044,7 @@ TEST(RunSpecCorpus, ReplaysWithTheFuzzInvariants) {
 // re-encodes to its frame's payload.
 TEST(RunSpecCorpus, OnlyTheCellFilesDecodeAsCells) {
   std::set<std::string> accepted;
-  for (const auto& [name, bytes] : Corpus("run_spec")) {
+  for (const auto& [name, bytes] : ReadFuzzCorpus("run_spec")) {
     const auto cell = DecodeCellSpec(bytes);
     if (!cell) continue;
     accepted.insert(name);
@@ -1080,7 +1059,7 @@ TEST(RunSpecCorpus, OnlyTheCellFilesDecodeAsCells) {
 // nothing but refusals.
 TEST(WorkerReportCorpus, TheSeedsOfRealFramesDecode) {
   std::set<std::string> accepted;
-  for (const auto& [name, bytes] : Corpus("worker_report"))
+  for (const auto& [name, bytes] : ReadFuzzCorpus("worker_report"))
     if (DecodeWorkerFrames(bytes)) accepted.insert(name);
   EXPECT_EQ(accepted,
             (std::set<std::string>{"empty", "end-exit-0", "end-killed-sigterm", "exec-eacces",
