@@ -4,7 +4,8 @@
 // a pipe, as the run's mirror does (worker/egress_relay.cc), with no allowlist, no broker,
 // no helper and no sandbox. One connection at a time: the benchmark's are sequential.
 //
-//   bench_relay UPSTREAM_PORT   prints its own port on stdout, then serves until killed
+//   bench_relay UPSTREAM_PORT [UPSTREAM_ADDRESS]   prints its own port on stdout, then
+//                                                  serves until killed (address: 127.0.0.1)
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -57,9 +58,7 @@ static int open_pipe(struct direction *d) {
   return 0;
 }
 
-static void serve(int client, int upstream_port) {
-  struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)upstream_port),
-                           .sin_addr = {htonl(INADDR_LOOPBACK)}};
+static void serve(int client, struct sockaddr_in to) {
   int upstream = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (upstream < 0 || connect(upstream, (struct sockaddr *)&to, sizeof to) != 0) {
     if (upstream >= 0) close(upstream);
@@ -84,11 +83,12 @@ static void serve(int client, int upstream_port) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: bench_relay UPSTREAM_PORT\n");
+  struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argc > 1 ? argv[1] : "0")),
+                           .sin_addr = {htonl(INADDR_LOOPBACK)}};
+  if (argc < 2 || argc > 3 || (argc == 3 && inet_pton(AF_INET, argv[2], &to.sin_addr) != 1)) {
+    fprintf(stderr, "usage: bench_relay UPSTREAM_PORT [UPSTREAM_ADDRESS]\n");
     return 2;
   }
-  const int upstream_port = atoi(argv[1]);
   int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   struct sockaddr_in at = {.sin_family = AF_INET, .sin_port = 0, .sin_addr = {htonl(INADDR_LOOPBACK)}};
   socklen_t len = sizeof at;
@@ -106,7 +106,7 @@ int main(int argc, char **argv) {
       perror("bench_relay: accept");
       return 1;
     }
-    serve(client, upstream_port);
+    serve(client, to);
     close(client);
   }
 }
