@@ -12,7 +12,7 @@ using wire::PutU8;
 using wire::Reader;
 
 constexpr char kMagic[4] = {'S', 'M', 'E', 'C'};
-constexpr uint8_t kConnect = 1, kClosed = 2, kRefused = 3, kOpened = 4, kDenied = 5;
+constexpr uint8_t kConnect = 1, kClosed = 2, kRefused = 3, kOpened = 4, kDenied = 5, kUntold = 6;
 
 bool IsHostText(std::string_view s) {
   if (s.empty() || s.size() > kEgressHostMaxBytes) return false;
@@ -32,6 +32,7 @@ bool Valid(const EgressRefused& m) {
   if (!IsKind(m.kind) || !IsHostText(m.target)) return false;
   return m.kind == "dns" ? m.port == 0 : true;
 }
+bool Valid(const EgressRefusedUntold& m) { return m.count != 0; }
 bool Valid(const EgressOpened&) { return true; }
 bool Valid(const EgressDenied& m) { return m.err >= 1 && m.err <= wire::kMaxErrno; }
 
@@ -88,11 +89,14 @@ std::optional<std::string> EncodeEgressFromMirror(const EgressFromMirror& messag
           PutU32(out, m.id);
           PutU64(out, m.bytes_out);
           PutU64(out, m.bytes_in);
-        } else {
+        } else if constexpr (std::is_same_v<T, EgressRefused>) {
           out = Header(kRefused);
           PutString(out, m.kind);
           PutString(out, m.target);
           PutU32(out, m.port);
+        } else {
+          out = Header(kUntold);
+          PutU32(out, m.count);
         }
         return Done(std::move(out));
       },
@@ -135,6 +139,11 @@ std::optional<EgressFromMirror> DecodeEgressFromMirror(std::string_view frame) {
   if (*type == kRefused) {
     EgressRefused m;
     if (!r.String(m.kind) || !r.String(m.target) || !ReadPort(r, m.port)) return std::nullopt;
+    return Checked(r, m);
+  }
+  if (*type == kUntold) {
+    EgressRefusedUntold m;
+    if (!r.U32(m.count)) return std::nullopt;
     return Checked(r, m);
   }
   return std::nullopt;

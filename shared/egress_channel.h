@@ -1,7 +1,8 @@
 // The declared network mode's channel between a run's mirror (worker/egress_relay.h) and
 // its broker: one SOCK_SEQPACKET socketpair per run, one message per frame. The mirror
 // asks for each connection the script opened to an allotted address, reports each closed
-// connection's byte counts and each attempt it refused; the broker answers each request
+// connection's byte counts (at the run's end, those of each still open) and each attempt
+// it refused, then closes its end when it exits; the broker answers each request
 // with the connected socket (SCM_RIGHTS, in the same message) or a refusal. The mirror
 // runs as the run's user: the broker trusts nothing it says beyond its own allowlist
 // check (shared/egress_allowlist.h) and the bounds below.
@@ -46,6 +47,14 @@ struct EgressRefused {
   bool operator==(const EgressRefused&) const = default;
 };
 
+// mirror -> broker, once, at the run's end: how many refusals the mirror counted past the
+// ones it reported (it reports a bounded number of different ones), so that the receipt's
+// count of refusals left out is whole.
+struct EgressRefusedUntold {
+  uint32_t count = 0;
+  bool operator==(const EgressRefusedUntold&) const = default;
+};
+
 // broker -> mirror: the connection for `id`; the frame carries its socket.
 struct EgressOpened {
   uint32_t id = 0;
@@ -60,7 +69,8 @@ struct EgressDenied {
   bool operator==(const EgressDenied&) const = default;
 };
 
-using EgressFromMirror = std::variant<EgressConnect, EgressClosed, EgressRefused>;
+using EgressFromMirror =
+    std::variant<EgressConnect, EgressClosed, EgressRefused, EgressRefusedUntold>;
 using EgressToMirror = std::variant<EgressOpened, EgressDenied>;
 
 // Frames: "SMEC" u32 version u8 type, then the fields little-endian, strings as u32
@@ -71,7 +81,7 @@ std::optional<std::string> EncodeEgressToMirror(const EgressToMirror& message);
 // Strict: the magic, the version, a known type for the direction, every field in range
 // (a host of 1 to kEgressHostMaxBytes bytes of [a-z0-9.-] or an address literal's
 // characters, a port 1..65535 where one is required, a kind of "dns", "tcp" or "udp",
-// an errno 1..4095), no trailing byte.
+// an errno 1..4095, an untold count of at least 1), no trailing byte.
 std::optional<EgressFromMirror> DecodeEgressFromMirror(std::string_view frame);
 std::optional<EgressToMirror> DecodeEgressToMirror(std::string_view frame);
 

@@ -150,6 +150,9 @@ void MirrorRun(pid_t child, int status_fd, pid_t broker, EgressRelay* relay) {
     }
     relay->Handle(fds, 1);
   }
+  // why before the exit: the broker finishes the receipt once the channel closes, which
+  // this process's exit does; the counts of what is still open go first.
+  if (relay != nullptr) relay->Finish();
   if (status_fd >= 0) {
     // init wrote node's status before exiting; nothing there means init itself failed
     // (its step code) or was killed: then its own status stands.

@@ -54,7 +54,7 @@ StepResult ResetSignalMask();
 // if the broker dies; where the child was node, reports the run's end on fd 4; then exits
 // with node's code or dies of node's signal.
 // In the declared network mode `relay` is the run's egress (worker/egress_relay.h), served
-// between the waits; null otherwise.
+// between the waits and finished (its last reports sent) before the exit; null otherwise.
 [[noreturn]] void MirrorRun(pid_t child, int status_fd, pid_t broker, EgressRelay* relay);
 
 // The namespace's init after cloning node: reaps every orphan; when node exits, writes

@@ -9,9 +9,11 @@
 
 #include <cerrno>
 #include <cstring>
+#include <functional>
 
 #include "shared/egress_allowlist.h"
 #include "shared/egress_channel.h"
+#include "shared/monotonic.h"
 #include "worker/egress_dns.h"
 #include "worker/egress_refuse.h"
 
@@ -51,7 +53,7 @@ std::string AddressText(uint32_t host_order) {
 
 }  // namespace
 
-EgressRelay::EgressRelay(EgressCell cell) : cell_(std::move(cell)) {
+EgressRelay::EgressRelay(EgressCell cell) : cell_(std::move(cell)), outbox_(cell_.channel.get()) {
   rlimit nofile{};
   if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) {
     const long room = (static_cast<long>(nofile.rlim_cur) - kFdsKeptFree) / kFdsPerConnection;
@@ -74,18 +76,21 @@ std::optional<uint32_t> EgressRelay::Allot(const std::string& name) {
   return address;
 }
 
-bool EgressRelay::Send(const std::string& frame) {
-  if (!channel_open_) return false;
-  // why MSG_DONTWAIT: a broker that stops reading must not stop the mirror, which also
-  // kills the run when the broker dies.
-  return send(cell_.channel.get(), frame.data(), frame.size(), MSG_DONTWAIT | MSG_NOSIGNAL) ==
-         static_cast<ssize_t>(frame.size());
-}
+bool EgressRelay::Send(const std::string& frame) { return channel_open_ && outbox_.Send(frame); }
 
 void EgressRelay::Report(const std::string& kind, const std::string& target, uint16_t port) {
-  if (reported_.size() >= kEgressMaxReports) return;
   const std::string key = kind + " " + target + " " + std::to_string(port);
-  if (!reported_.insert(key).second) return;
+  if (reported_.count(key) != 0) return;
+  if (reported_.size() >= kEgressMaxReports) {
+    // why counted: the receipt's count of refusals left out is whole. Told apart by a
+    // hash, in bounded memory; past that bound each attempt counts.
+    const uint64_t hash = std::hash<std::string>{}(key);
+    if (untold_seen_.count(hash) != 0) return;
+    if (untold_seen_.size() < kEgressMaxUntoldKept) untold_seen_.insert(hash);
+    if (untold_ < UINT32_MAX) ++untold_;
+    return;
+  }
+  reported_.insert(key);
   if (auto frame = EncodeEgressFromMirror(EgressRefused{kind, target, port})) Send(*frame);
 }
 
@@ -101,7 +106,8 @@ void EgressRelay::Collect(std::vector<pollfd>& fds) {
   const bool room = Busy() < max_connections_;
   for (size_t i = 0; i < cell_.listeners.size(); ++i)
     add(room ? cell_.listeners[i].fd.get() : -1, POLLIN, {Source::kListener, i});
-  if (channel_open_) add(cell_.channel.get(), POLLIN, {Source::kChannel});
+  if (channel_open_)
+    add(cell_.channel.get(), POLLIN | (outbox_.waiting() ? POLLOUT : 0), {Source::kChannel});
   if (cell_.tun.valid()) add(cell_.tun.get(), POLLIN, {Source::kTun});
   for (Connection& c : connections_) {
     // A descriptor with nothing to wait for is left out (-1): poll would report its
@@ -124,10 +130,19 @@ void EgressRelay::Handle(const std::vector<pollfd>& fds, size_t first) {
     if (p.fd < 0 || p.revents == 0) continue;
     const Entry& e = entries_[i];
     switch (e.source) {
-      case Source::kResolver: OnResolver(); break;
-      case Source::kListener: OnListener(cell_.listeners[e.listener]); break;
-      case Source::kChannel: OnChannel(); break;
-      case Source::kTun: OnTun(); break;
+      case Source::kResolver:
+        OnResolver();
+        break;
+      case Source::kListener:
+        OnListener(cell_.listeners[e.listener]);
+        break;
+      case Source::kChannel:
+        if (p.revents & POLLOUT) outbox_.Flush();
+        if (p.revents & ~POLLOUT) OnChannel();
+        break;
+      case Source::kTun:
+        OnTun();
+        break;
       case Source::kClient:
       case Source::kUpstream:
         if (e.connection != pumped) Pump(*e.connection);
@@ -336,6 +351,38 @@ void EgressRelay::Close(Connection& c) {
   c.upstream.reset();
   if (auto frame = EncodeEgressFromMirror(EgressClosed{c.id, c.up.bytes, c.down.bytes}))
     Send(*frame);
+}
+
+bool EgressRelay::Forwarding() const {
+  for (const Connection& c : connections_)
+    if (!c.failed && !c.up.shut) return true;
+  return false;
+}
+
+void EgressRelay::Finish() {
+  // Nothing of the run is left to use what the broker has not opened yet.
+  for (auto& [id, p] : pending_) Reset(p.client);
+  pending_.clear();
+  // why forward first: what the script wrote before it ended waits in the mirror's
+  // sockets, as it would in the kernel's after a close, and reaches its host the same way;
+  // bounded, since the run's answer waits for this.
+  const int64_t forward_by = MonotonicMs() + kEgressFinishForwardMs;
+  std::vector<pollfd> fds;
+  while (Forwarding()) {
+    const int64_t left = forward_by - MonotonicMs();
+    if (left <= 0) break;
+    fds.clear();
+    Collect(fds);
+    if (poll(fds.data(), fds.size(), static_cast<int>(left)) < 0 && errno != EINTR) break;
+    Handle(fds, 0);
+  }
+  // why: the receipt's counts come only from reports; a connection the script left open
+  // (a keep-alive agent's) is reported as its close would have been.
+  for (Connection& c : connections_) Close(c);
+  connections_.clear();
+  if (untold_ > 0)
+    if (auto frame = EncodeEgressFromMirror(EgressRefusedUntold{untold_})) Send(*frame);
+  if (channel_open_) (void)outbox_.FlushBy(MonotonicMs() + kEgressFinishReportMs);
 }
 
 }  // namespace skillmcp::worker

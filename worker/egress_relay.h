@@ -5,9 +5,11 @@
 // (shared/egress_channel.h), and moves the bytes between the script's socket and the one
 // the broker sends back (splice through a pipe each way, counted). What it refuses on its
 // own (names, packets on the tun route, an allotted address on a port not allowed) is
-// refused at once and reported to the broker for the receipt.
+// refused at once and reported to the broker for the receipt. When the run ends (Finish)
+// every connection still open is reported as a close reports it, and the reports go before
+// the mirror exits: the receipt's byte counts are whole.
 // Bounded: concurrent connections (by the run's descriptor limit too), names allotted,
-// reports sent, and the work done per wake.
+// reports sent, the work done per wake, and the time the run's end may take.
 #pragma once
 
 #include <poll.h>
@@ -17,14 +19,22 @@
 #include <map>
 #include <set>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "worker/egress_cell.h"
+#include "worker/egress_outbox.h"
 
 namespace skillmcp::worker {
 
 inline constexpr size_t kEgressMaxConnections = 32;
 inline constexpr size_t kEgressMaxReports = 256;
+// Refusals past those told apart by their hash only, to count them once each.
+inline constexpr size_t kEgressMaxUntoldKept = 16384;
+// At the run's end: how long what the script wrote before it ended may take to reach its
+// hosts, and then how long the last reports may wait for the broker to read them.
+inline constexpr int64_t kEgressFinishForwardMs = 500;
+inline constexpr int64_t kEgressFinishReportMs = 1000;
 
 class EgressRelay {
  public:
@@ -36,6 +46,10 @@ class EgressRelay {
   // index `first` on.
   void Collect(std::vector<pollfd>& fds);
   void Handle(const std::vector<pollfd>& fds, size_t first);
+  // The run's processes are gone: forwards what the script wrote before it ended (bounded
+  // by kEgressFinishForwardMs), reports every connection still open with its counts and
+  // the refusals not detailed, and sends every report (bounded by kEgressFinishReportMs).
+  void Finish();
 
  private:
   struct Direction {
@@ -72,10 +86,14 @@ class EgressRelay {
   bool Allowed(const std::string& name) const;
   std::optional<uint32_t> Allot(const std::string& name);
   size_t Busy() const { return pending_.size() + connections_.size(); }
+  bool Forwarding() const;
 
   EgressCell cell_;
   size_t max_connections_ = kEgressMaxConnections;
   bool channel_open_ = true;
+  EgressOutbox outbox_;
+  uint32_t untold_ = 0;  // refusals past kEgressMaxReports different ones, not detailed
+  std::unordered_set<uint64_t> untold_seen_;
   uint32_t next_id_ = 1;
   std::map<std::string, uint32_t> allotted_;  // name -> address (host order)
   std::map<uint32_t, std::string> names_;     // address -> name

@@ -4,7 +4,9 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "shared/fd_packet.h"
@@ -22,13 +24,16 @@ RunEgress::RunEgress(EventLoop& loop, EgressClient* client, std::vector<EgressRu
       channel_(std::move(channel)) {
   // why: the loop reads until the channel would block; a blocking read would stop it.
   if (channel_.valid()) fcntl(channel_.get(), F_SETFL, fcntl(channel_.get(), F_GETFL) | O_NONBLOCK);
-  if (channel_.valid())
-    loop_.AddFd(channel_.get(), EPOLLIN, [this](uint32_t e) { OnReadable(e); });
+  // why a bounded read per wake: one busy run cannot starve the loop; the loop calls again
+  // while frames are left (level-triggered).
+  if (channel_.valid()) loop_.AddFd(channel_.get(), EPOLLIN, [this](uint32_t) { Read(64); });
 }
 
 RunEgress::~RunEgress() {
   for (const auto& [dial, id] : dials_)
     if (client_ != nullptr) client_->Forget(dial);
+  if (closed_timer_) loop_.CancelTimer(closed_timer_);
+  on_closed_ = nullptr;
   Close();
 }
 
@@ -36,13 +41,19 @@ void RunEgress::Close() {
   if (!channel_.valid()) return;
   loop_.RemoveFd(channel_.get());
   channel_.reset();
+  // From the loop: the caller may destroy this object.
+  if (on_closed_)
+    closed_timer_ = loop_.AddTimer(0, [this] {
+      closed_timer_ = 0;
+      if (auto done = std::move(on_closed_)) done();
+    });
 }
 
-void RunEgress::Drain() { OnReadable(EPOLLIN); }
+void RunEgress::Drain() { Read(-1); }
 
 void RunEgress::Refuse(EgressSummary::Refusal r) {
   if (summary_.refused.size() >= kEgressSummaryMaxEntries) {
-    ++summary_.refused_omitted;
+    if (summary_.refused_omitted < UINT32_MAX) ++summary_.refused_omitted;
     return;
   }
   summary_.refused.push_back(std::move(r));
@@ -95,22 +106,51 @@ void RunEgress::OnConnect(const EgressConnect& m) {
         }
         std::optional<std::string> frame = EncodeEgressToMirror(EgressOpened{mirror_id});
         if (!frame || SendFdPacket(channel_.get(), *frame, socket.get()) != 0) return;
-        size_t index = summary_.hosts.size();
-        for (size_t i = 0; i < summary_.hosts.size(); ++i) {
-          if (summary_.hosts[i].host == host && summary_.hosts[i].port == port) index = i;
-        }
-        if (index == summary_.hosts.size()) {
-          if (summary_.hosts.size() >= kEgressSummaryMaxEntries) return;  // counted no more
-          summary_.hosts.push_back({host, port, 0, 0, 0});
-        }
-        ++summary_.hosts[index].connections;
-        host_of_[mirror_id] = index;
+        Count(host, port, mirror_id);
       });
   dials_[dial] = mirror_id;
 }
 
-void RunEgress::OnReadable(uint32_t) {
-  for (int i = 0; i < 64 && channel_.valid(); ++i) {
+void RunEgress::Count(const std::string& host, uint16_t port, uint32_t mirror_id) {
+  for (size_t i = 0; i < summary_.hosts.size(); ++i) {
+    if (summary_.hosts[i].host == host && summary_.hosts[i].port == port) {
+      ++summary_.hosts[i].connections;
+      host_of_[mirror_id] = i;
+      return;
+    }
+  }
+  if (summary_.hosts.size() < kEgressSummaryMaxEntries) {
+    summary_.hosts.push_back({host, port, 1, 0, 0});
+    host_of_[mirror_id] = summary_.hosts.size() - 1;
+    return;
+  }
+  // why: the connection is open and carries bytes; past the list it is counted with the
+  // others left out, or the receipt would hide it.
+  EgressSummary::Omitted& o = summary_.hosts_omitted;
+  const auto key = std::make_pair(host, port);
+  if (omitted_.count(key) == 0) {
+    ++o.hosts;
+    if (omitted_.size() < kRunEgressOmittedTracked) omitted_.insert(key);
+  }
+  ++o.connections;
+  host_of_[mirror_id] = std::string::npos;
+}
+
+void RunEgress::OnClosed(const EgressClosed& m) {
+  auto it = host_of_.find(m.id);
+  if (it == host_of_.end()) return;
+  // Summed as the mirror says: its counts are the only ones (it splices the bytes).
+  uint64_t& out = it->second == std::string::npos ? summary_.hosts_omitted.bytes_out
+                                                  : summary_.hosts[it->second].bytes_out;
+  uint64_t& in = it->second == std::string::npos ? summary_.hosts_omitted.bytes_in
+                                                 : summary_.hosts[it->second].bytes_in;
+  out += m.bytes_out;
+  in += m.bytes_in;
+  host_of_.erase(it);
+}
+
+void RunEgress::Read(int max) {
+  for (int i = 0; (max < 0 || i < max) && channel_.valid(); ++i) {
     char buf[kEgressFrameMaxBytes + 1];
     FdPacket p = ReceiveFdPacket(channel_.get(), buf, sizeof buf);
     if (p.status == FdPacket::Status::kWouldBlock) return;
@@ -128,11 +168,9 @@ void RunEgress::OnReadable(uint32_t) {
       Refuse({r->kind, r->target, r->port,
               r->kind == "dns" ? "not a declared host" : "outside the declared hosts and ports"});
     } else if (const auto* closed = std::get_if<EgressClosed>(&*m)) {
-      auto it = host_of_.find(closed->id);
-      if (it == host_of_.end()) continue;
-      summary_.hosts[it->second].bytes_out += closed->bytes_out;
-      summary_.hosts[it->second].bytes_in += closed->bytes_in;
-      host_of_.erase(it);
+      OnClosed(*closed);
+    } else if (const auto* untold = std::get_if<EgressRefusedUntold>(&*m)) {
+      summary_.refused_omitted += std::min(untold->count, UINT32_MAX - summary_.refused_omitted);
     }
   }
 }

@@ -13,11 +13,11 @@
 #include <utility>
 
 #include "broker/run/run_admission.h"
-#include "broker/run/run_egress.h"
 #include "broker/run/run_description.h"
 #include "broker/run/run_outcome.h"
 #include "broker/run/scratch_dir.h"
 #include "broker/run/spawn.h"
+#include "broker/run/supervised_run.h"
 #include "shared/log.h"
 #include "shared/worker_protocol.h"
 
@@ -44,37 +44,6 @@ void RemoveScratch(std::unique_ptr<ScratchDir>& scratch) {
 }
 
 }  // namespace
-
-struct RunSupervisor::Run {
-  // The run's own uid (broker/run/run_uids.h), released after its processes are killed
-  // and reaped; declared first so that it is released last.
-  std::optional<RunUidLease> uid_lease;
-  uint32_t uid = 0;
-  std::unique_ptr<ScratchDir> scratch;  // removed (with its tree) when the run is dropped
-  PreparedRun prepared;                 // holds the script descriptor until the run settles
-  Done done;
-  pid_t pid = -1;
-  UniqueFd pidfd;
-  UniqueFd out_r, err_r, report_r, spec_w;
-  // The declared network mode: the run's end of its egress channel, sent with the
-  // description, and the broker's end's handler, torn down with the run.
-  UniqueFd egress_run_end;
-  std::unique_ptr<RunEgress> egress;
-  std::string spec_bytes;
-  size_t spec_off = 0;
-  bool fds_sent = false;  // the script and skill directory went with the first bytes
-  StreamCapture out, err;
-  std::string report_buf;
-  bool out_eof = false, err_eof = false, report_eof = false;
-  bool exited = false;        // the run has ended: the worker exited, or reported the end
-  bool end_reported = false;  // the worker's WorkerExit said so (the worker may still be exiting)
-  int child_code = 0, child_status = 0;  // CLD_* and the code or signal (waitid's, or the end's)
-  bool timed_out = false;
-  std::optional<MemoryKill> memory_kill;  // the whole-run memory bound killed it
-  bool settling = false;                  // Settle is on the stack: its drain must not re-enter it
-  int64_t start_ms = 0, exit_ms = 0;
-  EventLoop::TimerId timeout_timer = 0, kill_timer = 0, drain_timer = 0, hard_timer = 0;
-};
 
 RunSupervisor::RunSupervisor(EventLoop& loop, const LaunchConfig& config, const EnvStore& env)
     : loop_(loop),
@@ -178,10 +147,10 @@ std::optional<StartRefusal> RunSupervisor::StartCommitted(PreparedRun prepared, 
   auto run = std::make_unique<Run>();
   if (egress_ends[0].valid()) {
     run->egress_run_end = std::move(egress_ends[1]);
-    run->egress =
-        std::make_unique<RunEgress>(loop_, egress_client_,
-                                    prepared.egress.value_or(std::vector<EgressRule>{}),
-                                    config_.egress, std::move(egress_ends[0]));
+    run->egress = std::make_unique<RunEgress>(loop_, egress_client_,
+                                              prepared.egress.value_or(std::vector<EgressRule>{}),
+                                              config_.egress, std::move(egress_ends[0]));
+    run->egress->WhenClosed([this] { MaybeSettle(); });
   }
   run->start_ms = EventLoop::NowMs();
   run->pid = s.pid;
@@ -242,6 +211,7 @@ void RunSupervisor::OnSpecWritable() {
     if (n < 0 && errno == EAGAIN) return;  // the loop calls again when there is room
     break;                                 // EPIPE: the worker is gone; its exit tells the rest
   }
+  r.egress_run_end.reset();  // not sent: the channel closes with nothing on it
   loop_.RemoveFd(r.spec_w.get());
   r.spec_w.reset();  // EOF ends the worker's read
   WipeString(r.spec_bytes);
@@ -334,13 +304,22 @@ void RunSupervisor::Ended(int code, int status) {
     loop_.CancelTimer(r.timeout_timer);
     r.timeout_timer = 0;
   }
-  memory_.Stop();  // the run has ended: no memory kill after its end
+  memory_.Stop();            // the run has ended: no memory kill after its end
+  r.egress_run_end.reset();  // the worker has its copy, or never will
   // Settle when the pipes are closed, or after a short drain: a detached grandchild
   // may hold them open for ever.
   r.drain_timer = loop_.AddTimer(kDrainMs, [this] {
     run_->drain_timer = 0;
-    Settle();
+    run_->drain_expired = true;
+    MaybeSettle();
   });
+  // The mirror's last reports come before its exit, bounded by its own deadlines; this
+  // bounds a mirror that sends them no more.
+  if (r.egress && r.egress->open())
+    r.egress_timer = loop_.AddTimer(kEgressReportsMs, [this] {
+      run_->egress_timer = 0;
+      Settle();
+    });
 }
 
 void RunSupervisor::OnTimeout() {
@@ -371,9 +350,15 @@ void RunSupervisor::Cancel() {
 }
 
 void RunSupervisor::MaybeSettle() {
-  if (!run_ || run_->settling || !run_->exited || !run_->out_eof || !run_->err_eof) return;
+  if (!run_ || run_->settling || !run_->exited) return;
+  const Run& r = *run_;
   // After the run's end nothing more comes on fd 4; its EOF waits for the worker's exit.
-  if (run_->report_eof || run_->end_reported) Settle();
+  const bool streams_done = r.out_eof && r.err_eof && (r.report_eof || r.end_reported);
+  if (!streams_done && !r.drain_expired) return;
+  // why: the receipt's byte counts are the mirror's reports, the last of them sent as it
+  // exits; Settle's SIGKILL would cut them off (egress_timer bounds the wait).
+  if (r.egress && r.egress->open()) return;
+  Settle();
 }
 
 void RunSupervisor::Settle() {
@@ -430,6 +415,7 @@ void RunSupervisor::Settle() {
 
   RunResult result = Result(r);
   // What the run's mirror reported up to its end: its last byte counts and refusals.
+  // Read whole: the group is killed above, so nothing more can come.
   if (r.egress) {
     r.egress->Drain();
     if (!result.failure) result.egress = r.egress->summary();
@@ -470,7 +456,8 @@ void RunSupervisor::Teardown() {
   for (UniqueFd* fd : {&r.out_r, &r.err_r, &r.report_r, &r.spec_w, &r.pidfd}) {
     if (fd->valid()) loop_.RemoveFd(fd->get());
   }
-  for (EventLoop::TimerId t : {r.timeout_timer, r.kill_timer, r.drain_timer, r.hard_timer}) {
+  for (EventLoop::TimerId t :
+       {r.timeout_timer, r.kill_timer, r.drain_timer, r.hard_timer, r.egress_timer}) {
     if (t) loop_.CancelTimer(t);
   }
   memory_.Stop();

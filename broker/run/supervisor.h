@@ -33,9 +33,14 @@
 
 namespace skillmcp {
 
+struct SupervisedRun;
+
 inline constexpr int64_t kKillGraceMs = 2000;          // SIGTERM -> SIGKILL
 inline constexpr int64_t kDrainMs = 250;               // after the worker exited
 inline constexpr int64_t kHardDeadlineExtraMs = 3250;  // timeout + this: settle whatever happens
+// After the run's end, the longest the receipt waits for the run's mirror to send its last
+// egress reports and exit (its own bounds: worker/egress_relay.h, kEgressFinish*).
+inline constexpr int64_t kEgressReportsMs = 2000;
 
 class RunSupervisor : public Runner {
  public:
@@ -83,7 +88,7 @@ class RunSupervisor : public Runner {
   pid_t waiting_pid() const { return pool_.waiting_pid(); }  // the started-ahead worker (tests)
 
  private:
-  struct Run;
+  using Run = SupervisedRun;  // broker/run/supervised_run.h
   // What an answered run leaves to release once its answer is out: its scratch directory,
   // then its uid (unless FinishingWorkers holds it), in that order (ReleaseEnded).
   struct EndedRun {

@@ -38,9 +38,10 @@ ReceiptContext ReceiptContextOf(const PreparedRun& run) {
 
 namespace {
 
-// {hosts: [{host, port, connections, bytesOut, bytesIn}], refused: [{kind, target, port,
-// reason}], refusedOmitted?}: what the declared network mode let the run reach, and what
-// it refused, each list bounded (broker/run/egress_summary.h).
+// {hosts: [{host, port, connections, bytesOut, bytesIn}], hostsOmitted?: {hosts,
+// connections, bytesOut, bytesIn}, refused: [{kind, target, port, reason}],
+// refusedOmitted?}: what the declared network mode let the run reach, and what it refused,
+// each list bounded and what it leaves out counted (broker/run/egress_summary.h).
 nlohmann::ordered_json EgressJson(const EgressSummary& summary) {
   nlohmann::ordered_json hosts = nlohmann::ordered_json::array();
   for (const EgressSummary::Host& h : summary.hosts) {
@@ -63,6 +64,14 @@ nlohmann::ordered_json EgressJson(const EgressSummary& summary) {
   }
   nlohmann::ordered_json j;
   j["hosts"] = std::move(hosts);
+  if (const EgressSummary::Omitted& o = summary.hosts_omitted; o.hosts > 0) {
+    nlohmann::ordered_json e;
+    e["hosts"] = o.hosts;
+    e["connections"] = o.connections;
+    e["bytesOut"] = o.bytes_out;
+    e["bytesIn"] = o.bytes_in;
+    j["hostsOmitted"] = std::move(e);
+  }
   j["refused"] = std::move(refused);
   if (summary.refused_omitted > 0) j["refusedOmitted"] = summary.refused_omitted;
   return j;

@@ -5,7 +5,7 @@
 // return; what they accept must be canonical (encoding it again gives back exactly the
 // input, never more than one frame), of one direction only, and in range: a host of the
 // characters the broker compares with its allowlist, a kind it knows, a port where one is
-// needed, an errno the mirror can close a socket with.
+// needed, an errno the mirror can close a socket with, an untold count of at least one.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -21,6 +21,7 @@ namespace {
 using skillmcp::EgressConnect;
 using skillmcp::EgressDenied;
 using skillmcp::EgressRefused;
+using skillmcp::EgressRefusedUntold;
 
 bool IsChannelHost(std::string_view host) {
   if (host.empty() || host.size() > skillmcp::kEgressHostMaxBytes) return false;
@@ -38,6 +39,8 @@ void CheckFromMirror(const skillmcp::EgressFromMirror& m, std::string_view bytes
   } else if (const auto* r = std::get_if<EgressRefused>(&m)) {
     if (r->kind != "dns" && r->kind != "tcp" && r->kind != "udp") std::abort();
     if (!IsChannelHost(r->target) || (r->kind == "dns" && r->port != 0)) std::abort();
+  } else if (const auto* u = std::get_if<EgressRefusedUntold>(&m)) {
+    if (u->count == 0) std::abort();
   }
 }
 

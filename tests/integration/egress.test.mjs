@@ -29,6 +29,10 @@ const IS_ROOT = process.getuid() === 0;
 const API = 'api.example.test';
 const OTHER = 'other.example.test';
 const NARROWED = 'narrowed.example.test';
+// Plain TCP names, pointed at the sink: one, and more hosts than the receipt lists.
+const SINK = 'sink.example.test';
+const MANY = Array.from({ length: 34 }, (_, i) => `h${i}.example.test`);
+const LISTED = 32;
 // A sanity bound for "at once", far below the script's own 8 s give-up and any resolver or
 // TCP timeout: a refusal that waits for one shows up as a failure, not as a slow pass.
 const FAST_MS = 2000;
@@ -124,6 +128,16 @@ async function lookup(a) {
   return { ok: true, addresses: all.map((x) => x.address) };
 }
 
+// a.count different names under a.domain, one after the other: how each lookup failed.
+async function lookups(a) {
+  const codes = {};
+  for (let i = 0; i < a.count; i++) {
+    const code = await dns.promises.lookup('n' + i + '.' + a.domain).then(() => 'found', codeOf);
+    codes[code] = (codes[code] ?? 0) + 1;
+  }
+  return { ok: true, codes };
+}
+
 // One datagram; whatever comes back within 1 s is a reply. The timer, not the send's
 // callback, ends it: where the socket cannot be made, only 'error' is emitted.
 function udp(a) {
@@ -161,7 +175,31 @@ function child(a) {
   });
 }
 
-const KINDS = { fetch: viaFetch, https: viaHttps, net: viaNet, lookup, udp, raw, child };
+// Plain TCP: reads the server's greeting (a.expect bytes), writes a.up bytes, then ends and
+// waits for the close, or with a.hold leaves the connection open for the exit to find.
+function viaTcp(a) {
+  return new Promise((resolve, reject) => {
+    const s = net.connect({ host: a.host, port: a.port });
+    s.setTimeout(GIVE_UP_MS, () => s.destroy(giveUp('tcp')));
+    let got = 0;
+    let sent = false;
+    s.on('error', reject);
+    s.on('data', (d) => {
+      got += d.length;
+      if (got < a.expect || sent) return;
+      sent = true;
+      // The callback: every byte is with the kernel, none left in node's own buffers.
+      s.write(pattern(a.up, 'u'), () => {
+        if (!a.hold) return s.end();
+        s.setTimeout(0);
+        resolve({ ok: true, got });
+      });
+    });
+    s.on('close', () => resolve({ ok: sent && got === a.expect, got }));
+  });
+}
+
+const KINDS = { fetch: viaFetch, https: viaHttps, net: viaNet, tcp: viaTcp, lookup, lookups, udp, raw, child };
 (async () => {
   const results = [];
   for (const a of JSON.parse(process.argv[2])) {
@@ -183,6 +221,8 @@ let api;        // the HTTPS server the declared name is pointed at
 let stray;      // a TCP listener on another port of 127.0.0.1: the undeclared port
 let hostAddr;   // a TCP listener on this machine's own non-loopback address, if it has one
 let echoes;     // UDP echo servers on 127.0.0.1 and on that address: what a datagram would reach
+let sink;       // plain TCP on 127.0.0.1: greets, reads, and closes after the client
+let holder;     // the same, but it never closes: a connection to it ends only with the run
 
 /** A certificate authority and a leaf for the three names, made with the openssl CLI. */
 function makeCertificates(dir) {
@@ -243,6 +283,20 @@ function startApi(tlsFiles) {
   return { server, seen: counting(server) };
 }
 
+const GREETING = 70000;
+function startSink(holds = false) {
+  const sink = { sockets: new Set(), received: 0 };
+  sink.server = createTcpServer({ allowHalfOpen: holds }, (sock) => {
+    sink.sockets.add(sock);
+    sock.on('close', () => sink.sockets.delete(sock));
+    sock.on('data', (d) => { sink.received += d.length; });
+    sock.on('error', () => {});
+    sock.write(pattern(GREETING, 'g'));
+  });
+  sink.seen = counting(sink.server);
+  return sink;
+}
+
 function startTcp() {
   const server = createTcpServer((sock) => sock.end('not the declared service\n'));
   return { server, seen: counting(server) };
@@ -274,6 +328,10 @@ before(async () => {
   api.port = await listen(api.server, '127.0.0.1');
   stray = startTcp();
   stray.port = await listen(stray.server, '127.0.0.1');
+  sink = startSink();
+  sink.port = await listen(sink.server, '127.0.0.1');
+  holder = startSink(true);
+  holder.port = await listen(holder.server, '127.0.0.1');
   // An IP literal that, from the host's network, reaches a real listener on this machine.
   const own = Object.values(networkInterfaces()).flat().find((i) => i.family === 'IPv4' && !i.internal);
   if (own) {
@@ -286,7 +344,8 @@ before(async () => {
 });
 
 after(async () => {
-  for (const s of [api, stray, hostAddr]) s?.server.close();
+  for (const sock of holder?.sockets ?? []) sock.destroy();
+  for (const s of [api, stray, hostAddr, sink, holder]) s?.server.close();
   for (const e of echoes ?? []) e.socket.close();
   if (base) removeDir(base);
 });
@@ -373,7 +432,7 @@ function snapshot() {
 }
 async function settled(timeoutMs = 5000) {
   const end = Date.now() + timeoutMs;
-  while ([api, stray, hostAddr].some((s) => s && s.seen.open > 0) && Date.now() < end) await sleep(20);
+  while ([api, stray, hostAddr, sink].some((s) => s && s.seen.open > 0) && Date.now() < end) await sleep(20);
 }
 const apiSince = (before) => ({
   connections: api.seen.connections - before.api.connections,
@@ -551,6 +610,66 @@ for (const [label, asNobody] of modes) {
         assert.ok(refused, show(receipt.egress));
         assert.ok(typeof refused.reason === 'string' && refused.reason.length > 0, `the reason is given: ${show(refused)}`);
         assert.deepEqual(receipt.egress.hosts.filter((h) => h.connections > 0), [], show(receipt.egress));
+      });
+    });
+
+    test('a connection the script leaves open when it exits is on the receipt with every byte each way', async () => {
+      // The script never closes it and the server never does: only the run's end can
+      // report the connection (a keep-alive agent's is the same).
+      const held = skillsRoot({ reach: [API], hold: [SINK] });
+      const env = declaredEnv(held, {
+        SKILL_MCP_EGRESS_ALLOW: `${SINK}:${holder.port}`, SKILL_MCP_EGRESS_RESOLVE: `${SINK}=127.0.0.1`,
+      });
+      const UP_HELD = 1 << 20;
+      await withBroker(env, asNobody, async (client) => {
+        const before = { connections: holder.seen.connections, received: holder.received };
+        const { receipt, results } = await probeRun(client, 'hold', [
+          { kind: 'tcp', host: SINK, port: holder.port, expect: GREETING, up: UP_HELD, hold: true },
+        ]);
+        assert.equal(results[0].ok, true, show(results[0]));
+        const end = Date.now() + 5000;
+        while (holder.received - before.received < UP_HELD && Date.now() < end) await sleep(20);
+        for (const sock of holder.sockets) sock.destroy();
+        assert.equal(holder.seen.connections - before.connections, 1);
+        assert.equal(holder.received - before.received, UP_HELD, 'what the script wrote before its exit reached the host');
+        assert.deepEqual(receipt.egress.hosts,
+          [{ host: SINK, port: holder.port, connections: 1, bytesOut: UP_HELD, bytesIn: GREETING }], show(receipt.egress));
+      });
+    });
+
+    test(`hosts past the receipt's ${LISTED} are counted together, with their connections and bytes`, async () => {
+      const many = skillsRoot({ reach: [API], many: MANY });
+      const env = declaredEnv(many, {
+        SKILL_MCP_EGRESS_ALLOW: MANY.map((h) => `${h}:${sink.port}`).join(','),
+        SKILL_MCP_EGRESS_RESOLVE: MANY.map((h) => `${h}=127.0.0.1`).join(','),
+      });
+      await withBroker(env, asNobody, async (client) => {
+        const before = { ...sink.seen };
+        const actions = MANY.map((host, i) => ({ kind: 'tcp', host, port: sink.port, expect: GREETING, up: 1000 + i }));
+        actions.push({ ...actions.at(-1) }); // the last host twice
+        const { receipt, results } = await probeRun(client, 'many', actions);
+        for (const r of results) assert.equal(r.ok, true, show(r));
+        await settled();
+        assert.equal(sink.seen.connections - before.connections, MANY.length + 1, 'every connection reached the server');
+        const { egress } = receipt;
+        assertKeyOrder(egress, ['hosts', 'hostsOmitted', 'refused', 'refusedOmitted?'], 'egress');
+        assert.deepEqual(egress.hosts.map((h) => [h.host, h.connections, h.bytesOut, h.bytesIn]),
+          MANY.slice(0, LISTED).map((h, i) => [h, 1, 1000 + i, GREETING]));
+        const last = 1000 + MANY.length - 1;
+        assert.deepEqual(egress.hostsOmitted,
+          { hosts: 2, connections: 3, bytesOut: (last - 1) + 2 * last, bytesIn: 3 * GREETING }, show(egress));
+      });
+    });
+
+    test('refusals past the ones the run\'s mirror tells apart are still counted', async () => {
+      // The mirror details a bounded number of different refusals; the rest is a count.
+      const count = 300;
+      await withBroker(declaredEnv(root), asNobody, async (client) => {
+        const { receipt, results } = await probeRun(client, 'reach', [{ kind: 'lookups', domain: 'undeclared.test', count }]);
+        assert.deepEqual(results[0].codes, { ENOTFOUND: count }, show(results[0]));
+        const { egress } = receipt;
+        assert.equal(egress.refused.length, LISTED, show(egress));
+        assert.equal(egress.refused.length + egress.refusedOmitted, count, show(egress.refusedOmitted));
       });
     });
 

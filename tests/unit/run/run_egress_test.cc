@@ -108,6 +108,14 @@ class RunEgressTest : public ::testing::Test {
     ASSERT_EQ(SendFdPacket(mirror_.get(), EncodeEgressFromMirror(EgressConnect{id, host, port}).value(), -1), 0);
   }
 
+  // `count` refusals of different names, as the mirror reports them.
+  void Refusals(int count) {
+    for (int i = 0; i < count; ++i) {
+      const EgressRefused r{"dns", "n" + std::to_string(i) + ".test", 0};
+      ASSERT_EQ(SendFdPacket(mirror_.get(), EncodeEgressFromMirror(r).value(), -1), 0);
+    }
+  }
+
   // The loop turns until the mirror has an answer; the answer and its socket.
   std::optional<EgressToMirror> Answer(UniqueFd& socket) {
     for (int i = 0; i < 500; ++i) {
@@ -300,13 +308,79 @@ TEST_F(RunEgressTest, AHelperThatDiesFailsWhatItHeldAndTheRunGoesOn) {
 
 TEST_F(RunEgressTest, ReportsAreBoundedAndCounted) {
   RunEgress egress(loop_, nullptr, {}, Local(false), std::move(broker_end_));
-  for (int i = 0; i < 40; ++i)
-    ASSERT_EQ(SendFdPacket(mirror_.get(),
-                           EncodeEgressFromMirror(EgressRefused{"dns", "n" + std::to_string(i) + ".test", 0}).value(), -1),
-              0);
+  Refusals(40);
   egress.Drain();
   EXPECT_EQ(egress.summary().refused.size(), kEgressSummaryMaxEntries);
   EXPECT_EQ(egress.summary().refused_omitted, 40u - kEgressSummaryMaxEntries);
+}
+
+TEST_F(RunEgressTest, HostsPastTheListAreCountedTogetherWithTheirBytes) {
+  StartedHelper helper;
+  EchoHost host;
+  EgressClient client(loop_, std::move(helper.ours));
+  EgressSettings settings = Local(true);
+  std::vector<EgressRule> rules;
+  const size_t names = kEgressSummaryMaxEntries + 2;
+  for (size_t i = 0; i < names; ++i) {
+    const std::string name = "h" + std::to_string(i) + ".example.test";
+    settings.pins.push_back({name, "127.0.0.1"});
+    rules.push_back({name, {host.port}});
+  }
+  RunEgress egress(loop_, &client, rules, settings, std::move(broker_end_));
+  // Each host once, the first past the list twice: every connection is opened and its
+  // bytes reported, as the mirror would.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < names; ++i) order.push_back(i);
+  order.push_back(kEgressSummaryMaxEntries);
+  uint32_t id = 0;
+  for (size_t i : order) {
+    ++id;
+    Ask(id, "h" + std::to_string(i) + ".example.test", host.port);
+    UniqueFd socket;
+    std::optional<EgressToMirror> a = Answer(socket);
+    ASSERT_TRUE(a.has_value());
+    ASSERT_TRUE(std::holds_alternative<EgressOpened>(*a)) << i;
+    ASSERT_EQ(SendFdPacket(mirror_.get(),
+                           EncodeEgressFromMirror(EgressClosed{id, 1000 + i, 10}).value(), -1),
+              0);
+  }
+  egress.Drain();
+  const EgressSummary& s = egress.summary();
+  ASSERT_EQ(s.hosts.size(), kEgressSummaryMaxEntries);
+  EXPECT_EQ(s.hosts.back().host,
+            "h" + std::to_string(kEgressSummaryMaxEntries - 1) + ".example.test");
+  const uint64_t past = kEgressSummaryMaxEntries;
+  EXPECT_EQ(s.hosts_omitted,
+            (EgressSummary::Omitted{2, 3, (1000 + past) * 2 + (1000 + past + 1), 30}));
+  EXPECT_TRUE(s.refused.empty());
+}
+
+TEST_F(RunEgressTest, TheMirrorsCloseComesAfterEveryReportItSentIsRead) {
+  RunEgress egress(loop_, nullptr, {}, Local(false), std::move(broker_end_));
+  size_t seen_at_close = 0;
+  bool closed = false;
+  egress.WhenClosed([&] {
+    closed = true;
+    seen_at_close = egress.summary().refused.size() + egress.summary().refused_omitted;
+  });
+  // More than one wake reads, and the count of refusals the mirror did not detail.
+  Refusals(150);
+  ASSERT_EQ(
+      SendFdPacket(mirror_.get(), EncodeEgressFromMirror(EgressRefusedUntold{500}).value(), -1), 0);
+  mirror_.reset();
+  for (int i = 0; i < 100 && !closed; ++i) loop_.RunOnce(10);
+  ASSERT_TRUE(closed);
+  EXPECT_FALSE(egress.open());
+  EXPECT_EQ(seen_at_close, 650u);
+  EXPECT_EQ(egress.summary().refused_omitted, 650u - kEgressSummaryMaxEntries);
+}
+
+TEST_F(RunEgressTest, TheFinalDrainReadsEverythingThatCame) {
+  RunEgress egress(loop_, nullptr, {}, Local(false), std::move(broker_end_));
+  Refusals(150);
+  egress.Drain();
+  EXPECT_EQ(egress.summary().refused_omitted, 150u - kEgressSummaryMaxEntries);
+  EXPECT_TRUE(egress.open()) << "the mirror's end is still open";
 }
 
 }  // namespace

@@ -29,6 +29,7 @@ TEST(EgressChannelTest, MirrorFramesRoundTrip) {
   RoundTripsFromMirror(EgressClosed{7, 1u << 31, 5000000000ull});
   RoundTripsFromMirror(EgressRefused{"dns", "evil.example", 0});
   RoundTripsFromMirror(EgressRefused{"tcp", "2001:db8::9", 22});
+  RoundTripsFromMirror(EgressRefusedUntold{300});
 }
 
 TEST(EgressChannelTest, BrokerFramesRoundTrip) {
@@ -50,6 +51,7 @@ TEST(EgressChannelTest, OutOfRangeValuesAreNeitherEncodedNorDecoded) {
   EXPECT_FALSE(EncodeEgressFromMirror(EgressConnect{1, "a.com", 0}).has_value());
   EXPECT_FALSE(EncodeEgressFromMirror(EgressRefused{"icmp", "1.2.3.4", 0}).has_value());
   EXPECT_FALSE(EncodeEgressFromMirror(EgressRefused{"dns", "a.com", 53}).has_value());
+  EXPECT_FALSE(EncodeEgressFromMirror(EgressRefusedUntold{0}).has_value());
   EXPECT_FALSE(EncodeEgressToMirror(EgressDenied{1, 0}).has_value());
   EXPECT_FALSE(EncodeEgressToMirror(EgressDenied{1, 4096}).has_value());
   // A valid frame altered: another version, an unknown type, a port over 65535.
@@ -84,8 +86,9 @@ TEST(EgressChannelTest, TheFuzzCorpusDecodesAsItsNamesSay) {
     }
   }
   EXPECT_GE(seeds.size(), 20u);
-  EXPECT_EQ(from_mirror, (std::set<std::string>{"closed", "connect", "connect-v6-literal",
-                                                "refused-dns", "refused-tcp", "refused-udp"}));
+  EXPECT_EQ(from_mirror,
+            (std::set<std::string>{"closed", "connect", "connect-v6-literal", "refused-dns",
+                                   "refused-tcp", "refused-udp", "refused-untold"}));
   EXPECT_EQ(to_mirror, (std::set<std::string>{"denied", "opened"}));
 }
 

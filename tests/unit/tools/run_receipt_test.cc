@@ -73,6 +73,34 @@ TEST(BuildReceipt, KeyOrderAndNulls) {
   EXPECT_TRUE(j["signal"].is_null());
 }
 
+// The declared mode's egress: each list, then what it left out, only when it left
+// something out.
+TEST(BuildReceipt, EgressListsThenWhatTheyLeftOut) {
+  ReceiptContext c;
+  RunResult o;
+  o.exit_code = 0;
+  o.egress = EgressSummary{};
+  o.egress->hosts.push_back({"api.example.com", 443, 2, 10, 20});
+  auto keys = [](const nlohmann::ordered_json& j) {
+    std::vector<std::string> out;
+    for (auto it = j.begin(); it != j.end(); ++it) out.push_back(it.key());
+    return out;
+  };
+  EXPECT_EQ(keys(BuildReceipt(c, o)["egress"]), (std::vector<std::string>{"hosts", "refused"}));
+  o.egress->hosts_omitted = {3, 4, 5000000000ull, 7};
+  o.egress->refused_omitted = 9;
+  const nlohmann::ordered_json e = BuildReceipt(c, o)["egress"];
+  EXPECT_EQ(keys(e),
+            (std::vector<std::string>{"hosts", "hostsOmitted", "refused", "refusedOmitted"}));
+  EXPECT_EQ(keys(e["hostsOmitted"]),
+            (std::vector<std::string>{"hosts", "connections", "bytesOut", "bytesIn"}));
+  EXPECT_EQ(e["hostsOmitted"]["hosts"], 3);
+  EXPECT_EQ(e["hostsOmitted"]["connections"], 4);
+  EXPECT_EQ(e["hostsOmitted"]["bytesOut"], 5000000000ull);
+  EXPECT_EQ(e["hostsOmitted"]["bytesIn"], 7);
+  EXPECT_EQ(e["refusedOmitted"], 9);
+}
+
 // A run the whole-run memory bound killed: the same keys as any receipt (docs/wire.md has
 // no field for it), SIGKILL as for a timeout's kill, and the reason as stderr's last line.
 TEST(BuildReceipt, AMemoryKillEndsStderrWithTheReason) {
