@@ -141,11 +141,17 @@ AuditFields BuildAuditFields(const AuditFacts& f) {
   if (f.stdout_bytes) add("SKILL_MCP_STDOUT_BYTES", std::to_string(*f.stdout_bytes));
   if (f.stderr_bytes) add("SKILL_MCP_STDERR_BYTES", std::to_string(*f.stderr_bytes));
   if (f.egress_reached) add("SKILL_MCP_EGRESS_REACHED", JsonList(*f.egress_reached));
+  // why: a run that reached more hosts than the list holds must not look like one that
+  // reached only those.
+  if (f.egress_hosts_omitted)
+    add("SKILL_MCP_EGRESS_REACHED_OMITTED", std::to_string(f.egress_hosts_omitted));
   if (f.egress_refused) {
     std::vector<std::string> shown;
     for (const std::string& r : *f.egress_refused) shown.push_back(ShowUntrusted(r));
     add("SKILL_MCP_EGRESS_REFUSED", JsonList(shown));
   }
+  if (f.egress_refused_omitted)
+    add("SKILL_MCP_EGRESS_REFUSED_OMITTED", std::to_string(f.egress_refused_omitted));
   if (!f.refusal.empty()) add("SKILL_MCP_REFUSAL", ShowUntrusted(f.refusal));
   if (!f.reason.empty()) add("SKILL_MCP_REASON", ShowUntrusted(f.reason, kShownReasonChars));
   add("SKILL_MCP_AUDIT_LOST", std::to_string(f.lost_before));

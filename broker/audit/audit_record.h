@@ -70,6 +70,9 @@ struct AuditFacts {
   // has them; unset in the other modes.
   std::optional<std::vector<std::string>> egress_allowed;
   std::optional<std::vector<std::string>> egress_reached, egress_refused;
+  // What the receipt counted past those lists (its hostsOmitted.hosts and refusedOmitted);
+  // written only when not zero.
+  uint32_t egress_hosts_omitted = 0, egress_refused_omitted = 0;
   std::string refusal;       // the answer's code (SCRIPT_NOT_GRANTED, TOKEN_REUSED, ...)
   std::string reason;        // the answer's sentence, as the client saw it
   uint64_t lost_before = 0;  // records this broker could not write before this one

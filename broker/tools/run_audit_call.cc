@@ -23,6 +23,8 @@ void RecordEgress(const EgressSummary& summary, AuditFacts* f) {
   f->egress_refused.emplace();
   for (const EgressSummary::Refusal& r : summary.refused)
     f->egress_refused->push_back(r.kind + " " + r.target + ":" + std::to_string(r.port));
+  f->egress_hosts_omitted = summary.hosts_omitted.hosts;
+  f->egress_refused_omitted = summary.refused_omitted;
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -113,6 +114,22 @@ TEST(AuditRecord, RanRecordCarriesEveryFieldInItsOrder) {
   EXPECT_EQ(Field(fields, "MESSAGE"),
             "skill_run: uid 1000 (alice) ran script \"scripts/fill.js\" of skill \"pdf\": exit 0 "
             "after 70 ms");
+}
+
+TEST(AuditRecord, WhatTheEgressListsLeftOutIsCountedBesideThem) {
+  AuditFacts f = RanFacts();
+  EXPECT_EQ(Field(BuildAuditFields(f), "SKILL_MCP_EGRESS_REACHED_OMITTED"), "<absent>");
+  EXPECT_EQ(Field(BuildAuditFields(f), "SKILL_MCP_EGRESS_REFUSED_OMITTED"), "<absent>");
+  f.egress_hosts_omitted = 2;
+  f.egress_refused_omitted = 44;
+  const AuditFields fields = BuildAuditFields(f);
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : fields) keys.push_back(k);
+  const auto at = [&keys](const char* k) { return std::find(keys.begin(), keys.end(), k) - keys.begin(); };
+  EXPECT_EQ(Field(fields, "SKILL_MCP_EGRESS_REACHED_OMITTED"), "2");
+  EXPECT_EQ(Field(fields, "SKILL_MCP_EGRESS_REFUSED_OMITTED"), "44");
+  EXPECT_EQ(at("SKILL_MCP_EGRESS_REACHED_OMITTED"), at("SKILL_MCP_EGRESS_REACHED") + 1);
+  EXPECT_EQ(at("SKILL_MCP_EGRESS_REFUSED_OMITTED"), at("SKILL_MCP_EGRESS_REFUSED") + 1);
 }
 
 TEST(AuditRecord, EachOutcomeHasItsOwnMessageIdAndName) {
