@@ -127,6 +127,12 @@ int AddUnixDatagramPair(scmp_filter_ctx ctx, int nr, uint32_t action) {
                           SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xfu, uint64_t{SOCK_DGRAM}));
 }
 
+int AddFastOpenSend(scmp_filter_ctx ctx, int nr, uint32_t action) {
+  // sendto's flags (its fourth argument) are an int.
+  return seccomp_rule_add(ctx, action, nr, 1,
+                          SCMP_A3_64(SCMP_CMP_MASKED_EQ, uint64_t{MSG_FASTOPEN}, MSG_FASTOPEN));
+}
+
 int AddInodeFlagsIoctl(scmp_filter_ctx ctx, int nr, uint32_t action) {
   // chattr's requests.
   return AddLow32Equals(
@@ -158,6 +164,8 @@ int AddRule(scmp_filter_ctx ctx, const SyscallRule& rule, uint32_t action) {
       return AddInetSocket(ctx, nr, action);
     case ArgFilter::kSocketFamilyOutside:
       return AddOutside(ctx, nr, action, 0, AllowedSocketFamilies());  // the domain
+    case ArgFilter::kFastOpenSend:
+      return AddFastOpenSend(ctx, nr, action);
   }
   return -EINVAL;
 }
@@ -172,9 +180,8 @@ int AddGroups(scmp_filter_ctx ctx, std::span<const SyscallGroup> groups) {
   return 0;
 }
 
-}  // namespace
-
-int CompileWorkerPolicy(std::string* bpf, DoorFence fence, bool inet_fence) {
+// The fixed prefix and suffix around `groups`, exported as a classic BPF program.
+int Compile(std::initializer_list<std::span<const SyscallGroup>> groups, std::string* bpf) {
   // Fixed suffix: default ALLOW (see policy.h for why a deny-list).
   Ctx ctx(seccomp_init(SCMP_ACT_ALLOW));
   if (!ctx) return -ENOMEM;
@@ -197,15 +204,8 @@ int CompileWorkerPolicy(std::string* bpf, DoorFence fence, bool inet_fence) {
   // 190 -> 125 us a load on a small virtual machine).
   rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_OPTIMIZE, 2);
   if (rc < 0) return rc;
-  rc = AddGroups(ctx.get(), WorkerPolicyGroups());
-  if (rc < 0) return rc;
-  if (fence != DoorFence::kNone) {
-    rc = AddGroups(ctx.get(), fence == DoorFence::kNoView ? NoViewPolicyGroups()
-                                                          : UnixSocketGroups());
-    if (rc < 0) return rc;
-  }
-  if (inet_fence) {
-    rc = AddGroups(ctx.get(), InetSocketGroups());
+  for (std::span<const SyscallGroup> g : groups) {
+    rc = AddGroups(ctx.get(), g);
     if (rc < 0) return rc;
   }
   // libseccomp 2.5 exports to a descriptor only: a memfd, read back whole.
@@ -228,6 +228,18 @@ int CompileWorkerPolicy(std::string* bpf, DoorFence fence, bool inet_fence) {
   *bpf = std::move(out);
   return 0;
 }
+
+}  // namespace
+
+int CompileWorkerPolicy(std::string* bpf, DoorFence fence, bool inet_fence) {
+  const std::span<const SyscallGroup> none;
+  const std::span<const SyscallGroup> door = fence == DoorFence::kNone     ? none
+                                             : fence == DoorFence::kNoView ? NoViewPolicyGroups()
+                                                                           : UnixSocketGroups();
+  return Compile({WorkerPolicyGroups(), door, inet_fence ? InetSocketGroups() : none}, bpf);
+}
+
+int CompileMirrorPolicy(std::string* bpf) { return Compile({MirrorPolicyGroups()}, bpf); }
 
 int InstallWorkerPolicy(DoorFence fence, bool inet_fence) {
   std::string bpf;

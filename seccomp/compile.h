@@ -18,6 +18,10 @@ namespace skillmcp::seccomp {
 int CompileWorkerPolicy(std::string* bpf, DoorFence fence = DoorFence::kNone,
                         bool inet_fence = false);
 
+// The run's mirror's filter (MirrorPolicyGroups, seccomp/policy.h) behind the same fixed
+// prefix; compiled once by the broker like the run's, loaded by the mirror.
+int CompileMirrorPolicy(std::string* bpf);
+
 // CompileWorkerPolicy, then LoadCompiledPolicy (seccomp/load.h). Tests.
 int InstallWorkerPolicy(DoorFence fence = DoorFence::kNone, bool inet_fence = false);
 

@@ -150,6 +150,32 @@ constexpr SyscallGroup kInetGroups[] = {
      Action::kErrnoEperm, kInetSockets},
 };
 
+constexpr SyscallRule kMirrorEndpoints[] = {
+    {"bind"}, {"connect"}, {"listen"}, {"socket"}, {"socketpair"},
+};
+
+constexpr SyscallRule kMirrorFastOpen[] = {
+    {"sendmmsg"},
+    {"sendmsg"},
+    {"sendto", ArgFilter::kFastOpenSend},
+};
+
+constexpr SyscallGroup kMirrorGroups[] = {
+    {"@io-uring",
+     "io_uring's requests (socket, bind, connect, listen among them) are made where no "
+     "filter sees them; EPERM, the mirror never sets one up",
+     Action::kErrnoEperm, kIoUring},
+    {"@network-endpoints",
+     "a helper's socket dissolved with connect(AF_UNSPEC) and connected, bound or made to "
+     "listen again reaches the helper's whole network, and a new socket is a new endpoint; "
+     "EPERM, the mirror made all of its own before the fork",
+     Action::kErrnoEperm, kMirrorEndpoints},
+    {"@tcp-fast-open",
+     "a send with MSG_FASTOPEN connects an unconnected TCP socket as connect would; EPERM "
+     "for sendto with it, and for sendmsg and sendmmsg, which the mirror never makes",
+     Action::kErrnoEperm, kMirrorFastOpen},
+};
+
 constexpr SyscallGroup kUnixGroups[] = {kUnixSocketsGroup};
 constexpr SyscallGroup kNoViewGroups[] = {kFileMetadataGroup, kHostIpcGroup, kUnixSocketsGroup};
 
@@ -228,6 +254,8 @@ constexpr SyscallGroup kGroups[] = {
 }  // namespace
 
 std::span<const SyscallGroup> WorkerPolicyGroups() { return kGroups; }
+
+std::span<const SyscallGroup> MirrorPolicyGroups() { return kMirrorGroups; }
 
 std::span<const SyscallGroup> UnixSocketGroups() { return kUnixGroups; }
 

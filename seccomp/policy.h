@@ -44,6 +44,7 @@ enum class ArgFilter : uint8_t {
   kInetSocketDomain,     // socket(AF_INET, ...) and socket(AF_INET6, ...), any type
   kSocketFamilyOutside,  // socket(d, ...) or socketpair(d, ...) for any d (as a whole
                          // 64-bit value) not in AllowedSocketFamilies()
+  kFastOpenSend,         // sendto(fd, buf, len, flags, ...) with MSG_FASTOPEN in flags
 };
 
 struct SyscallRule {
@@ -76,6 +77,15 @@ std::span<const SyscallGroup> NoViewPolicyGroups();
 // where runs have no namespaces): no IPv4 or IPv6 socket at all, whatever Landlock's ABI.
 // Independent of the door fence; sorted likewise.
 std::span<const SyscallGroup> InetSocketGroups();
+
+// The run's mirror's own filter (docs/isolation.md, "Declared egress"), a deny-list like
+// the run's, sorted likewise: the worker loads it in the mirror after it has forked the
+// run, whose processes never inherit it. It shuts every way to open or readdress a network
+// endpoint (new sockets, bind, connect, listen, a send that connects, io_uring), which
+// the mirror, holding sockets of the egress helper's network, never needs once its
+// listeners are made. setsockopt stays: the mirror resets with SO_LINGER, and no option
+// readdresses a socket without a capability the mirror has dropped.
+std::span<const SyscallGroup> MirrorPolicyGroups();
 
 // Which of those a run gets (seccomp/compile.h): none, the unix socket groups, or all.
 enum class DoorFence : uint8_t { kNone, kUnixSockets, kNoView };

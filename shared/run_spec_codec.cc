@@ -129,6 +129,13 @@ bool IsValidRunSpec(const RunSpec& spec) {
   }
   if (!IsValidLandlockPart(spec)) return false;
   if (!IsValidEgressPart(spec)) return false;
+  // why: a declared run's mirror holds sockets of the helper's network; with seccomp on
+  // it never runs without its own filter (fail closed), and never gets one it would not load.
+  if (spec.egress_declared && spec.seccomp) {
+    if (!IsPlausibleBpf(spec.mirror_bpf)) return false;
+  } else if (!spec.mirror_bpf.empty()) {
+    return false;
+  }
   // A fresh /proc belongs to the run's pid namespace (a probe always tries that one).
   if (spec.fresh_proc && !spec.namespaces && !spec.probe) return false;
   // why: python3 finds its prefix from argv[0]; node is started as "node" (its own
@@ -191,6 +198,7 @@ std::optional<std::string> EncodeRunSpec(const RunSpec& spec) {
     PutU32(out, static_cast<uint32_t>(rule.ports.size()));
     for (uint16_t port : rule.ports) PutU32(out, port);
   }
+  PutString(out, spec.mirror_bpf);
   if (out.size() > kRunSpecMaxBytes) return std::nullopt;
   return out;
 }
@@ -248,7 +256,9 @@ std::optional<RunSpec> DecodeRunSpec(std::string_view bytes) {
       !r.String(spec.interpreter_path))
     return std::nullopt;
   spec.interpreter = static_cast<InterpreterKind>(kind);
-  if (!r.Bool(spec.egress_declared) || !ReadEgressRules(r, spec.egress_rules)) return std::nullopt;
+  if (!r.Bool(spec.egress_declared) || !ReadEgressRules(r, spec.egress_rules) ||
+      !r.String(spec.mirror_bpf))
+    return std::nullopt;
   if (!r.AtEnd()) return std::nullopt;  // trailing bytes: not what the broker meant
   if (!IsValidRunSpec(spec)) return std::nullopt;
   return spec;

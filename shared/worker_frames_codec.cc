@@ -21,8 +21,8 @@ constexpr int32_t kMaxSignal = 64;   // _NSIG - 1 on Linux
 }  // namespace
 
 std::optional<WorkerStep> WorkerStepFromCode(int code) {
-  const bool known =
-      code >= static_cast<int>(WorkerStep::kSpawn) && code <= static_cast<int>(WorkerStep::kOwnNetwork);
+  const bool known = code >= static_cast<int>(WorkerStep::kSpawn) &&
+                     code <= static_cast<int>(WorkerStep::kMirrorSeccomp);
   if (!known) return std::nullopt;
   return static_cast<WorkerStep>(code);
 }

@@ -45,7 +45,7 @@ inline constexpr int kWorkerFdCount = 8;  // 0..7
 // One version for every message of the protocol (the cell, the run description, the
 // report and the run's end): a broker and a worker from different builds refuse each
 // other instead of misreading.
-inline constexpr uint32_t kWorkerProtocolVersion = 14;
+inline constexpr uint32_t kWorkerProtocolVersion = 15;
 
 // Why: the worker reads its spec before any limit is applied; a bounded read cannot be
 // made to exhaust its memory, whatever arrives on fd 3.
@@ -132,6 +132,10 @@ struct RunSpec {
   // NormaliseEgressHost writes it, with 1 to kRunSpecMaxEgressPorts sorted distinct ports.
   bool egress_declared = false;
   std::vector<EgressRule> egress_rules;
+  // The mirror's own filter (seccomp/policy.h, MirrorPolicyGroups), loaded by the mirror
+  // once it has forked the run (step kMirrorSeccomp): required in the declared network
+  // mode with seccomp, empty otherwise.
+  std::string mirror_bpf;
 };
 
 // A classic BPF program: struct sock_filter records, at most BPF_MAXINSNS (the
@@ -157,7 +161,8 @@ inline constexpr size_t kRunSpecMaxEgressPorts = 16;
 //   u32 rootc, rootc x str | u32 landlock_abi u8 network_off | str scratch_dir_path |
 //   str data_dir_path | str node_dir_path | u32 readc, readc x (str path u64 dev u64 ino) |
 //   u8 fresh_proc | u8 interpreter | str interpreter_path | u8 egress_declared |
-//   u32 rulec, rulec x (str host u32 portc, portc x u32 port) (str = u32 length + bytes)
+//   u32 rulec, rulec x (str host u32 portc, portc x u32 port) | str mirror_bpf
+//   (str = u32 length + bytes)
 // nullopt when the spec is not one DecodeRunSpec would accept (IsValidRunSpec, or
 // longer than kRunSpecMaxBytes): the encoder never truncates or sends what is refused.
 std::optional<std::string> EncodeRunSpec(const RunSpec& spec);
@@ -173,8 +178,9 @@ std::optional<std::string> EncodeRunSpec(const RunSpec& spec);
 // and absolute, or empty, at most kRunSpecMaxReadDirs read_dirs, each absolute with a
 // non-zero inode, and without Landlock no data or node dirs and read dirs only with
 // namespaces; a probe carries neither Landlock nor a scratch directory; a python3 run
-// carries a normalised absolute interpreter_path, node and a probe none. Brokers can
-// check a spec before forking.
+// carries a normalised absolute interpreter_path, node and a probe none; mirror_bpf is a
+// program as seccomp_bpf is exactly when egress_declared and seccomp, else empty. Brokers
+// can check a spec before forking.
 bool IsValidRunSpec(const RunSpec& spec);
 
 // A portable variable name, [A-Za-z_][A-Za-z0-9_]*: the one rule for the run spec,
@@ -283,10 +289,10 @@ std::optional<CellSpec> DecodeCellSpec(std::string_view payload);
 // ahead. No numbering can follow the order of every path: the limits (205) come after the
 // identity switch (208-211) and the view (212-214) where the cell settled those ahead and
 // before them where it did not; 201, 202, 204, 206, 207 run twice; the mirror takes 221
-// and 223 before the fork (215). The order on each path is worker/main.cc's two lists
-// (TakeCellSteps, then TakeRunSteps and StartRun), spelled out in docs/run-description.md
-// ("Steps and exit codes"). The values stay fixed: reports, exit codes in operators' logs
-// and the fuzz corpus carry them.
+// and 223 before the fork (215) and 229 after it. The order on each path is
+// worker/main.cc's two lists (TakeCellSteps, then TakeRunSteps and StartRun), spelled out
+// in docs/run-description.md ("Steps and exit codes"). The values stay fixed: reports,
+// exit codes in operators' logs and the fuzz corpus carry them.
 enum class WorkerStep : int32_t {
   kSpawn = 200,          // broker's child: dup2 into 0..7, exec of the worker
   kReadSpec = 201,       // read the cell, or fd 3 to EOF (bounded), and decode; again for
@@ -322,6 +328,8 @@ enum class WorkerStep : int32_t {
   kOwnNetwork = 228,     // declared network mode: the run's network namespace, its resolver
                          // and listeners (worker/egress_cell.h); with network_ahead its
                          // first half while the worker waits
+  kMirrorSeccomp = 229,  // declared network mode, in the mirror after the fork: its own
+                         // seccomp filter (worker/mirror_seccomp.h)
 };
 
 inline constexpr int32_t kWorkerStepFirst = 200;

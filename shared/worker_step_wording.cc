@@ -67,6 +67,8 @@ const char* DescribeWorkerStep(WorkerStep step) {
       return "mount the run's own /proc";
     case WorkerStep::kParentDeath:
       return "tie the run's life to its parent (parent-death signal)";
+    case WorkerStep::kMirrorSeccomp:
+      return "install the seccomp filter of the run's mirror (the relay of its declared hosts)";
   }
   return "complete an unknown setup step";
 }

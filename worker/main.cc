@@ -18,6 +18,7 @@
 
 #include <cerrno>
 #include <optional>
+#include <string_view>
 
 #include "seccomp/load.h"
 #include "shared/unique_fd.h"
@@ -32,6 +33,7 @@
 #include "worker/landlock.h"
 #include "worker/launch.h"
 #include "worker/limits.h"
+#include "worker/mirror_seccomp.h"
 #include "worker/namespaces.h"
 #include "worker/report.h"
 #include "worker/session.h"
@@ -134,10 +136,16 @@ void PrepareMirror(pid_t broker) {
 }
 
 // The mirror's side of the fork: it keeps no capability and no descriptor of the run's,
-// and waits, tied to the broker (PrepareMirror; worker/cell.h).
+// and waits, tied to the broker (PrepareMirror; worker/cell.h). In the declared network
+// mode with seccomp its own filter comes next (`mirror_bpf`): after the fork, so the run's
+// processes never inherit it, once every socket of its own is made (kOwnNetwork), before
+// it reads anything of the script's, and while fd 4 is open to report a failure.
 [[noreturn]] void BecomeMirror(pid_t child, int status_fd, pid_t broker,
-                               EgressCell* egress = nullptr) {
-  if (StepResult r = ClearCapabilities()) {
+                               EgressCell* egress = nullptr, std::string_view mirror_bpf = {}) {
+  StepResult r = ClearCapabilities();  // kDropAmbient, kDropCaps
+  // why: it holds the helper's sockets and parses the script's input: no way to readdress one.
+  if (!r && !mirror_bpf.empty()) r = LoadMirrorFilter(mirror_bpf);  // kMirrorSeccomp
+  if (r) {
     kill(child, SIGKILL);
     FailAndExit(*r);
   }
@@ -222,7 +230,8 @@ struct Cell {
     status_w.reset();
     self.reset();
     cell.landlock.ruleset.reset();  // the run's, not the mirror's
-    BecomeMirror(init, status_r.get(), broker, &cell.egress);
+    // kDropAmbient, kDropCaps, then in the declared mode kMirrorSeccomp.
+    BecomeMirror(init, status_r.get(), broker, &cell.egress, spec.mirror_bpf);
   }
   // The namespace's init (pid 1).
   Check(ResetSignalMask());  // kFork

@@ -45,7 +45,8 @@ Running scripts (skill_run):
                              of 0-60000, /etc/passwd, group, subuid, subgid are refused;
                              from 4096 uids up, each connection's waiting worker holds one)
   SKILL_MCP_WORKER           the worker binary (default: beside the build or in libexecdir)
-  SKILL_MCP_SECCOMP          on (default) | off: the worker's syscall filter
+  SKILL_MCP_SECCOMP          on (default) | off: the worker's syscall filter (and, in the
+                             declared mode, the run's mirror's own)
   SKILL_MCP_NAMESPACES       auto (default) | on | off: each run in its own user, mount,
                              pid and IPC namespace, and network in the declared mode
                              (private /tmp, the other skills hidden, its own

@@ -40,6 +40,11 @@ Layer Make(const char* name, bool on, bool demanded, std::string reason, std::st
 // allowlist, none at all (seccomp's inet fence, Landlock's TCP rules), or the host's.
 Layer NetworkLayer(const WorkerLayerFacts& w) {
   const bool demanded = w.network_mode != "on";
+  const std::string mirror = w.seccomp_configured
+                                 ? "; the run's mirror, which relays them, holds the helper's "
+                                   "sockets under a seccomp filter of its own (no new socket, "
+                                   "connect, bind or listen)"
+                                 : "";
   if (w.egress_declared)
     return Make("network", true, true,
                 "SKILL_MCP_NETWORK=declared: each run has a network namespace of its own with "
@@ -50,7 +55,7 @@ Layer NetworkLayer(const WorkerLayerFacts& w) {
                     std::string(w.egress_local ? " (non-global addresses too: "
                                                  "SKILL_MCP_EGRESS_LOCAL=on)"
                                                : " (global addresses only)") +
-                    "; every other name, address and port is refused at once",
+                    "; every other name, address and port is refused at once" + mirror,
                 "");
   if (w.network_off) {
     const bool landlock_tcp = w.landlock_abi >= 4;

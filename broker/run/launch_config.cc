@@ -162,6 +162,8 @@ void CompileSeccompPolicy(LaunchConfig& c) {
     rc = seccomp::CompileWorkerPolicy(&c.seccomp_bpf_unix_fence, seccomp::DoorFence::kUnixSockets);
   if (rc == 0)
     rc = seccomp::CompileWorkerPolicy(&c.seccomp_bpf_without_view, seccomp::DoorFence::kNoView);
+  if (rc == 0 && c.network_mode == NetworkMode::kDeclared)
+    rc = seccomp::CompileMirrorPolicy(&c.seccomp_bpf_mirror);
   // why both sets under declared: the probe may still settle it on off.
   if (rc == 0 && c.network_mode != NetworkMode::kOn) {
     rc = seccomp::CompileWorkerPolicy(&c.seccomp_bpf_inet, seccomp::DoorFence::kNone, true);

@@ -59,6 +59,9 @@ struct LaunchConfig {
   std::string seccomp_bpf_inet;
   std::string seccomp_bpf_unix_fence_inet;
   std::string seccomp_bpf_without_view_inet;
+  // The mirror's own filter (seccomp MirrorPolicyGroups), compiled where the mode may be
+  // declared, for a declared run's mirror.
+  std::string seccomp_bpf_mirror;
   // Serve compiles the policy after its first answer (libseccomp's compilation is about
   // 0.35 ms of the start): until then no run starts (RunSupervisor refuses).
   bool seccomp_pending = false;

@@ -57,6 +57,7 @@ RunSpec BuildSpec(const PreparedRun& run, const PinnedInterpreter& interpreter,
   if (config.egress_declared) {
     spec.egress_declared = true;
     if (run.egress) spec.egress_rules = *run.egress;
+    if (config.seccomp) spec.mirror_bpf = config.seccomp_bpf_mirror;
   }
   // why only its own root's: another root's node_modules is no business of this run.
   std::vector<ModuleDir> module_dirs;

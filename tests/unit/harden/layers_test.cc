@@ -140,6 +140,12 @@ TEST(Layers, TheNetwork) {
               auto declared = ComputeLayers(f);
               l = Find(declared, "network");
               if (!l->on || l->reason.rfind("SKILL_MCP_NETWORK=declared:", 0) != 0) return 2;
+              // The mirror's own filter comes with the seccomp filter, and only with it.
+              if (l->reason.find("mirror") == std::string::npos) return 8;
+              f.worker.seccomp_configured = false;
+              auto unfiltered = ComputeLayers(f);
+              if (Find(unfiltered, "network")->reason.find("mirror") != std::string::npos) return 9;
+              f.worker.seccomp_configured = true;
               f.worker.egress_declared = false;
               f.worker.network_off = true;
               f.worker.network_fallback = "runs get no namespaces here (x)";

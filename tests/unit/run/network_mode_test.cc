@@ -151,6 +151,24 @@ TEST(ResolveLaunchConfig, NoNamespacesSettleDeclaredOnOff) {
   EXPECT_GT(r.config->seccomp_bpf_inet.size(), r.config->seccomp_bpf.size());
 }
 
+// The mirror's own filter is compiled wherever runs may be declared, and only there.
+TEST(ResolveLaunchConfig, TheMirrorsFilterIsCompiledWhereRunsMayBeDeclared) {
+  for (const char* mode : {"declared", "on", "off"}) {
+    EnvStore env;
+    env.Set("SKILL_MCP_WORKER", SKILL_MCP_TEST_WORKER);
+    env.Set("SKILL_MCP_NODE", "/usr/bin/node");
+    env.Set("SKILL_MCP_NETWORK", mode);
+    LaunchConfigResult r = ResolveLaunchConfig(env, PrivilegeState{});
+    ASSERT_TRUE(r.config) << r.error;
+    const std::string& bpf = r.config->seccomp_bpf_mirror;
+    if (std::string_view(mode) == "declared") {
+      EXPECT_TRUE(IsPlausibleBpf(bpf)) << bpf.size();
+    } else {
+      EXPECT_TRUE(bpf.empty()) << mode;
+    }
+  }
+}
+
 TEST(RunEgressRules, OnlyInTheDeclaredModeAndNarrowedByThePatterns) {
   EXPECT_EQ(RunEgressRules(EgressPolicy{false, std::nullopt}, {"api.example.com"}), std::nullopt);
   auto all = RunEgressRules(EgressPolicy{true, std::nullopt}, {"api.example.com"});

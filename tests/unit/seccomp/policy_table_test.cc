@@ -126,12 +126,11 @@ TEST(PolicyTable, EveryRunMakesSocketsOfTheFourFamiliesOnly) {
   EXPECT_EQ(held, (std::set<std::string_view>{"socket", "socketpair"}));
 }
 
-// A set of groups added to the worker policy for some runs: documented, EPERM, sorted,
-// resolvable, and new beside the worker policy. Returns the calls they name.
-std::set<std::string_view> ExpectWellFormedAddedGroups(std::span<const SyscallGroup> groups) {
-  std::set<std::string_view> base;
-  for (const SyscallGroup& g : WorkerPolicyGroups())
-    for (const SyscallRule& r : g.rules) base.insert(r.name);
+// A set of groups beside the worker policy's: documented, EPERM, sorted, free of
+// duplicates and resolvable. Returns the calls they name; `whole` gets those named without
+// an argument filter.
+std::set<std::string_view> ExpectWellFormedEpermGroups(std::span<const SyscallGroup> groups,
+                                                       std::set<std::string_view>* whole) {
   std::set<std::string_view> seen;
   for (size_t i = 0; i < groups.size(); ++i) {
     const SyscallGroup& g = groups[i];
@@ -147,10 +146,7 @@ std::set<std::string_view> ExpectWellFormedAddedGroups(std::span<const SyscallGr
         EXPECT_LT(g.rules[j - 1].name, r.name) << g.name << " must stay sorted";
       }
       EXPECT_TRUE(seen.insert(r.name).second) << r.name << " is in two groups";
-      // A name may stand in both only with an argument filter (ioctl's requests).
-      if (r.filter == ArgFilter::kAny) {
-        EXPECT_FALSE(base.count(r.name)) << r.name << " is already in the worker policy";
-      }
+      if (r.filter == ArgFilter::kAny) whole->insert(r.name);
       const std::string name(r.name);
       // A call libseccomp does not know yet must carry its number (from 424 on, one
       // number on every architecture).
@@ -159,6 +155,20 @@ std::set<std::string_view> ExpectWellFormedAddedGroups(std::span<const SyscallGr
       }
     }
   }
+  return seen;
+}
+
+// A set of groups added to the worker policy for some runs: well formed, and new beside
+// the worker policy. Returns the calls they name.
+std::set<std::string_view> ExpectWellFormedAddedGroups(std::span<const SyscallGroup> groups) {
+  std::set<std::string_view> base;
+  for (const SyscallGroup& g : WorkerPolicyGroups())
+    for (const SyscallRule& r : g.rules) base.insert(r.name);
+  std::set<std::string_view> whole;
+  const std::set<std::string_view> seen = ExpectWellFormedEpermGroups(groups, &whole);
+  // A name may stand in both only with an argument filter (ioctl's requests).
+  for (std::string_view name : whole)
+    EXPECT_FALSE(base.count(name)) << name << " is already in the worker policy";
   return seen;
 }
 
@@ -211,6 +221,26 @@ TEST(PolicyTable, NoOtherWayToASocketOnTheNativeArchitecture) {
     EXPECT_TRUE(base.count(s)) << s << " is not refused";
   EXPECT_LT(seccomp_syscall_resolve_name("socketcall"), 0)
       << "this architecture has socketcall: a socket() rule alone does not hold here";
+}
+
+// The mirror's own filter: its own table, well formed, EPERM throughout, shutting every way
+// to a new or readdressed endpoint and none of the calls its relay makes
+// (tests/unit/worker/mirror_seccomp_test.cc makes them on the kernel).
+TEST(PolicyTable, MirrorGroupsShutEveryEndpointAndNothingTheRelayMakes) {
+  const auto groups = MirrorPolicyGroups();
+  ASSERT_FALSE(groups.empty());
+  std::set<std::string_view> whole;
+  const std::set<std::string_view> listed = ExpectWellFormedEpermGroups(groups, &whole);
+  for (const char* must :
+       {"bind", "connect", "io_uring_enter", "io_uring_register", "io_uring_setup", "listen",
+        "sendmmsg", "sendmsg", "socket", "socketpair"})
+    EXPECT_TRUE(whole.count(must)) << must << " is open to the mirror";
+  EXPECT_TRUE(listed.count("sendto") && !whole.count("sendto"))
+      << "sendto: refused with MSG_FASTOPEN only (the resolver answers with it)";
+  for (const char* needed :
+       {"accept4", "close", "fcntl", "getppid", "getsockname", "kill", "pipe2", "poll", "read",
+        "recvfrom", "recvmsg", "setsockopt", "shutdown", "signalfd4", "splice", "wait4", "write"})
+    EXPECT_FALSE(listed.count(needed)) << needed << " is refused to the mirror's relay";
 }
 
 // The fence a run gets, from what its view closes (every combination).

@@ -5,7 +5,9 @@
 // and the relay work); everything else is refused at once and the refusals reported. Both
 // ways a worker is started ahead: under the shared run-as uid, where the run makes all of
 // its network, and with the run's own uid, where the cell makes the namespace and the
-// resolver's socket ahead (CellSpec::network_ahead) and the run the rest.
+// resolver's socket ahead (CellSpec::network_ahead) and the run the rest. The mirror runs
+// under its own seccomp filter all along (seen in its /proc status, never inherited by
+// node); one the kernel refuses fails its step before the script runs.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -16,7 +18,9 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -103,6 +107,7 @@ function attempt(host, port) {
 }
 (async () => {
   const out = {};
+  out.filters = require('fs').readFileSync('/proc/self/status', 'utf8').match(/Seccomp_filters:\s*(\d+)/)[1];
   out.lookup = await new Promise((r) => dns.lookup('API.example.com', { family: 4 }, (e, a) => r(e ? e.code : a)));
   out.declared = await attempt('api.example.com', 443);
   out.again = await attempt('api.example.com', 443);
@@ -122,6 +127,14 @@ function attempt(host, port) {
 
 // GetParam(): whether the cell is the one a whole description implies (CellOf: ids, view
 // and network ahead), else the shared run-as uid's (nothing ahead but the switch's flag).
+// "Key:\tvalue" of /proc/<pid>/status.
+std::map<std::string, std::string> StatusOf(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::stringstream text;
+  text << in.rdbuf();
+  return KeyValues(text.str());
+}
+
 class EgressWorkerTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
@@ -129,75 +142,86 @@ class EgressWorkerTest : public ::testing::TestWithParam<bool> {
     if (access(kNode, X_OK) != 0) GTEST_SKIP() << "no node at " << kNode;
     mkdir(skill_.Sub("scripts").c_str(), 0755);
     WriteFile(skill_.Sub("scripts/net.js"), kScript);
+    spec_.script_path = skill_.Sub("scripts/net.js");
+    spec_.envp = {"PATH=/usr/bin:/bin", "HOME=/nonexistent", "LANG=C.UTF-8"};
+    spec_.switch_ids = true;
+    spec_.uid = spec_.gid = 65534;
+    spec_.limits = kDefaultRunLimits;
+    spec_.namespaces = true;
+    spec_.skill_dir_path = skill_.path();
+    spec_.fresh_proc = true;
+    spec_.egress_declared = true;
+    spec_.egress_rules = {{"api.example.com", {443}}, {"*.svc.test", {8443}}};
+    SetSeccomp(spec_, true);  // the mirror's filter with it
   }
+
+  // The worker started as the pool starts it, told its cell and then `spec_`, with the
+  // worker's end of the egress channel; `broker_end_` is the test's.
+  Spawned Start() {
+    int ch[2];
+    EXPECT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ch), 0);
+    broker_end_.reset(ch[0]);
+    UniqueFd worker_end(ch[1]);
+    UniqueFd worker(open(SKILL_MCP_TEST_WORKER, O_RDONLY | O_CLOEXEC));
+    UniqueFd node(open(kNode, O_RDONLY | O_CLOEXEC));
+    UniqueFd script(open(spec_.script_path.c_str(), O_RDONLY | O_CLOEXEC));
+    UniqueFd dir(open(skill_.path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    SpawnRequest req;
+    req.worker_fd = worker.get();
+    req.node_fd = node.get();
+    req.spec_socket = true;
+    SpawnOutcome s = SpawnWorker(req);
+    EXPECT_TRUE(s.spawned.has_value());
+    if (!s.spawned) return {};
+    Spawned w = std::move(*s.spawned);
+    CellSpec cell;
+    cell.switch_ids = true;
+    if (GetParam()) {
+      cell = CellOf(spec_);
+      EXPECT_TRUE(cell.network_ahead);
+    }
+    started_worker::SendWith(w.spec.get(), EncodeCellSpec(cell).value(), {});
+    started_worker::SendWith(w.spec.get(), EncodeRunSpec(spec_).value(),
+                             {script.get(), dir.get(), worker_end.get()});
+    w.spec.reset();
+    return w;
+  }
+
   TempDir skill_;
+  RunSpec spec_;
+  UniqueFd broker_end_;
 };
 
 TEST_P(EgressWorkerTest, DeclaredHostsAreReachedThroughTheBrokerAndNothingElseIs) {
   EchoServer echo;
-  int ch[2];
-  ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ch), 0);
-  UniqueFd broker_end(ch[0]), worker_end(ch[1]);
-
-  RunSpec spec;
-  spec.script_path = skill_.Sub("scripts/net.js");
-  spec.envp = {"PATH=/usr/bin:/bin", "HOME=/nonexistent", "LANG=C.UTF-8"};
-  spec.switch_ids = true;
-  spec.uid = spec.gid = 65534;
-  spec.limits = kDefaultRunLimits;
-  SetSeccomp(spec, true);
-  spec.namespaces = true;
-  spec.skill_dir_path = skill_.path();
-  spec.fresh_proc = true;
-  spec.egress_declared = true;
-  spec.egress_rules = {{"api.example.com", {443}}, {"*.svc.test", {8443}}};
-
-  UniqueFd worker(open(SKILL_MCP_TEST_WORKER, O_RDONLY | O_CLOEXEC));
-  UniqueFd node(open(kNode, O_RDONLY | O_CLOEXEC));
-  UniqueFd script(open(spec.script_path.c_str(), O_RDONLY | O_CLOEXEC));
-  UniqueFd dir(open(skill_.path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  SpawnRequest req;
-  req.worker_fd = worker.get();
-  req.node_fd = node.get();
-  req.spec_socket = true;
-  SpawnOutcome s = SpawnWorker(req);
-  ASSERT_TRUE(s.spawned.has_value());
-  Spawned& w = *s.spawned;
-  CellSpec cell;
-  cell.switch_ids = true;
-  if (GetParam()) {
-    cell = CellOf(spec);
-    ASSERT_TRUE(cell.network_ahead);
-  }
-  started_worker::SendWith(w.spec.get(), EncodeCellSpec(cell).value(), {});
-  started_worker::SendWith(w.spec.get(), EncodeRunSpec(spec).value(),
-                           {script.get(), dir.get(), worker_end.get()});
-  w.spec.reset();
-  worker_end.reset();
+  Spawned w = Start();
+  ASSERT_GT(w.pid, 0);
+  const int broker_end = broker_end_.get();
 
   // The broker's side: answer every request, collect every report, read the output.
   std::vector<EgressConnect> asked;
   std::vector<EgressRefused> refused;
   std::vector<EgressClosed> closed;
+  std::map<std::string, std::string> mirror;  // its status while it serves the run
   std::string out, err;
   bool out_open = true, err_open = true;
   while (out_open || err_open) {
-    pollfd p[3] = {
-        {broker_end.get(), POLLIN, 0}, {w.out.get(), POLLIN, 0}, {w.err.get(), POLLIN, 0}};
+    pollfd p[3] = {{broker_end, POLLIN, 0}, {w.out.get(), POLLIN, 0}, {w.err.get(), POLLIN, 0}};
     if (!out_open) p[1].fd = -1;
     if (!err_open) p[2].fd = -1;
     ASSERT_GT(poll(p, 3, 30000), 0) << "the run hung; stdout so far: " << out;
     char buf[4096];
     if (p[0].revents & POLLIN) {
-      ssize_t n = recv(broker_end.get(), buf, sizeof buf, 0);
+      ssize_t n = recv(broker_end, buf, sizeof buf, 0);
       if (n > 0) {
         auto m = DecodeEgressFromMirror(std::string_view(buf, static_cast<size_t>(n)));
         ASSERT_TRUE(m.has_value());
         if (auto* c = std::get_if<EgressConnect>(&*m)) {
+          if (asked.empty()) mirror = StatusOf(w.pid);
           asked.push_back(*c);
           UniqueFd up = ConnectLoopback(echo.port());
           ASSERT_TRUE(up.valid());
-          SendToMirror(broker_end.get(), EgressOpened{c->id}, up.get());
+          SendToMirror(broker_end, EgressOpened{c->id}, up.get());
         } else if (auto* r = std::get_if<EgressRefused>(&*m)) {
           refused.push_back(*r);
         } else {
@@ -219,6 +243,10 @@ TEST_P(EgressWorkerTest, DeclaredHostsAreReachedThroughTheBrokerAndNothingElseIs
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << " " << err;
 
   const auto j = nlohmann::json::parse(out);
+  // The mirror (the worker itself) filters itself, once; node has its own filter only.
+  EXPECT_EQ(mirror["Seccomp"], "2") << "the mirror serves the run without a filter";
+  EXPECT_EQ(mirror["Seccomp_filters"], "1");
+  EXPECT_EQ(j["filters"], "1") << "node inherited the mirror's filter";
   EXPECT_EQ(j["lookup"], "127.77.0.1");
   EXPECT_EQ(j["declared"]["data"], "PING API.EXAMPLE.COM");
   EXPECT_EQ(j["again"]["data"], "PING API.EXAMPLE.COM");
@@ -249,6 +277,30 @@ TEST_P(EgressWorkerTest, DeclaredHostsAreReachedThroughTheBrokerAndNothingElseIs
   ASSERT_EQ(closed.size(), 4u);
   EXPECT_EQ(closed[0].bytes_out, std::string("ping api.example.com").size());
   EXPECT_EQ(closed[0].bytes_in, std::string("PING API.EXAMPLE.COM").size());
+}
+
+// A mirror filter the kernel refuses fails its own step, reported, and the script never
+// runs: the mirror kills the run before it serves anything.
+TEST_P(EgressWorkerTest, AMirrorFilterTheKernelRefusesFailsItsStepBeforeTheScriptRuns) {
+  spec_.mirror_bpf = std::string(16, '\xff');  // two records of an undefined opcode
+  Spawned w = Start();
+  ASSERT_GT(w.pid, 0);
+  broker_end_.reset();  // a run that did start is refused every host and ends
+  std::string report, out;
+  char buf[256];
+  ssize_t n;
+  while ((n = read(w.report.get(), buf, sizeof buf)) > 0)
+    report.append(buf, static_cast<size_t>(n));
+  while ((n = read(w.out.get(), buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  int status = 0;
+  waitpid(w.pid, &status, 0);
+  const std::optional<WorkerFrames> frames = DecodeWorkerFrames(report);
+  ASSERT_TRUE(frames && frames->report) << report.size() << " bytes of report, status " << status;
+  EXPECT_EQ(frames->report->step, WorkerStep::kMirrorSeccomp);
+  EXPECT_EQ(frames->report->err, EINVAL);
+  EXPECT_FALSE(frames->exit.has_value()) << "node ran to its end";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 229) << status;
+  EXPECT_EQ(out, "") << "the script ran";
 }
 
 INSTANTIATE_TEST_SUITE_P(Cells, EgressWorkerTest, ::testing::Bool(),

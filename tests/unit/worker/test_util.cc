@@ -64,17 +64,32 @@ std::map<std::string, std::string> KeyValues(const std::string& text) {
   return out;
 }
 
+namespace {
+
+// A program compiled as the broker compiles it at boot; the test aborts if it cannot be.
+std::string CompiledOrAbort(int (*compile)(std::string*), const char* what) {
+  std::string bpf;
+  if (int rc = compile(&bpf); rc < 0) {
+    std::fprintf(stderr, "cannot compile %s: %s\n", what, std::strerror(-rc));
+    std::abort();
+  }
+  return bpf;
+}
+
+}  // namespace
+
+const std::string& CompiledMirrorPolicy() {
+  static const std::string compiled =
+      CompiledOrAbort(&seccomp::CompileMirrorPolicy, "the mirror's policy");
+  return compiled;
+}
+
 void SetSeccomp(RunSpec& spec, bool on) {
-  static const std::string compiled = [] {
-    std::string bpf;
-    if (int rc = seccomp::CompileWorkerPolicy(&bpf); rc < 0) {
-      std::fprintf(stderr, "cannot compile the seccomp policy: %s\n", std::strerror(-rc));
-      std::abort();
-    }
-    return bpf;
-  }();
+  static const std::string compiled = CompiledOrAbort(
+      [](std::string* bpf) { return seccomp::CompileWorkerPolicy(bpf); }, "the seccomp policy");
   spec.seccomp = on;
   spec.seccomp_bpf = on ? compiled : std::string();
+  spec.mirror_bpf = on && spec.egress_declared ? CompiledMirrorPolicy() : std::string();
 }
 
 ModuleDir CheckedModuleDir(const std::string& path) {

@@ -37,7 +37,11 @@ std::map<std::string, std::string> KeyValues(const std::string& text);
 // directory has.
 ModuleDir CheckedModuleDir(const std::string& path);
 
-// Turns seccomp on (with the policy compiled as the broker compiles it at boot) or off.
+// Turns seccomp on (with the policy compiled as the broker compiles it at boot) or off;
+// in the declared network mode (set egress_declared first) the mirror's filter with it.
 void SetSeccomp(RunSpec& spec, bool on);
+
+// The mirror's filter as the broker compiles it at boot (seccomp CompileMirrorPolicy).
+const std::string& CompiledMirrorPolicy();
 
 }  // namespace skillmcp::testing

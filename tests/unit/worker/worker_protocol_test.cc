@@ -53,6 +53,7 @@ void ExpectSame(const RunSpec& a, const RunSpec& b) {
   EXPECT_EQ(a.gid, b.gid);
   EXPECT_EQ(a.seccomp, b.seccomp);
   EXPECT_EQ(a.seccomp_bpf, b.seccomp_bpf);
+  EXPECT_EQ(a.mirror_bpf, b.mirror_bpf);
   EXPECT_EQ(a.limits.nproc, b.limits.nproc);
   EXPECT_EQ(a.limits.address_space, b.limits.address_space);
   EXPECT_EQ(a.limits.data, b.limits.data);
@@ -102,7 +103,8 @@ TEST(RunSpec, TheInterpreterKindAndPath) {
   // A kind the worker does not know, patched into valid bytes, is refused.
   s.interpreter_path = "/usr/bin/python3.11";
   std::string bytes = *EncodeRunSpec(s);
-  const size_t kind_at = bytes.size() - (1 + 4) - 4 - s.interpreter_path.size() - 1;
+  // ... u8 kind | str interpreter_path | u8 egress_declared | u32 0 rules | str mirror_bpf
+  const size_t kind_at = bytes.size() - 4 - (1 + 4) - 4 - s.interpreter_path.size() - 1;
   ASSERT_EQ(bytes[kind_at], 1);
   bytes[kind_at] = 2;
   EXPECT_FALSE(DecodeRunSpec(bytes).has_value());
@@ -263,8 +265,9 @@ TEST(RunSpec, ModuleDirsCarryTheirIdentity) {
   EXPECT_EQ(d->read_dirs[1].ino, 0xffffffffffffffffULL);
   const std::string bytes = Bytes(s);
   // The last directory's inode is the 8 bytes before fresh_proc, the interpreter (node:
-  // its kind and an empty path), egress_declared and the egress rules' count (none).
-  constexpr size_t kTail = 1 + (1 + 4) + (1 + 4);
+  // its kind and an empty path), egress_declared, the egress rules' count (none) and an
+  // empty mirror_bpf.
+  constexpr size_t kTail = 1 + (1 + 4) + (1 + 4) + 4;
   const size_t ino_at = bytes.size() - kTail - 8;
   EXPECT_EQ(bytes.substr(ino_at, 8), std::string(8, '\xff'));
   std::string zero = bytes;
@@ -426,7 +429,7 @@ TEST(WorkerSteps, EveryCodeIsKnownAndTheyAreConsecutive) {
       WorkerStep::kDropCaps,      WorkerStep::kVerifyIds,    WorkerStep::kVerifyCaps,
       WorkerStep::kNoNewPrivs,    WorkerStep::kLandlock,     WorkerStep::kParentDeath,
       WorkerStep::kChdir,         WorkerStep::kSeccomp,      WorkerStep::kExec,
-      WorkerStep::kReadOnlyView,  WorkerStep::kOwnNetwork};
+      WorkerStep::kReadOnlyView,  WorkerStep::kOwnNetwork,   WorkerStep::kMirrorSeccomp};
   int expected = kWorkerStepFirst;
   for (WorkerStep s : order) {
     EXPECT_EQ(static_cast<int>(s), expected);
@@ -593,6 +596,7 @@ RunSpec EgressSample() {
   s.skill_dir_path = "/srv/skills/weather";
   s.egress_declared = true;
   s.egress_rules = {{"api.example.com", {80, 443}}, {"*.cdn.net", {8443}}, {"10.0.0.1", {443}}};
+  s.mirror_bpf = std::string(24, '\x06');  // three records, told apart from seccomp_bpf's two
   return s;
 }
 
@@ -640,18 +644,46 @@ TEST(RunSpec, TheDecoderRefusesPatchedEgressCounts) {
   RunSpec s = EgressSample();
   s.egress_rules = {{"a.com", {443}}};
   std::string bytes = Bytes(s);
-  // ... u8 egress_declared | u32 1 | str "a.com" | u32 1 | u32 443
+  // ... u8 egress_declared | u32 1 | str "a.com" | u32 1 | u32 443 | str mirror_bpf
+  bytes.resize(bytes.size() - 4 - s.mirror_bpf.size());
+  const std::string mirror = Bytes(s).substr(bytes.size());
   const size_t port_at = bytes.size() - 4;
   std::string p = bytes;
+  ASSERT_TRUE(DecodeRunSpec(p + mirror).has_value());
   p[port_at + 2] = 1;  // 443 + 65536
-  EXPECT_FALSE(DecodeRunSpec(p).has_value());
+  EXPECT_FALSE(DecodeRunSpec(p + mirror).has_value());
   const size_t rules_at = bytes.size() - 4 - 4 - (4 + 5) - 4;
   std::string c = bytes;
   c[rules_at] = static_cast<char>(kRunSpecMaxEgressRules + 1);
-  EXPECT_FALSE(DecodeRunSpec(c).has_value());
+  EXPECT_FALSE(DecodeRunSpec(c + mirror).has_value());
   std::string d = bytes;
   d[rules_at - 1] = 2;  // egress_declared neither 0 nor 1
-  EXPECT_FALSE(DecodeRunSpec(d).has_value());
+  EXPECT_FALSE(DecodeRunSpec(d + mirror).has_value());
+}
+
+// The mirror's filter comes exactly with a declared run under seccomp: never a declared
+// mirror unfiltered while seccomp is on, never a program that would not be loaded.
+TEST(RunSpec, TheMirrorFilterComesExactlyWithADeclaredRunUnderSeccomp) {
+  RunSpec s = EgressSample();
+  ASSERT_TRUE(Roundtrip(s).has_value());
+  RunSpec missing = s;
+  missing.mirror_bpf.clear();
+  EXPECT_FALSE(IsValidRunSpec(missing)) << "a declared mirror without its filter";
+  RunSpec partial = s;
+  partial.mirror_bpf.pop_back();  // not whole instructions
+  EXPECT_FALSE(IsValidRunSpec(partial));
+  RunSpec off = s;
+  off.seccomp = false;
+  off.seccomp_bpf.clear();
+  EXPECT_FALSE(IsValidRunSpec(off)) << "a filter that would not be loaded";
+  off.mirror_bpf.clear();
+  EXPECT_TRUE(Roundtrip(off).has_value());
+  RunSpec plain = Sample();
+  plain.mirror_bpf = s.mirror_bpf;
+  EXPECT_FALSE(IsValidRunSpec(plain)) << "a mirror filter outside the declared mode";
+  const std::string bytes = Bytes(s);
+  // The last byte of the mirror's program cut: its length no longer matches.
+  EXPECT_FALSE(DecodeRunSpec(bytes.substr(0, bytes.size() - 1)).has_value());
 }
 
 TEST(RunSpec, AScriptNeedsAnAbsolutePath) {
@@ -1036,8 +1068,8 @@ TEST(RunSpecCorpus, ReplaysWithTheFuzzInvariants) {
     EXPECT_EQ(EncodeRunSpec(*spec).value_or(""), bytes) << name;
   }
   EXPECT_GE(files.size(), 10u);
-  EXPECT_EQ(accepted, (std::set<std::string>{"landlock", "minimal", "node-script", "probe",
-                                             "python-script"}));
+  EXPECT_EQ(accepted, (std::set<std::string>{"egress-declared", "landlock", "minimal",
+                                             "node-script", "probe", "python-script"}));
 }
 
 // The same corpus through the cell decoder: only the valid cell files are cells, and each
